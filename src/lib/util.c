@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+#include "util.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+void sb_strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **i = v; *i; i++)
+		free(*i);
+	free(v);
+}
+
+size_t sb_strv_length(char *const *v)
+{
+	size_t n = 0;
+
+	if (v)
+		while (v[n])
+			n++;
+	return n;
+}
+
+int sb_strv_consume(char ***v, char *s)
+{
+	size_t n = sb_strv_length(*v);
+	char **nv;
+
+	if (!s)
+		return -ENOMEM;
+	nv = realloc(*v, (n + 2) * sizeof(char *));
+	if (!nv) {
+		free(s);
+		return -ENOMEM;
+	}
+	nv[n] = s;
+	nv[n + 1] = NULL;
+	*v = nv;
+	return 0;
+}
+
+int sb_strv_push(char ***v, const char *s)
+{
+	return sb_strv_consume(v, strdup(s));
+}
+
+bool sb_strv_contains(char *const *v, const char *s)
+{
+	if (v)
+		for (; *v; v++)
+			if (streq(*v, s))
+				return true;
+	return false;
+}
+
+static int sb_buf_reserve(struct sb_buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1;
+	char *n;
+
+	if (need <= b->cap)
+		return 0;
+	if (need < b->cap * 2)
+		need = b->cap * 2;
+	if (need < 64)
+		need = 64;
+	n = realloc(b->data, need);
+	if (!n)
+		return -ENOMEM;
+	b->data = n;
+	b->cap = need;
+	return 0;
+}
+
+int sb_buf_putn(struct sb_buf *b, const char *s, size_t n)
+{
+	int r = sb_buf_reserve(b, n);
+
+	if (r < 0)
+		return r;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int sb_buf_puts(struct sb_buf *b, const char *s)
+{
+	return sb_buf_putn(b, s, strlen(s));
+}
+
+int sb_buf_putc(struct sb_buf *b, char c)
+{
+	return sb_buf_putn(b, &c, 1);
+}
+
+int sb_buf_printf(struct sb_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n, r;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	r = sb_buf_reserve(b, (size_t)n);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+char *sb_buf_steal(struct sb_buf *b)
+{
+	char *s = b->data;
+
+	if (!s)
+		s = strdup("");
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return s;
+}
+
+void sb_buf_reset(struct sb_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+char *sb_strstrip(char *s)
+{
+	char *end;
+
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		end--;
+	*end = '\0';
+	return s;
+}
+
+bool sb_glob_star_match(const char *pattern, const char *text)
+{
+	/* Classic two-pointer wildcard matching: on a mismatch we only ever
+	 * backtrack to the last '*', so the cost stays linear in practice and no
+	 * pattern can make it exponential. */
+	const char *star = NULL, *resume = NULL;
+
+	while (*text) {
+		if (*pattern == '*') {
+			star = pattern++;
+			resume = text;
+		} else if (*pattern == *text) {
+			pattern++;
+			text++;
+		} else if (star) {
+			pattern = star + 1;
+			text = ++resume;
+		} else {
+			return false;
+		}
+	}
+	while (*pattern == '*')
+		pattern++;
+	return *pattern == '\0';
+}
+
+int sb_safe_atou64(const char *s, unsigned long long *ret)
+{
+	unsigned long long v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		if (v > (~0ULL - (unsigned)(*s - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (unsigned)(*s - '0');
+	}
+	*ret = v;
+	return 0;
+}
+
+int sb_read_file(const char *path, size_t max_size, char **ret, size_t *ret_size)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0, cap = 0;
+	struct stat st;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 + 1 > cap) {
+			size_t ncap = cap ? cap * 2 : 8192;
+			char *nd = realloc(data, ncap);
+
+			if (!nd)
+				return -ENOMEM;
+			data = nd;
+			cap = ncap;
+		}
+		n = read(fd, data + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max_size)
+			return -EFBIG;
+	}
+	if (!data) {
+		data = strdup("");
+		if (!data)
+			return -ENOMEM;
+	}
+	data[len] = '\0';
+	*ret = TAKE_PTR(data);
+	if (ret_size)
+		*ret_size = len;
+	return 0;
+}
+
+char *sb_path_join(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir);
+	char *r;
+
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	if (asprintf(&r, "%.*s%s%s", (int)dl, dir, (dl == 1 && dir[0] == '/') ? "" : "/", name) <
+	    0)
+		return NULL;
+	return r;
+}
+
+char *sb_path_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	while (slash > path && slash[-1] == '/')
+		slash--;
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+char *sb_path_normalize(const char *path)
+{
+	size_t n = strlen(path);
+	char *out = malloc(n + 2);
+	size_t o = 0;
+	const char *p = path;
+
+	if (!out)
+		return NULL;
+	if (*p == '/')
+		out[o++] = '/';
+	while (*p) {
+		const char *seg;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		seg = p;
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - seg);
+		if (len == 0 || (len == 1 && seg[0] == '.'))
+			continue;
+		if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+			if (o > 1) {
+				o--; /* drop trailing '/' */
+				while (o > 0 && out[o - 1] != '/')
+					o--;
+			}
+			continue;
+		}
+		if (o > 0 && out[o - 1] != '/')
+			out[o++] = '/';
+		memcpy(out + o, seg, len);
+		o += len;
+	}
+	if (o == 0)
+		out[o++] = '.';
+	out[o] = '\0';
+	return out;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Ownership helpers in the systemd/bubblewrap style: a variable declared with
+ * _cleanup_free_ is released on every return path, TAKE_PTR hands it out. */
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(sb_freep)
+#define _cleanup_fclose_ _cleanup_(sb_fclosep)
+#define _cleanup_close_ _cleanup_(sb_closep)
+#define _cleanup_strv_free_ _cleanup_(sb_strv_freep)
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+#define TAKE_PTR(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _p = (p);                                                            \
+		(p) = NULL;                                                                        \
+		_p;                                                                                \
+	})
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void sb_freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void sb_fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+static inline void sb_closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+
+static inline bool streq(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+
+static inline bool streq_ptr(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static inline const char *startswith(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return strncmp(s, prefix, n) == 0 ? s + n : NULL;
+}
+
+/* NULL-terminated string vectors. */
+void sb_strv_free(char **v);
+static inline void sb_strv_freep(char ***v)
+{
+	sb_strv_free(*v);
+}
+size_t sb_strv_length(char *const *v);
+/* Appends a copy of s; 0 or -ENOMEM. */
+int sb_strv_push(char ***v, const char *s);
+/* Appends s itself, taking ownership even on failure; 0 or -ENOMEM. */
+int sb_strv_consume(char ***v, char *s);
+bool sb_strv_contains(char *const *v, const char *s);
+
+/* Growable byte buffer used to build strings without asprintf chains. */
+struct sb_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+int sb_buf_putn(struct sb_buf *b, const char *s, size_t n);
+int sb_buf_puts(struct sb_buf *b, const char *s);
+int sb_buf_putc(struct sb_buf *b, char c);
+int sb_buf_printf(struct sb_buf *b, const char *fmt, ...) _printf_(2, 3);
+/* Hands out the NUL-terminated string and resets the buffer. */
+char *sb_buf_steal(struct sb_buf *b);
+void sb_buf_reset(struct sb_buf *b);
+
+/* Trims ASCII white space in place; returns the start of the trimmed text. */
+char *sb_strstrip(char *s);
+
+/* Linear-time single-'*' glob (the profile's wildcard: no '?', no classes). */
+bool sb_glob_star_match(const char *pattern, const char *text);
+
+/* Parses a decimal unsigned integer that fills the whole string. */
+int sb_safe_atou64(const char *s, unsigned long long *ret);
+
+/* Reads a whole file (at most max_size bytes); 0 or -errno (-EFBIG when larger). */
+int sb_read_file(const char *path, size_t max_size, char **ret, size_t *ret_size);
+
+/* Joins dir and name with one '/'; NULL on OOM. */
+char *sb_path_join(const char *dir, const char *name);
+/* Directory part of a path ("." when there is none); NULL on OOM. */
+char *sb_path_dirname(const char *path);
+/* Lexically normalises an absolute path: removes ".", "..", repeated '/'. */
+char *sb_path_normalize(const char *path);

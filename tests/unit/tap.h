@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A minimal TAP producer for `meson test` (protocol: 'tap'). Each check prints
+ * one "ok"/"not ok" line; tap_done() prints the plan and returns the exit code. */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static unsigned tap_count;
+static unsigned tap_failed;
+
+static inline bool tap_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline bool tap_ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_count++;
+	if (!cond)
+		tap_failed++;
+	printf("%s %u - ", cond ? "ok" : "not ok", tap_count);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	return cond;
+}
+
+static inline void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void tap_diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("# ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static inline int tap_skip_all(const char *reason)
+{
+	printf("1..0 # SKIP %s\n", reason);
+	return 0;
+}
+
+static inline int tap_done(void)
+{
+	printf("1..%u\n", tap_count);
+	return tap_failed ? 1 : 0;
+}
+
+#define TAP_IS_INT(got, want, name)                                                                \
+	tap_ok((long long)(got) == (long long)(want), "%s (got %lld, want %lld)", name,          \
+	       (long long)(got), (long long)(want))
+
+#define TAP_IS_STR(got, want, name)                                                                \
+	({                                                                                         \
+		const char *_g = (got), *_w = (want);                                              \
+		bool _ok = (_g && _w) ? strcmp(_g, _w) == 0 : _g == _w;                            \
+		tap_ok(_ok, "%s (got \"%s\", want \"%s\")", name, _g ? _g : "(null)",            \
+		       _w ? _w : "(null)");                                                        \
+	})
