@@ -49,7 +49,7 @@ struct sb_api_rule {
 	struct sb_origin origin;
 };
 
-/* Parses the value of a python-api= line into rules appended to *rules/*n_rules.
+/* Parses the value of a python-api= line into rules appended to the rules array (count in n_rules).
  * 0, or -EINVAL with *reterr set (malloc'ed message, e.g. unknown category with
  * the closest name), or -ENOMEM. Nothing is appended on error. */
 int sb_api_rule_parse(const char *value, struct sb_origin origin, struct sb_api_rule **rules,

@@ -3,8 +3,10 @@
 
 #include <stdarg.h>
 
-static int sb_diags_addv(struct sb_diags *d, struct sb_origin origin, bool warning,
-			 const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static int sb_diags_addv(struct sb_diags *d,
+								 struct sb_origin origin,
+								 bool warning, const char *fmt,
+								 va_list ap)
 {
 	_cleanup_free_ char *msg = NULL;
 	_cleanup_free_ char *file = NULL;

@@ -33,8 +33,7 @@ enum sb_result_mode {
 
 enum sb_learn_mode {
 	SB_LEARN_OFF,
-	SB_LEARN_FILE,      /* learn=<file> or --learn[=file] */
-	SB_LEARN_FORBIDDEN, /* learn=false in a file: the lock */
+	SB_LEARN_FILE, /* learn=<file> or --learn[=file] */
 };
 
 enum sb_env_kind {
@@ -92,6 +91,7 @@ struct sb_profile {
 	enum sb_learn_mode learn;
 	char *learn_file; /* absolute or relative to cwd, already resolved */
 	bool learn_requested_by_cli;
+	bool learn_locked; /* learn=false in a file: learning and command-line rules refused */
 	int port; /* -1 when unset */
 	enum sb_result_mode result_mode;
 	bool result_guard;
@@ -134,6 +134,7 @@ struct sb_load_options {
 	void *getenv_userdata;
 	const char *cwd;         /* for "./" includes and relative paths */
 	const char *home;        /* for "~" */
+	const char *learn_default; /* where a bare --learn writes; NULL: ./.py-sandboxes */
 	size_t max_file_size;    /* 0: 1 MiB */
 	unsigned max_include_depth; /* 0: 32 */
 };

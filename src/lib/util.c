@@ -309,3 +309,54 @@ char *sb_path_normalize(const char *path)
 	out[o] = '\0';
 	return out;
 }
+
+static size_t sb_levenshtein(const char *a, const char *b, size_t *row)
+{
+	size_t lb = strlen(b);
+
+	/* One row of the DP table suffices: row[j] is the distance between the
+	 * prefix of a read so far and the first j characters of b. */
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; a[i - 1]; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] == b[j - 1] ? 0 : 1);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+const char *sb_closest_name(const char *word, const char *const *candidates, size_t n,
+			    size_t max_distance)
+{
+	_cleanup_free_ size_t *row = NULL;
+	size_t longest = 0, best_distance = max_distance + 1;
+	const char *best = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (strlen(candidates[i]) > longest)
+			longest = strlen(candidates[i]);
+	row = malloc((longest + 1) * sizeof(*row));
+	if (!row)
+		return NULL; /* only a hint: no suggestion rather than a failure */
+	for (size_t i = 0; i < n; i++) {
+		size_t d = sb_levenshtein(word, candidates[i], row);
+
+		if (d < best_distance) {
+			best_distance = d;
+			best = candidates[i];
+		}
+	}
+	return best;
+}

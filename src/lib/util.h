@@ -108,3 +108,8 @@ char *sb_path_join(const char *dir, const char *name);
 char *sb_path_dirname(const char *path);
 /* Lexically normalises an absolute path: removes ".", "..", repeated '/'. */
 char *sb_path_normalize(const char *path);
+
+/* The candidate closest to word by Levenshtein distance, for "did you mean"
+ * hints; NULL when none is within max_distance (ties: the first one). */
+const char *sb_closest_name(const char *word, const char *const *candidates, size_t n,
+			    size_t max_distance);

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+#include "profile.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+
+static char *absolute_path(const char *path, const char *cwd)
+{
+	if (path[0] == '/' || !cwd)
+		return strdup(path);
+	return sb_path_join(cwd, path);
+}
+
+static int check_exposes(struct sb_profile *p, const struct sb_load_options *opts,
+			 struct sb_diags *diags)
+{
+	int r;
+
+	for (size_t i = 0; i < p->n_exposes; i++) {
+		struct sb_expose_rule *e = &p->exposes[i];
+		const char *key = e->writable ? "expose-rw" : "expose-ro";
+		_cleanup_free_ char *abs = absolute_path(e->path, opts->cwd);
+		char resolved[PATH_MAX];
+		struct stat st;
+
+		if (!abs)
+			return -ENOMEM;
+		if (!realpath(abs, resolved) || stat(resolved, &st) < 0) {
+			r = sb_diags_error(diags, e->origin, "%s='%s': the directory must exist (%s)",
+					   key, e->path, strerror(errno));
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			r = sb_diags_error(diags, e->origin, "%s='%s': must be a directory", key,
+					   e->path);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		e->resolved = strdup(resolved);
+		if (!e->resolved)
+			return -ENOMEM;
+		for (size_t j = 0; j < i; j++) {
+			const struct sb_expose_rule *o = &p->exposes[j];
+
+			if (!o->resolved || o->writable == e->writable ||
+			    !streq(o->resolved, e->resolved))
+				continue;
+			r = sb_diags_error(diags, e->origin,
+					   "'%s' is exposed both read-only and read-write (see %s:%u)",
+					   e->resolved, o->origin.file, o->origin.line);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int check_learn(struct sb_profile *p, const struct sb_load_options *opts,
+		       struct sb_diags *diags)
+{
+	int r;
+
+	if (p->learn == SB_LEARN_FILE && p->learn_file) {
+		_cleanup_free_ char *abs = absolute_path(p->learn_file, opts->cwd);
+		_cleanup_free_ char *dir = NULL;
+		struct stat st;
+
+		if (!abs)
+			return -ENOMEM;
+		dir = sb_path_dirname(abs);
+		if (!dir)
+			return -ENOMEM;
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			r = sb_diags_error(diags, p->learn_origin,
+					   "learn='%s': the directory '%s' must exist", p->learn_file,
+					   dir);
+			if (r < 0)
+				return r;
+		}
+	}
+
+	if (!p->learn_locked)
+		return 0;
+	if (p->learn == SB_LEARN_FILE) {
+		if (p->learn_requested_by_cli)
+			return sb_diags_error(diags, p->learn_lock_origin,
+					      "learning mode is forbidden, but requested by --learn "
+					      "on the command line");
+		return sb_diags_error(diags, p->learn_lock_origin,
+				      "learning mode is forbidden, but requested by learn= at %s:%u",
+				      p->learn_origin.file, p->learn_origin.line);
+	}
+	if (p->has_cli_rules)
+		return sb_diags_error(diags, p->learn_lock_origin,
+				      "learning mode is forbidden, but requested by rules on the "
+				      "command line (learn=false refuses every command-line rule)");
+	return 0;
+}
+
+static bool dynamic_code_granted(const struct sb_profile *p, const struct sb_api_rule **ret_rule)
+{
+	static const char *const builtins[] = {"builtins.eval", "builtins.exec",
+					       "builtins.compile"};
+
+	for (size_t i = 0; i < ELEMENTSOF(builtins); i++) {
+		const struct sb_api_function *fn = sb_api_lookup(builtins[i]);
+
+		if (fn && sb_api_is_allowed(p->apis, p->n_apis, fn, ret_rule))
+			return true;
+	}
+	return false;
+}
+
+static bool eval_list_has(const struct sb_eval_profile *ep, enum sb_eval_list_key k,
+			  const char *value)
+{
+	for (size_t i = 0; i < ep->n_items[k]; i++)
+		if (!ep->items[k][i].deny && streq(ep->items[k][i].value, value))
+			return true;
+	return false;
+}
+
+static int check_eval(struct sb_profile *p, struct sb_diags *diags)
+{
+	const struct sb_api_rule *grant = NULL;
+	int r;
+
+	/* Two answers to one question: either eval is unguarded or it is guarded
+	 * by these rules. The original let the grant win silently. */
+	if (p->eval.any_key && dynamic_code_granted(p, &grant) && grant) {
+		r = sb_diags_error(diags, grant->origin,
+				   "python-api grants eval/exec/compile (dynamic-code) while eval-* "
+				   "rules guard them: remove one of the two");
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < p->eval.n_profiles; i++) {
+		const struct sb_eval_profile *ep = &p->eval.profiles[i];
+
+		if (ep->n_items[SB_EVAL_IMPORT] == 0 || eval_list_has(ep, SB_EVAL_SYNTAX, "import"))
+			continue;
+		r = sb_diags_error(diags, ep->items[SB_EVAL_IMPORT][0].origin,
+				   "eval-import%s%s needs the import statements: add "
+				   "eval-syntax%s%s=import",
+				   ep->name ? ":" : "", ep->name ? ep->name : "", ep->name ? ":" : "",
+				   ep->name ? ep->name : "");
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int warn_dangerous_grants(const struct sb_profile *p, struct sb_diags *diags)
+{
+	static const enum sb_api_category dangerous[] = {SB_API_PROCESS_EXEC, SB_API_DYNAMIC_CODE,
+							 SB_API_DESERIALIZATION};
+	int r;
+
+	for (size_t i = 0; i < p->n_apis; i++) {
+		const struct sb_api_rule *a = &p->apis[i];
+
+		if (a->deny)
+			continue;
+		for (size_t j = 0; j < ELEMENTSOF(dangerous); j++) {
+			if (a->kind == SB_API_TARGET_FUNCTION ||
+			    (a->kind == SB_API_TARGET_CATEGORY && a->category != dangerous[j]))
+				continue;
+			r = sb_diags_warning(diags, a->origin,
+					     "python-api grants the whole '%s' category: the "
+					     "program can %s",
+					     sb_api_category_name(dangerous[j]),
+					     dangerous[j] == SB_API_PROCESS_EXEC ? "start any process"
+					     : dangerous[j] == SB_API_DYNAMIC_CODE
+						     ? "run any code it builds at run time"
+						     : "rebuild any object from bytes (pickle gadgets)");
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int sb_profile_check(struct sb_profile *p, const struct sb_load_options *opts,
+		     struct sb_diags *diags)
+{
+	size_t errors_before = diags->n_errors;
+	int r;
+
+	r = check_exposes(p, opts, diags);
+	if (r >= 0)
+		r = check_learn(p, opts, diags);
+	if (r >= 0)
+		r = check_eval(p, diags);
+	if (r >= 0)
+		r = warn_dangerous_grants(p, diags);
+	if (r < 0)
+		return r;
+	return diags->n_errors > errors_before ? -EINVAL : 0;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+#include "config-lookup.h"
+
+#include <sys/stat.h>
+
+#include "util.h"
+
+#define SB_PROFILE_NAME ".py-sandboxes"
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The directory holding module "a.b.c" under one sys.path entry: that of
+ * a/b/c.py, or the package directory a/b/c itself (namespace packages too). */
+static char *module_dir_in(const char *entry, const char *module)
+{
+	_cleanup_free_ char *rel = strdup(module), *base = NULL, *py = NULL;
+
+	if (!rel)
+		return NULL;
+	for (char *c = rel; *c; c++)
+		if (*c == '.')
+			*c = '/';
+	base = sb_path_join(entry, rel);
+	if (!base)
+		return NULL;
+	if (is_dir(base))
+		return TAKE_PTR(base);
+	if (asprintf(&py, "%s.py", base) < 0) {
+		py = NULL;
+		return NULL;
+	}
+	if (is_file(py))
+		return sb_path_dirname(base);
+	return strdup("");
+}
+
+static int try_profile_in(const char *dir, char **ret)
+{
+	_cleanup_free_ char *candidate = sb_path_join(dir, SB_PROFILE_NAME);
+
+	if (!candidate)
+		return -ENOMEM;
+	if (!is_file(candidate))
+		return 0;
+	*ret = TAKE_PTR(candidate);
+	return 1;
+}
+
+static int locate_module(const struct sb_cli *cli, const struct sb_lookup_env *env, char **ret)
+{
+	_cleanup_strv_free_ char **entries = NULL;
+	int r;
+
+	/* The order of sys.path: the current directory (unless -P/-I), PYTHONPATH,
+	 * then the site directories. */
+	if (!cli->safe_path && (r = sb_strv_push(&entries, env->cwd)) < 0)
+		return r;
+	if (env->pythonpath) {
+		_cleanup_free_ char *copy = strdup(env->pythonpath);
+		char *save = NULL;
+
+		if (!copy)
+			return -ENOMEM;
+		for (char *e = strtok_r(copy, ":", &save); e; e = strtok_r(NULL, ":", &save))
+			if ((r = sb_strv_push(&entries, e)) < 0)
+				return r;
+	}
+	for (char *const *s = env->site_dirs; s && *s; s++)
+		if ((r = sb_strv_push(&entries, *s)) < 0)
+			return r;
+
+	for (char **e = entries; e && *e; e++) {
+		_cleanup_free_ char *dir = module_dir_in(*e, cli->target);
+
+		if (!dir)
+			return -ENOMEM;
+		if (*dir == '\0')
+			continue;
+		/* The first entry that has the module is the one Python will use. */
+		return try_profile_in(dir, ret);
+	}
+	return 0;
+}
+
+int sb_config_locate(const struct sb_cli *cli, const struct sb_lookup_env *env, char **ret)
+{
+	int r = 0;
+
+	if (cli->config_path) {
+		*ret = strdup(cli->config_path);
+		return *ret ? 0 : -ENOMEM;
+	}
+	if (cli->mode == SB_RUN_SCRIPT && cli->target && !streq(cli->target, "-")) {
+		_cleanup_free_ char *dir = sb_path_dirname(cli->target);
+
+		if (!dir)
+			return -ENOMEM;
+		r = try_profile_in(dir, ret);
+	} else if (cli->mode == SB_RUN_MODULE && cli->target) {
+		r = locate_module(cli, env, ret);
+	}
+	if (r != 0)
+		return r < 0 ? r : 0;
+	*ret = sb_path_join(env->cwd, SB_PROFILE_NAME);
+	return *ret ? 0 : -ENOMEM;
+}

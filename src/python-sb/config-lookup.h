@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "cli.h"
+
+struct sb_lookup_env {
+	const char *cwd;
+	const char *pythonpath;  /* host PYTHONPATH, NULL when -E/-I or unset */
+	char *const *site_dirs;  /* site-packages directories to search for -m */
+};
+
+/* Chooses the rule file (spec section 2): --pysandboxes-config; else the
+ * .py-sandboxes next to the script, or in the directory of the -m module;
+ * else ./.py-sandboxes. The result may not exist (learning trigger).
+ * 0 and *ret (malloc'ed), or -ENOMEM. */
+int sb_config_locate(const struct sb_cli *cli, const struct sb_lookup_env *env, char **ret);

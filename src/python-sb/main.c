@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+#include <Python.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "config-lookup.h"
+#include "embed.h"
+#include "env-policy.h"
+#include "explain.h"
+#include "profile.h"
+#include "provider.h"
+#include "usage.h"
+#include "util.h"
+
+#define EXIT_USAGE 2
+/* What the original returns (-1) for a configuration error: distinct from any
+ * exit status a Python program or a signal produces through us. */
+#define EXIT_CONFIG 255
+
+extern char **environ;
+
+static const char *host_getenv(const char *name, void *userdata)
+{
+	size_t len = strlen(name);
+
+	for (char **e = userdata; e && *e; e++)
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+			return *e + len + 1;
+	return NULL;
+}
+
+/* VIRTUAL_ENV is what activation exports; honour it as `python` from the
+ * venv's bin/ would, but only for a directory that really is a venv. */
+static char *detect_venv(char **host_env)
+{
+	const char *venv = host_getenv("VIRTUAL_ENV", host_env);
+	_cleanup_free_ char *cfg = NULL;
+	struct stat st;
+
+	if (!venv || venv[0] != '/')
+		return NULL;
+	cfg = sb_path_join(venv, "pyvenv.cfg");
+	if (!cfg || stat(cfg, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	return strdup(venv);
+}
+
+static char **site_dirs_for(const char *venv)
+{
+	char **dirs = NULL;
+	_cleanup_free_ char *copy = strdup(SB_PYTHON_SITE_DIRS);
+	char *save = NULL;
+
+	if (venv) {
+		char *d;
+
+		if (asprintf(&d, "%s/lib/python%d.%d/site-packages", venv, PY_MAJOR_VERSION,
+			     PY_MINOR_VERSION) >= 0)
+			sb_strv_consume(&dirs, d);
+	}
+	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
+		sb_strv_push(&dirs, d);
+	return dirs;
+}
+
+static int report_diags(struct sb_diags *d)
+{
+	sb_diags_sort(d);
+	for (size_t i = 0; i < d->n; i++)
+		if (d->items[i].warning)
+			fprintf(stderr, "python-sb: warning: %s:%u: %s\n", d->items[i].file,
+				d->items[i].line, d->items[i].message);
+	if (d->n_errors == 0)
+		return 0;
+	fputs("python-sb: ConfigSyntaxError: Syntax error in config files.\n", stderr);
+	for (size_t i = 0; i < d->n; i++)
+		if (!d->items[i].warning)
+			fprintf(stderr, "  %s:%u: %s\n", d->items[i].file, d->items[i].line,
+				d->items[i].message);
+	return -EINVAL;
+}
+
+static int fail(const char *what, const char *detail, int r)
+{
+	fprintf(stderr, "python-sb: %s%s%s\n", what, detail ? ": " : "",
+		detail ? detail : (r < 0 ? strerror(-r) : ""));
+	return EXIT_CONFIG;
+}
+
+int main(int argc, char **argv)
+{
+	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
+	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
+	_cleanup_(sb_diags_done) struct sb_diags diags = {0};
+	_cleanup_strv_free_ char **host_env = NULL, **site_dirs = NULL, **envp = NULL;
+	_cleanup_free_ char *err = NULL, *config = NULL, *venv = NULL, *note = NULL;
+	char cwd[PATH_MAX], self_exe[PATH_MAX];
+	const struct sb_provider *provider;
+	struct sb_load_options opts;
+	bool warn = false;
+	int r, exit_code = 0;
+
+	r = sb_cli_parse(argc, argv, &cli, &err);
+	if (r < 0) {
+		fprintf(stderr, "%s\nusage: python-sb [option] ... [-c cmd | -m mod | file | -] "
+				"[arg] ...\nTry `python-sb -h' for more information.\n",
+			err ? err : strerror(-r));
+		return EXIT_USAGE;
+	}
+	if (cli.help) {
+		fputs(sb_usage_text, stdout);
+		return 0;
+	}
+	if (cli.version) {
+		printf("Python %s (python-sb %s)\n",
+		       cli.version_level > 1 ? Py_GetVersion() : PY_VERSION, SB_VERSION);
+		return 0;
+	}
+
+	for (char **e = environ; e && *e; e++)
+		if (sb_strv_push(&host_env, *e) < 0)
+			return fail("out of memory", NULL, -ENOMEM);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return fail("cannot read the current directory", NULL, -errno);
+	venv = detect_venv(host_env);
+	site_dirs = site_dirs_for(venv);
+	r = sb_config_locate(&cli,
+			     &(struct sb_lookup_env){
+				     .cwd = cwd,
+				     .pythonpath = cli.ignore_env ? NULL
+								  : host_getenv("PYTHONPATH", host_env),
+				     .site_dirs = site_dirs,
+			     },
+			     &config);
+	if (r < 0)
+		return fail("cannot locate the rule file", NULL, r);
+
+	opts = (struct sb_load_options){
+		.path = config,
+		.cli_rules = cli.rules,
+		.getenv = host_getenv,
+		.getenv_userdata = host_env,
+		.cwd = cwd,
+		.home = host_getenv("HOME", host_env),
+		.learn_default = cli.config_path ? cli.config_path : "./.py-sandboxes",
+	};
+	r = sb_profile_load(&opts, &profile, &diags);
+	if (r >= 0)
+		r = sb_profile_check(profile, &opts, &diags);
+	if (r < 0 && r != -EINVAL)
+		return fail("cannot load the rules", NULL, r);
+	if (report_diags(&diags) < 0)
+		return EXIT_CONFIG;
+
+	/* Learning runs permissively; until it exists, asking for it must stop the
+	 * launch instead of running with whatever rules happen to be there. */
+	if (profile->root_missing && profile->py_sandbox) {
+		fprintf(stderr, "python-sb: no rule file '%s'. A missing rule file starts learning "
+				"mode, which this version does not have yet: create the file (see "
+				"examples/) or name one with --pysandboxes-config\n",
+			config);
+		return EXIT_CONFIG;
+	}
+	if (profile->learn == SB_LEARN_FILE && profile->py_sandbox) {
+		fprintf(stderr, "python-sb: learning mode was requested (into '%s') but is not "
+				"available in this version yet; the program was not run\n",
+			profile->learn_file);
+		return EXIT_CONFIG;
+	}
+
+	r = sb_provider_select(profile->os_sandbox, &provider, &note, &warn, &err);
+	if (r < 0)
+		return fail("the sandbox cannot be applied", err, r);
+	if (warn)
+		fprintf(stderr, "python-sb: warning: %s\n", note);
+
+	r = sb_env_build(profile, host_env, &envp);
+	if (r < 0)
+		return fail("cannot build the environment", NULL, r);
+
+	if (cli.explain) {
+		struct sb_buf out = {0};
+
+		r = sb_explain(profile, profile->root_missing ? NULL : config, provider, note, envp,
+			       &out);
+		if (r < 0)
+			return fail("cannot explain the policy", NULL, r);
+		fputs(out.data, stdout);
+		sb_buf_reset(&out);
+		return 0;
+	}
+
+	if (provider->enter && (r = provider->enter(profile, &err)) < 0)
+		return fail("the sandbox cannot be applied", err, r);
+
+	if (!realpath("/proc/self/exe", self_exe))
+		self_exe[0] = '\0';
+	r = sb_embed_run(
+		&(struct sb_embed){
+			.cli = &cli,
+			.profile = profile,
+			.profile_path = profile->root_missing ? NULL : config,
+			.envp = envp,
+			.self_exe = self_exe[0] ? self_exe : NULL,
+			.venv = venv,
+			.boundary = provider->id == SB_OS_SUBPROCESS || provider->id == SB_OS_NONE
+					    ? NULL
+					    : provider->name,
+		},
+		&exit_code, &err);
+	if (r < 0)
+		return fail("cannot run the program safely", err, r);
+	return exit_code;
+}
