@@ -103,8 +103,12 @@ int sb_config_locate(const struct sb_cli *cli, const struct sb_lookup_env *env, 
 		return *ret ? 0 : -ENOMEM;
 	}
 	if (cli->mode == SB_RUN_SCRIPT && cli->target && !streq(cli->target, "-")) {
-		_cleanup_free_ char *dir = sb_path_dirname(cli->target);
+		_cleanup_free_ char *abs = NULL, *norm = NULL, *dir = NULL;
 
+		/* Absolute, so that messages name the file whatever the cwd. */
+		abs = cli->target[0] == '/' ? strdup(cli->target) : sb_path_join(env->cwd, cli->target);
+		norm = abs ? sb_path_normalize(abs) : NULL;
+		dir = norm ? sb_path_dirname(norm) : NULL;
 		if (!dir)
 			return -ENOMEM;
 		r = try_profile_in(dir, ret);

@@ -81,6 +81,31 @@ static int report_diags(struct sb_diags *d)
 	return -EINVAL;
 }
 
+/* Rules this version parses and validates but does not enforce yet: say so on
+ * every run that has them, rather than let a user believe they protect. */
+static void warn_unenforced(const struct sb_profile *p)
+{
+	const struct {
+		const char *key;
+		size_t count;
+	} kinds[] = {
+		{"expose-ro/expose-rw", p->n_exposes}, {"ignore", p->n_ignores},
+		{"net", p->n_nets},		       {"python-api", p->n_apis},
+		{"eval-*", p->eval.any_key ? 1 : 0},
+	};
+	struct sb_buf keys = {0};
+
+	for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
+		if (kinds[i].count)
+			sb_buf_printf(&keys, "%s%s", keys.len ? ", " : "", kinds[i].key);
+	if (keys.len)
+		fprintf(stderr,
+			"python-sb: warning: %s rules are parsed but not enforced by this version; "
+			"only env= and python-import= are (see --explain)\n",
+			keys.data);
+	sb_buf_reset(&keys);
+}
+
 static int fail(const char *what, const char *detail, int r)
 {
 	fprintf(stderr, "python-sb: %s%s%s\n", what, detail ? ": " : "",
@@ -191,6 +216,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	if (profile->py_sandbox)
+		warn_unenforced(profile);
 	if (provider->enter && (r = provider->enter(profile, &err)) < 0)
 		return fail("the sandbox cannot be applied", err, r);
 

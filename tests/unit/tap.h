@@ -53,9 +53,12 @@ static inline int tap_done(void)
 	return tap_failed ? 1 : 0;
 }
 
+/* Each argument is evaluated once: `got` is often a call with side effects. */
 #define TAP_IS_INT(got, want, name)                                                                \
-	tap_ok((long long)(got) == (long long)(want), "%s (got %lld, want %lld)", name,          \
-	       (long long)(got), (long long)(want))
+	({                                                                                         \
+		long long _g = (long long)(got), _w = (long long)(want);                           \
+		tap_ok(_g == _w, "%s (got %lld, want %lld)", name, _g, _w);                        \
+	})
 
 #define TAP_IS_STR(got, want, name)                                                                \
 	({                                                                                         \

@@ -151,7 +151,8 @@ static void run_dir(const char *root, const char *sub, bool valid)
 		if (strstr(de->d_name, ".prof"))
 			sb_strv_push(&names, de->d_name);
 	closedir(d);
-	qsort(names, sb_strv_length(names), sizeof(char *), cmp_names);
+	if (names)
+		qsort(names, sb_strv_length(names), sizeof(char *), cmp_names);
 	for (char **n = names; n && *n; n++)
 		run_file(dir, *n, valid, NULL);
 }
