@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* Loader behaviour that needs several files or the command line: includes,
+ * overrides, the learn=false lock, error collection and ordering. */
+#include <sys/stat.h>
+
+#include "profile.h"
+#include "provider.h"
+#include "tap.h"
+
+static char root[] = "/tmp/sb-profile-test-XXXXXX";
+static char *host_env[] = {"HOME=/home/tester", "OS_SANDBOX=none", "FOO=foo", NULL};
+
+static const char *fake_getenv(const char *name, void *userdata)
+{
+	size_t len = strlen(name);
+
+	for (char **e = userdata; *e; e++)
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+			return *e + len + 1;
+	return NULL;
+}
+
+static void put(const char *name, const char *text)
+{
+	_cleanup_free_ char *path = sb_path_join(root, name);
+	_cleanup_free_ char *dir = sb_path_dirname(path);
+	FILE *f;
+
+	mkdir(dir, 0755);
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	fputs(text, f);
+	fclose(f);
+}
+
+struct result {
+	struct sb_profile *p;
+	struct sb_diags d;
+	int r;
+	struct sb_load_options opts;
+	char *path;
+};
+
+static void load(struct result *res, const char *name, char **cli)
+{
+	memset(res, 0, sizeof(*res));
+	res->path = name ? sb_path_join(root, name) : NULL;
+	res->opts = (struct sb_load_options){
+		.path = res->path,
+		.cli_rules = cli,
+		.getenv = fake_getenv,
+		.getenv_userdata = host_env,
+		.cwd = root,
+		.home = "/home/tester",
+		.learn_default = "/tmp/learned.py-sandboxes",
+	};
+	res->r = sb_profile_load(&res->opts, &res->p, &res->d);
+	if (res->r >= 0 || res->r == -EINVAL) {
+		int c = sb_profile_check(res->p, &res->opts, &res->d);
+
+		if (res->r == 0)
+			res->r = c;
+	}
+	sb_diags_sort(&res->d);
+}
+
+static void done(struct result *res)
+{
+	sb_profile_free(res->p);
+	sb_diags_done(&res->d);
+	free(res->path);
+}
+
+/* True when some error (not warning) at line `line` of a file whose name ends
+ * with `file` contains `text`. */
+static bool has_error(const struct result *res, const char *file, unsigned line, const char *text)
+{
+	for (size_t i = 0; i < res->d.n; i++) {
+		const struct sb_diag *d = &res->d.items[i];
+		size_t fl = strlen(d->file), nl = strlen(file);
+
+		if (!d->warning && d->line == line && fl >= nl && streq(d->file + fl - nl, file) &&
+		    strstr(d->message, text))
+			return true;
+	}
+	return false;
+}
+
+static void test_includes(void)
+{
+	struct result res;
+
+	put("inc/main.prof", "include \"sibling.inc\"\ninclude \"./top.inc\"\n"
+			     "include \"missing.inc\"\ninclude \"main.prof\"\npython-import=a\n");
+	put("inc/sibling.inc", "python-import=b\ninclude \"main.prof\"\n");
+	put("top.inc", "python-import=c\n");
+	load(&res, "inc/main.prof", NULL);
+	TAP_IS_INT(res.r, 0, "includes load");
+	TAP_IS_INT(res.p->n_imports, 3, "each file read once despite the loops");
+	TAP_IS_STR(res.p->imports[0].name, "b", "bare include is next to the includer");
+	TAP_IS_STR(res.p->imports[1].name, "c", "./ include is relative to the cwd");
+	TAP_IS_INT(sb_strv_length(res.p->files), 3, "three files read (missing one skipped)");
+	done(&res);
+
+	put("unreadable/main.prof", "include \"secret.inc\"\n");
+	put("unreadable/secret.inc", "python-import=x\n");
+	{
+		_cleanup_free_ char *secret = sb_path_join(root, "unreadable/secret.inc");
+
+		chmod(secret, 0);
+		load(&res, "unreadable/main.prof", NULL);
+		/* root reads anything: the check only means something unprivileged. */
+		if (geteuid() != 0) {
+			TAP_IS_INT(res.r, -EINVAL, "unreadable include is an error");
+			tap_ok(has_error(&res, "main.prof", 1, "cannot read include"),
+			       "error names the include line");
+		}
+		done(&res);
+	}
+}
+
+static void test_scalars_and_cli(void)
+{
+	struct result res;
+	char *cli_os[] = {"os-sandbox=subprocess", "python-import=cli", NULL};
+	char *cli_twice[] = {"port=1", "port=2", NULL};
+
+	put("scalar/main.prof", "os-sandbox=${OS_SANDBOX:-auto}\ninclude \"other.inc\"\n"
+				"python-import=file\n");
+	put("scalar/other.inc", "\n\nos-sandbox=bwrap\n");
+	load(&res, "scalar/main.prof", NULL);
+	TAP_IS_INT(res.r, -EINVAL, "two os-sandbox lines across includes");
+	tap_ok(has_error(&res, "other.inc", 3, "Multiple os-sandbox parameters"),
+	       "Multiple os-sandbox parameters at the second line");
+	done(&res);
+
+	put("cli/main.prof", "os-sandbox=${OS_SANDBOX:-auto}\npython-import=file\n");
+	load(&res, "cli/main.prof", NULL);
+	TAP_IS_INT(res.p->os_sandbox, SB_OS_NONE, "${OS_SANDBOX:-auto} reads the host variable");
+	done(&res);
+	load(&res, "cli/main.prof", cli_os);
+	TAP_IS_INT(res.r, 0, "command-line override loads");
+	TAP_IS_INT(res.p->os_sandbox, SB_OS_SUBPROCESS, "command line overrides a scalar");
+	TAP_IS_STR(res.p->scalar_origin[SB_KEY_OS_SANDBOX].file, SB_ORIGIN_CLI,
+		   "origin of the override is the command line");
+	TAP_IS_INT(res.p->n_imports, 2, "list keys accumulate file and command line");
+	tap_ok(res.p->has_cli_rules, "command-line rules are recorded");
+	done(&res);
+	load(&res, "cli/main.prof", cli_twice);
+	tap_ok(has_error(&res, SB_ORIGIN_CLI, 2, "Multiple port parameters"),
+	       "a scalar twice on the command line is an error");
+	done(&res);
+}
+
+static void test_learn(void)
+{
+	struct result res;
+	char *cli_learn[] = {"learn", NULL};
+	char *cli_rule[] = {"expose-ro=/etc", NULL};
+	char *cli_false[] = {"learn=false", NULL};
+
+	put("learn/main.prof", "learn=out.prof\n");
+	load(&res, "learn/main.prof", NULL);
+	TAP_IS_INT(res.p->learn, SB_LEARN_FILE, "learn=<file>");
+	tap_ok(res.p->learn_file && strstr(res.p->learn_file, "/learn/out.prof"),
+	       "a relative learn file is next to the rule file (%s)", res.p->learn_file);
+	done(&res);
+
+	put("learn/nodir.prof", "learn=no/such/dir/out.prof\n");
+	load(&res, "learn/nodir.prof", NULL);
+	tap_ok(has_error(&res, "nodir.prof", 1, "must exist"), "learn= parent must exist");
+	done(&res);
+
+	put("lock/main.prof", "learn=false\npython-import=json\n");
+	load(&res, "lock/main.prof", NULL);
+	TAP_IS_INT(res.r, 0, "learn=false alone is fine");
+	tap_ok(res.p->learn_locked && res.p->learn == SB_LEARN_OFF, "lock recorded");
+	done(&res);
+	load(&res, "lock/main.prof", cli_learn);
+	tap_ok(has_error(&res, "main.prof", 1, "learning mode is forbidden, but requested by --learn"),
+	       "learn=false + --learn refused");
+	done(&res);
+	load(&res, "lock/main.prof", cli_rule);
+	tap_ok(has_error(&res, "main.prof", 1, "learning mode is forbidden"),
+	       "learn=false + a command-line rule refused");
+	done(&res);
+	load(&res, "lock/main.prof", cli_false);
+	tap_ok(has_error(&res, SB_ORIGIN_CLI, 1, "only a rule file"),
+	       "learn=false on the command line is refused");
+	done(&res);
+
+	put("plain/main.prof", "python-import=json\n");
+	load(&res, "plain/main.prof", cli_learn);
+	TAP_IS_STR(res.p->learn_file, "/tmp/learned.py-sandboxes",
+		   "--learn alone writes into the chosen rule file");
+	tap_ok(res.p->learn_requested_by_cli, "--learn recorded as from the command line");
+	done(&res);
+}
+
+static void test_errors_collected(void)
+{
+	struct result res;
+
+	put("errs/main.prof", "nope\nos-sandbox=foo\ninclude \"b.inc\"\nport=x\nexpose-ro=/etc\n"
+			      "expose-rw=/etc\n");
+	put("errs/b.inc", "bogus-key=1\nenv=A=${X:Y}\n");
+	load(&res, "errs/main.prof", NULL);
+	TAP_IS_INT(res.r, -EINVAL, "errors reported");
+	TAP_IS_INT(res.d.n_errors, 6, "every error collected");
+	tap_ok(has_error(&res, "b.inc", 1, "Invalid rule 'bogus-key=1'"), "unknown key");
+	tap_ok(has_error(&res, "b.inc", 2, "invalid variable expansion '${X:Y}'"), "bad ${}");
+	tap_ok(has_error(&res, "main.prof", 1, "Invalid rule 'nope'"), "line without =");
+	tap_ok(has_error(&res, "main.prof", 2, "Invalid os-sandbox 'foo'"), "bad provider");
+	tap_ok(has_error(&res, "main.prof", 4, "Invalid port 'x'"), "bad port");
+	tap_ok(has_error(&res, "main.prof", 6, "both read-only and read-write"), "ro and rw");
+	tap_ok(res.d.n >= 2 && strcmp(res.d.items[0].file, res.d.items[res.d.n - 1].file) <= 0,
+	       "sorted by file");
+	done(&res);
+
+	load(&res, "does-not-exist.prof", NULL);
+	TAP_IS_INT(res.r, 0, "a missing root file is not an error");
+	tap_ok(res.p->root_missing, "it is reported as missing (learning trigger)");
+	done(&res);
+}
+
+static void test_provider_select(void)
+{
+	const struct sb_provider *p = NULL;
+	_cleanup_free_ char *note = NULL, *err = NULL;
+	bool warn = true;
+
+	TAP_IS_INT(sb_provider_select(SB_OS_UNSET, &p, &note, &warn, &err), 0, "auto resolves");
+	TAP_IS_STR(p ? p->name : NULL, "subprocess", "auto falls back to subprocess here");
+	tap_ok(note && strstr(note, "landlock"), "the fallback says why");
+	tap_ok(!warn, "no warning when the kernel is not the reason");
+	free(note);
+	note = NULL;
+	for (int id = SB_OS_LANDLOCK; id <= SB_OS_QEMU; id++) {
+		free(err);
+		err = NULL;
+		p = NULL;
+		tap_ok(sb_provider_select((enum sb_os_sandbox)id, &p, &note, &warn, &err) < 0 &&
+			       !p && err && strstr(err, "will not fall back"),
+		       "a named provider that is not available fails closed (%s)",
+		       sb_os_sandbox_name((enum sb_os_sandbox)id));
+	}
+	TAP_IS_INT(sb_provider_select(SB_OS_NONE, &p, &note, &warn, &err), 0, "none runs");
+	TAP_IS_INT(sb_provider_select(SB_OS_SUBPROCESS, &p, &note, &warn, &err), 0,
+		   "subprocess runs");
+}
+
+int main(void)
+{
+	if (!mkdtemp(root))
+		return tap_skip_all("cannot create a temporary directory");
+	test_includes();
+	test_scalars_and_cli();
+	test_learn();
+	test_errors_collected();
+	test_provider_select();
+	{
+		_cleanup_free_ char *cmd = NULL;
+
+		if (asprintf(&cmd, "rm -rf '%s'", root) > 0 && system(cmd) != 0)
+			tap_diag("could not remove %s", root);
+	}
+	return tap_done();
+}
