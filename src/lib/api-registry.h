@@ -35,7 +35,7 @@ int sb_api_category_from_name(const char *name);
 const struct sb_api_function *sb_api_lookup(const char *qualname);
 
 enum sb_api_target_kind {
-	SB_API_TARGET_ALL,      /* "*" */
+	SB_API_TARGET_ALL,	/* "*" */
 	SB_API_TARGET_CATEGORY, /* a category name */
 	SB_API_TARGET_FUNCTION, /* a qualified function name of the registry */
 };
@@ -44,7 +44,7 @@ enum sb_api_target_kind {
 struct sb_api_rule {
 	bool deny;
 	enum sb_api_target_kind kind;
-	enum sb_api_category category; /* for CATEGORY */
+	enum sb_api_category category;		/* for CATEGORY */
 	const struct sb_api_function *function; /* for FUNCTION */
 	struct sb_origin origin;
 };

@@ -4,9 +4,9 @@
 #include <stdarg.h>
 
 __attribute__((format(printf, 4, 0))) static int sb_diags_addv(struct sb_diags *d,
-								 struct sb_origin origin,
-								 bool warning, const char *fmt,
-								 va_list ap)
+							       struct sb_origin origin,
+							       bool warning, const char *fmt,
+							       va_list ap)
 {
 	_cleanup_free_ char *msg = NULL;
 	_cleanup_free_ char *file = NULL;
@@ -28,10 +28,10 @@ __attribute__((format(printf, 4, 0))) static int sb_diags_addv(struct sb_diags *
 		d->cap = ncap;
 	}
 	d->items[d->n++] = (struct sb_diag){
-		.file = TAKE_PTR(file),
-		.line = origin.line,
-		.warning = warning,
-		.message = TAKE_PTR(msg),
+	    .file = TAKE_PTR(file),
+	    .line = origin.line,
+	    .warning = warning,
+	    .message = TAKE_PTR(msg),
 	};
 	if (!warning)
 		d->n_errors++;

@@ -34,10 +34,10 @@ struct sb_diags {
 
 /* Records an error; 0 or -ENOMEM. */
 int sb_diags_error(struct sb_diags *d, struct sb_origin origin, const char *fmt, ...)
-	_printf_(3, 4);
+    _printf_(3, 4);
 /* Records a warning; 0 or -ENOMEM. */
 int sb_diags_warning(struct sb_diags *d, struct sb_origin origin, const char *fmt, ...)
-	_printf_(3, 4);
+    _printf_(3, 4);
 /* Sorts by file, then line, then message; duplicates are removed. */
 void sb_diags_sort(struct sb_diags *d);
 void sb_diags_done(struct sb_diags *d);

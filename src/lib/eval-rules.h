@@ -19,7 +19,7 @@ enum sb_eval_list_key {
 
 enum sb_eval_scalar_key {
 	SB_EVAL_NAMESPACE,
-	SB_EVAL_TIMEOUT,        /* milliseconds */
+	SB_EVAL_TIMEOUT, /* milliseconds */
 	SB_EVAL_MAX_ITERATIONS,
 	SB_EVAL_MAX_CALL_DEPTH,
 	SB_EVAL_MAX_DEPTH,
@@ -67,4 +67,3 @@ const struct sb_eval_profile *sb_eval_config_find(const struct sb_eval_config *c
 						  const char *name);
 const char *sb_eval_list_key_name(enum sb_eval_list_key k);
 const char *sb_eval_scalar_key_name(enum sb_eval_scalar_key k);
-

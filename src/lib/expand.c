@@ -100,7 +100,8 @@ static int expand_text(struct sb_expander *e, const char **pos, bool in_default,
 				return expand_fail(e, ref, "unterminated variable expansion");
 			}
 			p++;
-			/* ${X:-d}: the default applies when X is unset or empty, as in the shell. */
+			/* ${X:-d}: the default applies when X is unset or empty, as in the shell.
+			 */
 			v = e->getenv(n, e->userdata);
 			r = sb_buf_puts(out, (v && *v) ? v : (dflt.data ? dflt.data : ""));
 			sb_buf_reset(&dflt);

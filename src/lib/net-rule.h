@@ -39,8 +39,8 @@ struct sb_net_rule {
 	unsigned protocols;  /* sb_net_protocol_bits */
 	unsigned directions; /* sb_net_direction_bits */
 	enum sb_net_network_kind network_kind;
-	char *network;       /* as written (host name, address, CIDR or "*") */
-	int family;          /* AF_INET or AF_INET6 for CIDR */
+	char *network;	     /* as written (host name, address, CIDR or "*") */
+	int family;	     /* AF_INET or AF_INET6 for CIDR */
 	uint8_t address[16]; /* network address, host bits cleared (non-strict CIDR) */
 	unsigned prefix_len;
 	struct sb_port_range *ports; /* sorted, merged; n_ports == 0 means no port at all */

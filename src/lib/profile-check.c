@@ -26,8 +26,9 @@ static int check_exposes(struct sb_profile *p, const struct sb_load_options *opt
 		if (!abs)
 			return -ENOMEM;
 		if (!realpath(abs, resolved) || stat(resolved, &st) < 0) {
-			r = sb_diags_error(diags, e->origin, "%s='%s': the directory must exist (%s)",
-					   key, e->path, strerror(errno));
+			r = sb_diags_error(diags, e->origin,
+					   "%s='%s': the directory must exist (%s)", key, e->path,
+					   strerror(errno));
 			if (r < 0)
 				return r;
 			continue;
@@ -48,9 +49,10 @@ static int check_exposes(struct sb_profile *p, const struct sb_load_options *opt
 			if (!o->resolved || o->writable == e->writable ||
 			    !streq(o->resolved, e->resolved))
 				continue;
-			r = sb_diags_error(diags, e->origin,
-					   "'%s' is exposed both read-only and read-write (see %s:%u)",
-					   e->resolved, o->origin.file, o->origin.line);
+			r = sb_diags_error(
+			    diags, e->origin,
+			    "'%s' is exposed both read-only and read-write (see %s:%u)",
+			    e->resolved, o->origin.file, o->origin.line);
 			if (r < 0)
 				return r;
 		}
@@ -75,8 +77,8 @@ static int check_learn(struct sb_profile *p, const struct sb_load_options *opts,
 			return -ENOMEM;
 		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			r = sb_diags_error(diags, p->learn_origin,
-					   "learn='%s': the directory '%s' must exist", p->learn_file,
-					   dir);
+					   "learn='%s': the directory '%s' must exist",
+					   p->learn_file, dir);
 			if (r < 0)
 				return r;
 		}
@@ -86,12 +88,14 @@ static int check_learn(struct sb_profile *p, const struct sb_load_options *opts,
 		return 0;
 	if (p->learn == SB_LEARN_FILE) {
 		if (p->learn_requested_by_cli)
-			return sb_diags_error(diags, p->learn_lock_origin,
-					      "learning mode is forbidden, but requested by --learn "
-					      "on the command line");
-		return sb_diags_error(diags, p->learn_lock_origin,
-				      "learning mode is forbidden, but requested by learn= at %s:%u",
-				      p->learn_origin.file, p->learn_origin.line);
+			return sb_diags_error(
+			    diags, p->learn_lock_origin,
+			    "learning mode is forbidden, but requested by --learn "
+			    "on the command line");
+		return sb_diags_error(
+		    diags, p->learn_lock_origin,
+		    "learning mode is forbidden, but requested by learn= at %s:%u",
+		    p->learn_origin.file, p->learn_origin.line);
 	}
 	if (p->has_cli_rules)
 		return sb_diags_error(diags, p->learn_lock_origin,
@@ -131,9 +135,10 @@ static int check_eval(struct sb_profile *p, struct sb_diags *diags)
 	/* Two answers to one question: either eval is unguarded or it is guarded
 	 * by these rules. The original let the grant win silently. */
 	if (p->eval.any_key && dynamic_code_granted(p, &grant) && grant) {
-		r = sb_diags_error(diags, grant->origin,
-				   "python-api grants eval/exec/compile (dynamic-code) while eval-* "
-				   "rules guard them: remove one of the two");
+		r = sb_diags_error(
+		    diags, grant->origin,
+		    "python-api grants eval/exec/compile (dynamic-code) while eval-* "
+		    "rules guard them: remove one of the two");
 		if (r < 0)
 			return r;
 	}
@@ -145,8 +150,8 @@ static int check_eval(struct sb_profile *p, struct sb_diags *diags)
 		r = sb_diags_error(diags, ep->items[SB_EVAL_IMPORT][0].origin,
 				   "eval-import%s%s needs the import statements: add "
 				   "eval-syntax%s%s=import",
-				   ep->name ? ":" : "", ep->name ? ep->name : "", ep->name ? ":" : "",
-				   ep->name ? ep->name : "");
+				   ep->name ? ":" : "", ep->name ? ep->name : "",
+				   ep->name ? ":" : "", ep->name ? ep->name : "");
 		if (r < 0)
 			return r;
 	}
@@ -168,14 +173,15 @@ static int warn_dangerous_grants(const struct sb_profile *p, struct sb_diags *di
 			if (a->kind == SB_API_TARGET_FUNCTION ||
 			    (a->kind == SB_API_TARGET_CATEGORY && a->category != dangerous[j]))
 				continue;
-			r = sb_diags_warning(diags, a->origin,
-					     "python-api grants the whole '%s' category: the "
-					     "program can %s",
-					     sb_api_category_name(dangerous[j]),
-					     dangerous[j] == SB_API_PROCESS_EXEC ? "start any process"
-					     : dangerous[j] == SB_API_DYNAMIC_CODE
-						     ? "run any code it builds at run time"
-						     : "rebuild any object from bytes (pickle gadgets)");
+			r = sb_diags_warning(
+			    diags, a->origin,
+			    "python-api grants the whole '%s' category: the "
+			    "program can %s",
+			    sb_api_category_name(dangerous[j]),
+			    dangerous[j] == SB_API_PROCESS_EXEC ? "start any process"
+			    : dangerous[j] == SB_API_DYNAMIC_CODE
+				? "run any code it builds at run time"
+				: "rebuild any object from bytes (pickle gadgets)");
 			if (r < 0)
 				return r;
 		}

@@ -20,9 +20,11 @@
 	})
 
 static const char *const os_sandbox_names[SB_OS__N] = {
-	[SB_OS_UNSET] = "auto",	      [SB_OS_AUTO] = "auto",	       [SB_OS_NONE] = "none",
-	[SB_OS_SUBPROCESS] = "subprocess", [SB_OS_LANDLOCK] = "landlock", [SB_OS_UNSHARE] = "unshare",
-	[SB_OS_BWRAP] = "bwrap",	   [SB_OS_FIREJAIL] = "firejail", [SB_OS_QEMU] = "qemu",
+    [SB_OS_UNSET] = "auto",	   [SB_OS_AUTO] = "auto",
+    [SB_OS_NONE] = "none",	   [SB_OS_SUBPROCESS] = "subprocess",
+    [SB_OS_LANDLOCK] = "landlock", [SB_OS_UNSHARE] = "unshare",
+    [SB_OS_BWRAP] = "bwrap",	   [SB_OS_FIREJAIL] = "firejail",
+    [SB_OS_QEMU] = "qemu",
 };
 
 const char *sb_os_sandbox_name(enum sb_os_sandbox o)
@@ -39,12 +41,12 @@ int sb_os_sandbox_from_name(const char *name)
 }
 
 static const char *const scalar_key_names[SB_SCALAR__N] = {
-	[SB_KEY_OS_SANDBOX] = "os-sandbox",
-	[SB_KEY_PY_SANDBOX] = "py-sandbox",
-	[SB_KEY_LEARN] = "learn",
-	[SB_KEY_PORT] = "port",
-	[SB_KEY_RESULT_MODE] = "remote-result-mode",
-	[SB_KEY_RESULT_GUARD] = "remote-result-guard",
+    [SB_KEY_OS_SANDBOX] = "os-sandbox",
+    [SB_KEY_PY_SANDBOX] = "py-sandbox",
+    [SB_KEY_LEARN] = "learn",
+    [SB_KEY_PORT] = "port",
+    [SB_KEY_RESULT_MODE] = "remote-result-mode",
+    [SB_KEY_RESULT_GUARD] = "remote-result-guard",
 };
 
 const char *sb_scalar_key_name(enum sb_scalar_key k)
@@ -102,8 +104,8 @@ static int parse_learn(struct sb_profile *p, const struct sb_key_context *ctx,
 
 	if (strcasecmp(value, "false") == 0) {
 		if (ctx->from_cli)
-			return sb_diags_error(diags, origin,
-					      "learn=false is a lock that only a rule file can set");
+			return sb_diags_error(
+			    diags, origin, "learn=false is a lock that only a rule file can set");
 		p->learn_locked = true;
 		p->learn_lock_origin = origin;
 		return 0;
@@ -118,8 +120,8 @@ static int parse_learn(struct sb_profile *p, const struct sb_key_context *ctx,
 		if (!ctx->from_cli)
 			return sb_diags_error(diags, origin,
 					      "learn= needs a file name (learn=<file>)");
-		path = strdup(ctx->opts->learn_default ? ctx->opts->learn_default
-						       : "./.py-sandboxes");
+		path =
+		    strdup(ctx->opts->learn_default ? ctx->opts->learn_default : "./.py-sandboxes");
 	} else if (value[0] == '/' || ctx->from_cli || value[0] == '~') {
 		path = sb_expand_tilde(value, ctx->opts->home);
 	} else {
@@ -143,8 +145,8 @@ static int parse_port(struct sb_profile *p, const struct sb_key_context *ctx _un
 	unsigned long long v;
 
 	if (sb_safe_atou64(value, &v) < 0 || v > 65535)
-		return sb_diags_error(diags, origin,
-				      "Invalid port '%s': expected an integer from 0 to 65535", value);
+		return sb_diags_error(
+		    diags, origin, "Invalid port '%s': expected an integer from 0 to 65535", value);
 	p->port = (int)v;
 	return 0;
 }
@@ -161,9 +163,9 @@ static int parse_result_mode(struct sb_profile *p, const struct sb_key_context *
 	else if (word_in(value, objects))
 		p->result_mode = SB_RESULT_OBJECTS;
 	else
-		return sb_diags_error(diags, origin,
-				      "Invalid remote-result-mode '%s': expected data-only or objects",
-				      value);
+		return sb_diags_error(
+		    diags, origin, "Invalid remote-result-mode '%s': expected data-only or objects",
+		    value);
 	return 0;
 }
 
@@ -240,9 +242,9 @@ static int parse_env(struct sb_profile *p, const struct sb_key_context *ctx,
 				      "env=%s=${%s}",
 				      name, name);
 	if (r > 0 && pattern && ref_default)
-		return sb_diags_error(diags, origin,
-				      "A wildcard env rule cannot have a default: write env=%s=${%s}",
-				      name, name);
+		return sb_diags_error(
+		    diags, origin, "A wildcard env rule cannot have a default: write env=%s=${%s}",
+		    name, name);
 	if (r > 0 && ref_default) {
 		r = sb_expand(ref_default, o->getenv, o->getenv_userdata, &fallback, &err);
 		if (r == -EINVAL)
@@ -399,8 +401,8 @@ static int parse_python_import(struct sb_profile *p, const struct sb_key_context
 			continue;
 		}
 		if (!is_module_name(item)) {
-			r = sb_diags_error(diags, origin, "Invalid module name '%s' in python-import",
-					   item);
+			r = sb_diags_error(diags, origin,
+					   "Invalid module name '%s' in python-import", item);
 			if (r < 0)
 				return r;
 			continue;
@@ -446,8 +448,7 @@ static int parse_eval(struct sb_profile *p, const struct sb_key_context *ctx _un
 
 /* Providers whose parameters a profile may set; landlock, none and subprocess
  * take none. */
-static const char *const parameterised_providers[] = {"unshare", "bwrap", "firejail", "qemu",
-						      NULL};
+static const char *const parameterised_providers[] = {"unshare", "bwrap", "firejail", "qemu", NULL};
 
 static int parse_provider_param(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
 				const char *key, const char *value, struct sb_origin origin,
@@ -482,21 +483,21 @@ static int parse_provider_param(struct sb_profile *p, const struct sb_key_contex
 }
 
 static const struct sb_key_def key_table[] = {
-	{"os-sandbox", false, SB_KEY_OS_SANDBOX, false, parse_os_sandbox},
-	{"py-sandbox", false, SB_KEY_PY_SANDBOX, false, parse_py_sandbox},
-	{"learn", false, SB_KEY_LEARN, false, parse_learn},
-	{"port", false, SB_KEY_PORT, false, parse_port},
-	{"remote-result-mode", false, SB_KEY_RESULT_MODE, false, parse_result_mode},
-	{"remote-result-guard", false, SB_KEY_RESULT_GUARD, false, parse_result_guard},
-	{"env", false, -1, true, parse_env},
-	{"unenv", false, -1, false, parse_unenv},
-	{"expose-ro", false, -1, false, parse_expose},
-	{"expose-rw", false, -1, false, parse_expose},
-	{"ignore", false, -1, false, parse_ignore},
-	{"net", false, -1, false, parse_net},
-	{"python-import", false, -1, false, parse_python_import},
-	{"python-api", false, -1, false, parse_python_api},
-	{"eval-", true, -1, false, parse_eval},
+    {"os-sandbox", false, SB_KEY_OS_SANDBOX, false, parse_os_sandbox},
+    {"py-sandbox", false, SB_KEY_PY_SANDBOX, false, parse_py_sandbox},
+    {"learn", false, SB_KEY_LEARN, false, parse_learn},
+    {"port", false, SB_KEY_PORT, false, parse_port},
+    {"remote-result-mode", false, SB_KEY_RESULT_MODE, false, parse_result_mode},
+    {"remote-result-guard", false, SB_KEY_RESULT_GUARD, false, parse_result_guard},
+    {"env", false, -1, true, parse_env},
+    {"unenv", false, -1, false, parse_unenv},
+    {"expose-ro", false, -1, false, parse_expose},
+    {"expose-rw", false, -1, false, parse_expose},
+    {"ignore", false, -1, false, parse_ignore},
+    {"net", false, -1, false, parse_net},
+    {"python-import", false, -1, false, parse_python_import},
+    {"python-api", false, -1, false, parse_python_api},
+    {"eval-", true, -1, false, parse_eval},
 };
 
 static const struct sb_key_def provider_param_key = {"<provider>.<key>", false, -1, false,

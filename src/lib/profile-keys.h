@@ -18,10 +18,10 @@ typedef int (*sb_key_parse_fn)(struct sb_profile *p, const struct sb_key_context
 			       struct sb_diags *diags);
 
 struct sb_key_def {
-	const char *name;   /* exact key; for prefix rows the prefix ("eval-") */
-	bool prefix;        /* matches every key starting with name */
-	int scalar;         /* enum sb_scalar_key, or -1 for keys that accumulate */
-	bool raw_value;     /* receives the value before ${} expansion (env=) */
+	const char *name; /* exact key; for prefix rows the prefix ("eval-") */
+	bool prefix;	  /* matches every key starting with name */
+	int scalar;	  /* enum sb_scalar_key, or -1 for keys that accumulate */
+	bool raw_value;	  /* receives the value before ${} expansion (env=) */
 	sb_key_parse_fn parse;
 };
 

@@ -253,12 +253,13 @@ static int load_file(struct sb_loader *l, const char *path, unsigned depth, bool
 		if (is_root)
 			return sb_diags_error(l->diags, (struct sb_origin){path, 0},
 					      "cannot read rule file: %s", strerror(-r));
-		return sb_diags_error(l->diags, included_from, "cannot read include '%s': %s",
-				      path, strerror(-r));
+		return sb_diags_error(l->diags, included_from, "cannot read include '%s': %s", path,
+				      strerror(-r));
 	}
 	r = remember_file(l, fd, &seen);
 	if (r == -EISDIR)
-		return sb_diags_error(l->diags, is_root ? (struct sb_origin){path, 0} : included_from,
+		return sb_diags_error(l->diags,
+				      is_root ? (struct sb_origin){path, 0} : included_from,
 				      "'%s' is a directory, not a rule file", path);
 	if (r < 0)
 		return r;
@@ -267,13 +268,16 @@ static int load_file(struct sb_loader *l, const char *path, unsigned depth, bool
 
 	r = read_fd(fd, l->max_file_size, &text, &len);
 	if (r == -EFBIG)
-		return sb_diags_error(l->diags, is_root ? (struct sb_origin){path, 0} : included_from,
+		return sb_diags_error(l->diags,
+				      is_root ? (struct sb_origin){path, 0} : included_from,
 				      "'%s' is larger than %zu bytes", path, l->max_file_size);
 	if (r < 0)
-		return sb_diags_error(l->diags, is_root ? (struct sb_origin){path, 0} : included_from,
+		return sb_diags_error(l->diags,
+				      is_root ? (struct sb_origin){path, 0} : included_from,
 				      "cannot read '%s': %s", path, strerror(-r));
 	if (strlen(text) != len)
-		return sb_diags_error(l->diags, is_root ? (struct sb_origin){path, 0} : included_from,
+		return sb_diags_error(l->diags,
+				      is_root ? (struct sb_origin){path, 0} : included_from,
 				      "'%s' contains a NUL byte: not a rule file", path);
 
 	r = sb_strv_push(&l->profile->files, path);
@@ -346,7 +350,7 @@ static int apply_records(struct sb_loader *l)
 		const struct sb_record *rec = &l->records[i];
 		const struct sb_key_def *def = sb_key_lookup(rec->key);
 		struct sb_key_context ctx = {
-			.opts = l->opts, .rule_dir = rec->rule_dir, .from_cli = rec->from_cli};
+		    .opts = l->opts, .rule_dir = rec->rule_dir, .from_cli = rec->from_cli};
 		_cleanup_free_ char *value = NULL, *err = NULL;
 
 		if (!def) {
@@ -403,10 +407,10 @@ int sb_profile_load(const struct sb_load_options *opts, struct sb_profile **ret,
 {
 	_cleanup_(sb_profile_freep) struct sb_profile *p = NULL;
 	struct sb_loader l = {
-		.opts = opts,
-		.diags = diags,
-		.max_file_size = opts->max_file_size ? opts->max_file_size : 1024 * 1024,
-		.max_depth = opts->max_include_depth ? opts->max_include_depth : 32,
+	    .opts = opts,
+	    .diags = diags,
+	    .max_file_size = opts->max_file_size ? opts->max_file_size : 1024 * 1024,
+	    .max_depth = opts->max_include_depth ? opts->max_include_depth : 32,
 	};
 	size_t errors_before = diags->n_errors;
 	int r;

@@ -45,9 +45,9 @@ struct sb_env_rule {
 	char *name; /* exact name, or a single-'*' pattern */
 	bool is_pattern;
 	enum sb_env_kind kind;
-	char *value;     /* LITERAL: the expanded text */
+	char *value;	 /* LITERAL: the expanded text */
 	char *host_name; /* FORWARD: host variable (a pattern for a pattern rule) */
-	char *fallback;  /* FORWARD: expanded default of ${X:-d}, NULL if none */
+	char *fallback;	 /* FORWARD: expanded default of ${X:-d}, NULL if none */
 	struct sb_origin origin;
 };
 
@@ -57,7 +57,7 @@ struct sb_name_rule {
 };
 
 struct sb_expose_rule {
-	char *path;     /* as written after ${} and ~ expansion */
+	char *path;	/* as written after ${} and ~ expansion */
 	char *resolved; /* realpath, filled by sb_profile_check() */
 	bool writable;
 	struct sb_origin origin;
@@ -65,7 +65,7 @@ struct sb_expose_rule {
 
 struct sb_provider_param {
 	char *provider; /* "bwrap" */
-	char *key;      /* "share-net" */
+	char *key;	/* "share-net" */
 	char *value;
 	struct sb_origin origin;
 };
@@ -82,7 +82,7 @@ enum sb_scalar_key {
 };
 
 struct sb_profile {
-	char **files;      /* every rule file read, in order; origins point here */
+	char **files;	   /* every rule file read, in order; origins point here */
 	char *root_file;   /* the file named by the caller, NULL when none */
 	bool root_missing; /* the root file does not exist (learning trigger) */
 
@@ -92,7 +92,7 @@ struct sb_profile {
 	char *learn_file; /* absolute or relative to cwd, already resolved */
 	bool learn_requested_by_cli;
 	bool learn_locked; /* learn=false in a file: learning and command-line rules refused */
-	int port; /* -1 when unset */
+	int port;	   /* -1 when unset */
 	enum sb_result_mode result_mode;
 	bool result_guard;
 	bool scalar_set[SB_SCALAR__N];
@@ -128,14 +128,14 @@ struct sb_profile {
 typedef const char *(*sb_getenv_fn)(const char *name, void *userdata);
 
 struct sb_load_options {
-	const char *path;        /* root rule file; NULL or missing: built-in defaults */
-	char *const *cli_rules;  /* "key=value" from the command line, highest priority */
-	sb_getenv_fn getenv;     /* host environment for ${} */
+	const char *path;	/* root rule file; NULL or missing: built-in defaults */
+	char *const *cli_rules; /* "key=value" from the command line, highest priority */
+	sb_getenv_fn getenv;	/* host environment for ${} */
 	void *getenv_userdata;
-	const char *cwd;         /* for "./" includes and relative paths */
-	const char *home;        /* for "~" */
-	const char *learn_default; /* where a bare --learn writes; NULL: ./.py-sandboxes */
-	size_t max_file_size;    /* 0: 1 MiB */
+	const char *cwd;	    /* for "./" includes and relative paths */
+	const char *home;	    /* for "~" */
+	const char *learn_default;  /* where a bare --learn writes; NULL: ./.py-sandboxes */
+	size_t max_file_size;	    /* 0: 1 MiB */
 	unsigned max_include_depth; /* 0: 32 */
 };
 

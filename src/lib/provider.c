@@ -15,19 +15,17 @@ static int probe_not_built(char **reterr)
 }
 
 static const struct sb_provider providers[SB_OS__N] = {
-	[SB_OS_NONE] = {SB_OS_NONE, "none", "none: plain Python in this process", probe_always,
+    [SB_OS_NONE] = {SB_OS_NONE, "none", "none: plain Python in this process", probe_always, NULL},
+    [SB_OS_SUBPROCESS] = {SB_OS_SUBPROCESS, "subprocess",
+			  "none: the Python guard only (no kernel boundary)", probe_always, NULL},
+    [SB_OS_LANDLOCK] = {SB_OS_LANDLOCK, "landlock", "Landlock file and TCP rules", probe_not_built,
 			NULL},
-	[SB_OS_SUBPROCESS] = {SB_OS_SUBPROCESS, "subprocess",
-			      "none: the Python guard only (no kernel boundary)", probe_always,
-			      NULL},
-	[SB_OS_LANDLOCK] = {SB_OS_LANDLOCK, "landlock", "Landlock file and TCP rules",
-			    probe_not_built, NULL},
-	[SB_OS_UNSHARE] = {SB_OS_UNSHARE, "unshare", "user, mount, PID and network namespaces",
-			   probe_not_built, NULL},
-	[SB_OS_BWRAP] = {SB_OS_BWRAP, "bwrap", "bubblewrap namespaces", probe_not_built, NULL},
-	[SB_OS_FIREJAIL] = {SB_OS_FIREJAIL, "firejail", "firejail namespaces and filters",
-			    probe_not_built, NULL},
-	[SB_OS_QEMU] = {SB_OS_QEMU, "qemu", "a virtual machine", probe_not_built, NULL},
+    [SB_OS_UNSHARE] = {SB_OS_UNSHARE, "unshare", "user, mount, PID and network namespaces",
+		       probe_not_built, NULL},
+    [SB_OS_BWRAP] = {SB_OS_BWRAP, "bwrap", "bubblewrap namespaces", probe_not_built, NULL},
+    [SB_OS_FIREJAIL] = {SB_OS_FIREJAIL, "firejail", "firejail namespaces and filters",
+			probe_not_built, NULL},
+    [SB_OS_QEMU] = {SB_OS_QEMU, "qemu", "a virtual machine", probe_not_built, NULL},
 };
 
 const struct sb_provider *sb_provider_get(enum sb_os_sandbox id)
@@ -53,7 +51,8 @@ int sb_provider_select(enum sb_os_sandbox requested, const struct sb_provider **
 			*ret = p;
 			return 0;
 		}
-		if (asprintf(ret_note, "os-sandbox=auto chose subprocess: landlock unavailable (%s)",
+		if (asprintf(ret_note,
+			     "os-sandbox=auto chose subprocess: landlock unavailable (%s)",
 			     why ? why : strerror(-r)) < 0) {
 			*ret_note = NULL;
 			return -ENOMEM;
@@ -68,8 +67,9 @@ int sb_provider_select(enum sb_os_sandbox requested, const struct sb_provider **
 		return -EINVAL;
 	r = p->probe(&why);
 	if (r < 0) {
-		if (asprintf(reterr, "os-sandbox=%s cannot be applied: %s. It was named explicitly, so "
-				     "python-sb will not fall back to a weaker provider",
+		if (asprintf(reterr,
+			     "os-sandbox=%s cannot be applied: %s. It was named explicitly, so "
+			     "python-sb will not fall back to a weaker provider",
 			     p->name, why ? why : strerror(-r)) < 0)
 			*reterr = NULL;
 		return r;

@@ -249,8 +249,7 @@ char *sb_path_join(const char *dir, const char *name)
 
 	while (dl > 1 && dir[dl - 1] == '/')
 		dl--;
-	if (asprintf(&r, "%.*s%s%s", (int)dl, dir, (dl == 1 && dir[0] == '/') ? "" : "/", name) <
-	    0)
+	if (asprintf(&r, "%.*s%s%s", (int)dl, dir, (dl == 1 && dir[0] == '/') ? "" : "/", name) < 0)
 		return NULL;
 	return r;
 }

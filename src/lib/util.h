@@ -11,13 +11,13 @@
 
 /* Ownership helpers in the systemd/bubblewrap style: a variable declared with
  * _cleanup_free_ is released on every return path, TAKE_PTR hands it out. */
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _cleanup_free_ _cleanup_(sb_freep)
-#define _cleanup_fclose_ _cleanup_(sb_fclosep)
-#define _cleanup_close_ _cleanup_(sb_closep)
+#define _cleanup_(f)	    __attribute__((cleanup(f)))
+#define _cleanup_free_	    _cleanup_(sb_freep)
+#define _cleanup_fclose_    _cleanup_(sb_fclosep)
+#define _cleanup_close_	    _cleanup_(sb_closep)
 #define _cleanup_strv_free_ _cleanup_(sb_strv_freep)
-#define _unused_ __attribute__((unused))
-#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _unused_	    __attribute__((unused))
+#define _printf_(a, b)	    __attribute__((format(printf, a, b)))
 
 #define TAKE_PTR(p)                                                                                \
 	({                                                                                         \

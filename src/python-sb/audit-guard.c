@@ -97,10 +97,11 @@ static int deny_import(const char *module, size_t top_len)
 	PyObject *msg, *name;
 
 	/* PyUnicode_FromFormat has no "%.*s": format in C first. */
-	if (asprintf(&text,
-		     "Module named '%.*s' is not allowed by a rule. Add 'python-import=%.*s' to '%s'",
-		     (int)top_len, module, (int)top_len, module,
-		     guard.profile_path ? guard.profile_path : ".py-sandboxes") < 0) {
+	if (asprintf(
+		&text,
+		"Module named '%.*s' is not allowed by a rule. Add 'python-import=%.*s' to '%s'",
+		(int)top_len, module, (int)top_len, module,
+		guard.profile_path ? guard.profile_path : ".py-sandboxes") < 0) {
 		text = NULL;
 		PyErr_NoMemory();
 		return -1;
@@ -184,10 +185,10 @@ static PyObject *sb_guarded_import(PyObject *self _unused_, PyObject *args, PyOb
 	return PyObject_Call(guard.original_import, args, kwds);
 }
 
-static PyMethodDef sb_import_def = {"__import__", (PyCFunction)(void (*)(void))sb_guarded_import,
-				    METH_VARARGS | METH_KEYWORDS,
-				    "__import__(name, globals=None, locals=None, fromlist=(), "
-				    "level=0)\n\nImport a module (checked by python-import= rules)."};
+static PyMethodDef sb_import_def = {
+    "__import__", (PyCFunction)(void (*)(void))sb_guarded_import, METH_VARARGS | METH_KEYWORDS,
+    "__import__(name, globals=None, locals=None, fromlist=(), "
+    "level=0)\n\nImport a module (checked by python-import= rules)."};
 
 int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path)
 {

@@ -10,18 +10,18 @@
  * embedded interpreter; what follows the command/module/script is untouched. */
 
 enum sb_run_mode {
-	SB_RUN_REPL,    /* no command: interactive (or stdin if not a tty) */
+	SB_RUN_REPL,	/* no command: interactive (or stdin if not a tty) */
 	SB_RUN_COMMAND, /* -c cmd */
-	SB_RUN_MODULE,  /* -m mod */
-	SB_RUN_SCRIPT,  /* path (or "-" for stdin) */
+	SB_RUN_MODULE,	/* -m mod */
+	SB_RUN_SCRIPT,	/* path (or "-" for stdin) */
 };
 
 struct sb_cli {
-	char **rules;      /* "key=value" for each --key[=value]; "key=" without '=' */
+	char **rules;	   /* "key=value" for each --key[=value]; "key=" without '=' */
 	char *config_path; /* --pysandboxes-config FILE / --pysandboxes-config=FILE */
-	bool explain;      /* --explain: print the effective policy and exit */
-	bool help;         /* -h, -?, --help */
-	bool version;      /* -V or --version (count in version_level) */
+	bool explain;	   /* --explain: print the effective policy and exit */
+	bool help;	   /* -h, -?, --help */
+	bool version;	   /* -V or --version (count in version_level) */
 	int version_level; /* -V once: 1, -VV: 2 */
 
 	/* argv for the embedded interpreter: argv[0] is the program name, then the
@@ -33,13 +33,13 @@ struct sb_cli {
 	char *target; /* command text, module name or script path; NULL for REPL */
 
 	/* CPython flags the launcher must know before the interpreter parses them. */
-	bool isolated;        /* -I */
-	bool ignore_env;      /* -E (also set by -I) */
-	bool no_user_site;    /* -s (also set by -I) */
-	bool safe_path;       /* -P (also set by -I) */
-	bool interactive;     /* -i */
-	bool quiet;           /* -q */
-	bool no_site;         /* -S */
+	bool isolated;	   /* -I */
+	bool ignore_env;   /* -E (also set by -I) */
+	bool no_user_site; /* -s (also set by -I) */
+	bool safe_path;	   /* -P (also set by -I) */
+	bool interactive;  /* -i */
+	bool quiet;	   /* -q */
+	bool no_site;	   /* -S */
 };
 
 /* Parses argv. Returns 0; -EINVAL for a usage error with *reterr set to the

@@ -106,7 +106,8 @@ int sb_config_locate(const struct sb_cli *cli, const struct sb_lookup_env *env, 
 		_cleanup_free_ char *abs = NULL, *norm = NULL, *dir = NULL;
 
 		/* Absolute, so that messages name the file whatever the cwd. */
-		abs = cli->target[0] == '/' ? strdup(cli->target) : sb_path_join(env->cwd, cli->target);
+		abs = cli->target[0] == '/' ? strdup(cli->target)
+					    : sb_path_join(env->cwd, cli->target);
 		norm = abs ? sb_path_normalize(abs) : NULL;
 		dir = norm ? sb_path_dirname(norm) : NULL;
 		if (!dir)

@@ -5,8 +5,8 @@
 
 struct sb_lookup_env {
 	const char *cwd;
-	const char *pythonpath;  /* host PYTHONPATH, NULL when -E/-I or unset */
-	char *const *site_dirs;  /* site-packages directories to search for -m */
+	const char *pythonpath; /* host PYTHONPATH, NULL when -E/-I or unset */
+	char *const *site_dirs; /* site-packages directories to search for -m */
 };
 
 /* Chooses the rule file (spec section 2): --pysandboxes-config; else the

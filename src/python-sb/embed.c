@@ -9,8 +9,8 @@
 
 static int status_error(PyStatus status, char **reterr)
 {
-	if (asprintf(reterr, "cannot start the interpreter: %s%s%s",
-		     status.func ? status.func : "", status.func ? ": " : "",
+	if (asprintf(reterr, "cannot start the interpreter: %s%s%s", status.func ? status.func : "",
+		     status.func ? ": " : "",
 		     status.err_msg ? status.err_msg : "unknown error") < 0)
 		*reterr = NULL;
 	return -EIO;
@@ -39,11 +39,13 @@ static void print_banner(const struct sb_embed *e)
 	/* CPython prints its banner on stderr too; ours says what limits apply. */
 	fprintf(stderr, "SANDBOXES Python %s on %s\n", Py_GetVersion(), Py_GetPlatform());
 	if (!e->profile->py_sandbox)
-		fprintf(stderr, "APIs are LIMITED only by the os-sandbox of type %s\n", e->boundary);
+		fprintf(stderr, "APIs are LIMITED only by the os-sandbox of type %s\n",
+			e->boundary);
 	else
 		fprintf(stderr, "APIs are LIMITED according to the rules in '%s'%s%s\n",
 			e->profile_path ? e->profile_path : "(built-in defaults)",
-			e->boundary ? " and by the os-sandbox=" : "", e->boundary ? e->boundary : "");
+			e->boundary ? " and by the os-sandbox=" : "",
+			e->boundary ? e->boundary : "");
 	fflush(stderr);
 }
 
@@ -112,8 +114,8 @@ int sb_embed_run(const struct sb_embed *e, int *ret_exit_code, char **reterr)
 	 * policy's back; UTF-8 mode gives the same decoding without it. */
 	preconfig.coerce_c_locale = 0;
 	preconfig.coerce_c_locale_warn = 0;
-	status = Py_PreInitializeFromBytesArgs(&preconfig, (Py_ssize_t)sb_strv_length(e->cli->python_argv),
-					       e->cli->python_argv);
+	status = Py_PreInitializeFromBytesArgs(
+	    &preconfig, (Py_ssize_t)sb_strv_length(e->cli->python_argv), e->cli->python_argv);
 	if (PyStatus_Exception(status))
 		return status_error(status, reterr);
 

@@ -2,7 +2,7 @@
 #include "explain.h"
 
 #define LAYER_LAUNCHER "launcher: environment built before the interpreter starts"
-#define LAYER_GUARD "Python guard (C audit hook)"
+#define LAYER_GUARD    "Python guard (C audit hook)"
 /* Said plainly so that nobody mistakes a parsed rule for a protection. */
 #define LAYER_PENDING "parsed and validated; NOT enforced by this version"
 
@@ -20,9 +20,8 @@ static int scalar_line(struct sb_buf *out, const struct sb_profile *p, enum sb_s
 
 	if (asprintf(&text, "%s=%s", sb_scalar_key_name(k), value) < 0)
 		return -ENOMEM;
-	return rule_line(out, text,
-			 p->scalar_set[k] ? p->scalar_origin[k] : (struct sb_origin){NULL, 0},
-			 layer);
+	return rule_line(
+	    out, text, p->scalar_set[k] ? p->scalar_origin[k] : (struct sb_origin){NULL, 0}, layer);
 }
 
 static int explain_scalars(const struct sb_profile *p, const struct sb_provider *provider,
@@ -158,9 +157,10 @@ static int explain_api(const struct sb_profile *p, struct sb_buf *out)
 	for (size_t i = 0; r >= 0 && i < p->n_apis; i++) {
 		const struct sb_api_rule *a = &p->apis[i];
 		_cleanup_free_ char *text = NULL;
-		const char *target = a->kind == SB_API_TARGET_ALL	 ? "*"
-				     : a->kind == SB_API_TARGET_CATEGORY ? sb_api_category_name(a->category)
-									 : a->function->qualname;
+		const char *target = a->kind == SB_API_TARGET_ALL ? "*"
+				     : a->kind == SB_API_TARGET_CATEGORY
+					 ? sb_api_category_name(a->category)
+					 : a->function->qualname;
 
 		if (asprintf(&text, "python-api=%s:%s", a->deny ? "DENY" : "ALLOW", target) < 0)
 			return -ENOMEM;
@@ -183,8 +183,9 @@ static int explain_api(const struct sb_profile *p, struct sb_buf *out)
 
 static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 {
-	int r = sb_buf_printf(out, "\n# Dynamic code: eval/exec/compile of strings %s\n",
-			      p->eval.any_key ? "guarded by eval-* rules" : "refused (no eval-* rule)");
+	int r =
+	    sb_buf_printf(out, "\n# Dynamic code: eval/exec/compile of strings %s\n",
+			  p->eval.any_key ? "guarded by eval-* rules" : "refused (no eval-* rule)");
 
 	for (size_t i = 0; r >= 0 && i < p->eval.n_profiles; i++) {
 		const struct sb_eval_profile *ep = &p->eval.profiles[i];
@@ -206,8 +207,8 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 			_cleanup_free_ char *text = NULL;
 
 			if (asprintf(&text, "%s%s%s=%llu",
-				     sb_eval_scalar_key_name((enum sb_eval_scalar_key)k), colon, suffix,
-				     ep->scalars[k]) < 0)
+				     sb_eval_scalar_key_name((enum sb_eval_scalar_key)k), colon,
+				     suffix, ep->scalars[k]) < 0)
 				return -ENOMEM;
 			r = rule_line(out, text,
 				      ep->scalar_set[k] ? ep->scalar_origin[k]
@@ -223,7 +224,8 @@ static int explain_params(const struct sb_profile *p, struct sb_buf *out)
 	int r = 0;
 
 	if (p->n_params)
-		r = sb_buf_puts(out, "\n# Provider parameters (read only by the active provider)\n");
+		r = sb_buf_puts(out,
+				"\n# Provider parameters (read only by the active provider)\n");
 	for (size_t i = 0; r >= 0 && i < p->n_params; i++) {
 		_cleanup_free_ char *text = NULL;
 

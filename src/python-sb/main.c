@@ -89,9 +89,11 @@ static void warn_unenforced(const struct sb_profile *p)
 		const char *key;
 		size_t count;
 	} kinds[] = {
-		{"expose-ro/expose-rw", p->n_exposes}, {"ignore", p->n_ignores},
-		{"net", p->n_nets},		       {"python-api", p->n_apis},
-		{"eval-*", p->eval.any_key ? 1 : 0},
+	    {"expose-ro/expose-rw", p->n_exposes},
+	    {"ignore", p->n_ignores},
+	    {"net", p->n_nets},
+	    {"python-api", p->n_apis},
+	    {"eval-*", p->eval.any_key ? 1 : 0},
 	};
 	struct sb_buf keys = {0};
 
@@ -128,8 +130,9 @@ int main(int argc, char **argv)
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r < 0) {
-		fprintf(stderr, "%s\nusage: python-sb [option] ... [-c cmd | -m mod | file | -] "
-				"[arg] ...\nTry `python-sb -h' for more information.\n",
+		fprintf(stderr,
+			"%s\nusage: python-sb [option] ... [-c cmd | -m mod | file | -] "
+			"[arg] ...\nTry `python-sb -h' for more information.\n",
 			err ? err : strerror(-r));
 		return EXIT_USAGE;
 	}
@@ -150,25 +153,25 @@ int main(int argc, char **argv)
 		return fail("cannot read the current directory", NULL, -errno);
 	venv = detect_venv(host_env);
 	site_dirs = site_dirs_for(venv);
-	r = sb_config_locate(&cli,
-			     &(struct sb_lookup_env){
-				     .cwd = cwd,
-				     .pythonpath = cli.ignore_env ? NULL
-								  : host_getenv("PYTHONPATH", host_env),
-				     .site_dirs = site_dirs,
-			     },
-			     &config);
+	r = sb_config_locate(
+	    &cli,
+	    &(struct sb_lookup_env){
+		.cwd = cwd,
+		.pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
+		.site_dirs = site_dirs,
+	    },
+	    &config);
 	if (r < 0)
 		return fail("cannot locate the rule file", NULL, r);
 
 	opts = (struct sb_load_options){
-		.path = config,
-		.cli_rules = cli.rules,
-		.getenv = host_getenv,
-		.getenv_userdata = host_env,
-		.cwd = cwd,
-		.home = host_getenv("HOME", host_env),
-		.learn_default = cli.config_path ? cli.config_path : "./.py-sandboxes",
+	    .path = config,
+	    .cli_rules = cli.rules,
+	    .getenv = host_getenv,
+	    .getenv_userdata = host_env,
+	    .cwd = cwd,
+	    .home = host_getenv("HOME", host_env),
+	    .learn_default = cli.config_path ? cli.config_path : "./.py-sandboxes",
 	};
 	r = sb_profile_load(&opts, &profile, &diags);
 	if (r >= 0)
@@ -181,15 +184,17 @@ int main(int argc, char **argv)
 	/* Learning runs permissively; until it exists, asking for it must stop the
 	 * launch instead of running with whatever rules happen to be there. */
 	if (profile->root_missing && profile->py_sandbox) {
-		fprintf(stderr, "python-sb: no rule file '%s'. A missing rule file starts learning "
-				"mode, which this version does not have yet: create the file (see "
-				"examples/) or name one with --pysandboxes-config\n",
+		fprintf(stderr,
+			"python-sb: no rule file '%s'. A missing rule file starts learning "
+			"mode, which this version does not have yet: create the file (see "
+			"examples/) or name one with --pysandboxes-config\n",
 			config);
 		return EXIT_CONFIG;
 	}
 	if (profile->learn == SB_LEARN_FILE && profile->py_sandbox) {
-		fprintf(stderr, "python-sb: learning mode was requested (into '%s') but is not "
-				"available in this version yet; the program was not run\n",
+		fprintf(stderr,
+			"python-sb: learning mode was requested (into '%s') but is not "
+			"available in this version yet; the program was not run\n",
 			profile->learn_file);
 		return EXIT_CONFIG;
 	}
@@ -224,18 +229,18 @@ int main(int argc, char **argv)
 	if (!realpath("/proc/self/exe", self_exe))
 		self_exe[0] = '\0';
 	r = sb_embed_run(
-		&(struct sb_embed){
-			.cli = &cli,
-			.profile = profile,
-			.profile_path = profile->root_missing ? NULL : config,
-			.envp = envp,
-			.self_exe = self_exe[0] ? self_exe : NULL,
-			.venv = venv,
-			.boundary = provider->id == SB_OS_SUBPROCESS || provider->id == SB_OS_NONE
-					    ? NULL
-					    : provider->name,
-		},
-		&exit_code, &err);
+	    &(struct sb_embed){
+		.cli = &cli,
+		.profile = profile,
+		.profile_path = profile->root_missing ? NULL : config,
+		.envp = envp,
+		.self_exe = self_exe[0] ? self_exe : NULL,
+		.venv = venv,
+		.boundary = provider->id == SB_OS_SUBPROCESS || provider->id == SB_OS_NONE
+				? NULL
+				: provider->name,
+	    },
+	    &exit_code, &err);
 	if (r < 0)
 		return fail("cannot run the program safely", err, r);
 	return exit_code;

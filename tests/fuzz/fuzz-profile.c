@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(f);
 
 	opts = (struct sb_load_options){
-		.path = path, .getenv = no_env, .cwd = dir, .home = dir, .max_include_depth = 4};
+	    .path = path, .getenv = no_env, .cwd = dir, .home = dir, .max_include_depth = 4};
 	if (sb_profile_load(&opts, &p, &diags) == 0)
 		(void)sb_profile_check(p, &opts, &diags);
 	sb_diags_sort(&diags);

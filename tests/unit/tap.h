@@ -64,6 +64,6 @@ static inline int tap_done(void)
 	({                                                                                         \
 		const char *_g = (got), *_w = (want);                                              \
 		bool _ok = (_g && _w) ? strcmp(_g, _w) == 0 : _g == _w;                            \
-		tap_ok(_ok, "%s (got \"%s\", want \"%s\")", name, _g ? _g : "(null)",            \
+		tap_ok(_ok, "%s (got \"%s\", want \"%s\")", name, _g ? _g : "(null)",              \
 		       _w ? _w : "(null)");                                                        \
 	})

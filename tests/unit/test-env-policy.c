@@ -5,8 +5,8 @@
 #include "tap.h"
 
 static char *host[] = {
-	"HOME=/root",     "USER=root",	   "TERM=xterm",     "SECRET=s3cret", "API_KEY=k",
-	"API_URL=u",	  "API_EMPTY=",	   "LANG=C.UTF-8",   "PATH=/usr/bin", NULL,
+    "HOME=/root", "USER=root",	"TERM=xterm",	"SECRET=s3cret", "API_KEY=k",
+    "API_URL=u",  "API_EMPTY=", "LANG=C.UTF-8", "PATH=/usr/bin", NULL,
 };
 
 static const char *fake_getenv(const char *name, void *userdata)
@@ -29,7 +29,7 @@ static char *env_for(const char *profile_text)
 	_cleanup_strv_free_ char **envp = NULL;
 	struct sb_diags diags = {0};
 	struct sb_load_options opts = {
-		.path = path, .getenv = fake_getenv, .getenv_userdata = host, .cwd = "/tmp"};
+	    .path = path, .getenv = fake_getenv, .getenv_userdata = host, .cwd = "/tmp"};
 	struct sb_buf out = {0};
 	size_t n;
 	int r;
@@ -66,32 +66,31 @@ static const struct {
 	const char *env;
 	const char *name;
 } cases[] = {
-	{"", "TERM=xterm", "nothing passes but TERM"},
-	{"env=My_ENV=x\n", "My_ENV=x TERM=xterm", "literal value (spec 10.34)"},
-	{"env=X=${UNSET}\n", "TERM=xterm", "forwarded unset variable is absent"},
-	{"env=X=${UNSET:-d}\n", "TERM=xterm X=d", "forward default applies when unset"},
-	{"env=X=${USER:-d}\n", "TERM=xterm X=root", "forward default unused when set"},
-	{"env=X=${API_EMPTY}\n", "TERM=xterm X=", "forwarded empty variable is set and empty"},
-	{"env=HOME=${HOME}\n", "HOME=/root TERM=xterm", "forward same name"},
-	{"env=X=pre-${USER}-post\n", "TERM=xterm X=pre-root-post", "mixed text is a literal"},
-	{"env=X=pre-${UNSET}-post\n", "TERM=xterm X=pre--post", "literal with unset ref"},
-	{"env=API_*=${API_*}\n", "API_KEY=k API_URL=u TERM=xterm",
-	 "wildcard copies non-empty matches"},
-	{"env=API_*=fixed\n", "API_KEY=fixed API_URL=fixed TERM=xterm",
-	 "wildcard with a literal sets it on every match"},
-	{"env=API_KEY=exact\nenv=API_*=${API_*}\n", "API_KEY=exact API_URL=u TERM=xterm",
-	 "exact beats wildcard (exact first)"},
-	{"env=API_*=${API_*}\nenv=API_KEY=exact\n", "API_KEY=exact API_URL=u TERM=xterm",
-	 "exact beats wildcard (wildcard first)"},
-	{"env=API_*=${API_*}\nenv=API_KEY=${UNSET}\n", "API_URL=u TERM=xterm",
-	 "exact forward of an unset variable removes a wildcard match"},
-	{"env=A=1\nunenv=A\n", "TERM=xterm", "unenv removes"},
-	{"unenv=A\nenv=A=1\n", "TERM=xterm", "unenv wins wherever the line sits"},
-	{"env=API_*=${API_*}\nunenv=API_K*\n", "API_URL=u TERM=xterm", "unenv pattern"},
-	{"unenv=TERM\n", "", "TERM can be removed"},
-	{"env=TERM=dumb\n", "TERM=dumb", "an explicit TERM rule replaces the implicit one"},
-	{"env=${USER}_NAME=v\n", "TERM=xterm root_NAME=v", "keys are expanded too"},
-	{"env=X=${SECRET}\n", "TERM=xterm X=s3cret", "forward under another name"},
+    {"", "TERM=xterm", "nothing passes but TERM"},
+    {"env=My_ENV=x\n", "My_ENV=x TERM=xterm", "literal value (spec 10.34)"},
+    {"env=X=${UNSET}\n", "TERM=xterm", "forwarded unset variable is absent"},
+    {"env=X=${UNSET:-d}\n", "TERM=xterm X=d", "forward default applies when unset"},
+    {"env=X=${USER:-d}\n", "TERM=xterm X=root", "forward default unused when set"},
+    {"env=X=${API_EMPTY}\n", "TERM=xterm X=", "forwarded empty variable is set and empty"},
+    {"env=HOME=${HOME}\n", "HOME=/root TERM=xterm", "forward same name"},
+    {"env=X=pre-${USER}-post\n", "TERM=xterm X=pre-root-post", "mixed text is a literal"},
+    {"env=X=pre-${UNSET}-post\n", "TERM=xterm X=pre--post", "literal with unset ref"},
+    {"env=API_*=${API_*}\n", "API_KEY=k API_URL=u TERM=xterm", "wildcard copies non-empty matches"},
+    {"env=API_*=fixed\n", "API_KEY=fixed API_URL=fixed TERM=xterm",
+     "wildcard with a literal sets it on every match"},
+    {"env=API_KEY=exact\nenv=API_*=${API_*}\n", "API_KEY=exact API_URL=u TERM=xterm",
+     "exact beats wildcard (exact first)"},
+    {"env=API_*=${API_*}\nenv=API_KEY=exact\n", "API_KEY=exact API_URL=u TERM=xterm",
+     "exact beats wildcard (wildcard first)"},
+    {"env=API_*=${API_*}\nenv=API_KEY=${UNSET}\n", "API_URL=u TERM=xterm",
+     "exact forward of an unset variable removes a wildcard match"},
+    {"env=A=1\nunenv=A\n", "TERM=xterm", "unenv removes"},
+    {"unenv=A\nenv=A=1\n", "TERM=xterm", "unenv wins wherever the line sits"},
+    {"env=API_*=${API_*}\nunenv=API_K*\n", "API_URL=u TERM=xterm", "unenv pattern"},
+    {"unenv=TERM\n", "", "TERM can be removed"},
+    {"env=TERM=dumb\n", "TERM=dumb", "an explicit TERM rule replaces the implicit one"},
+    {"env=${USER}_NAME=v\n", "TERM=xterm root_NAME=v", "keys are expanded too"},
+    {"env=X=${SECRET}\n", "TERM=xterm X=s3cret", "forward under another name"},
 };
 
 int main(void)

@@ -19,34 +19,34 @@ static const struct {
 	const char *out; /* NULL: must fail */
 	const char *error_part;
 } cases[] = {
-	{"plain", "plain", NULL},
-	{"", "", NULL},
-	{"${A}", "a-value", NULL},
-	{"x${A}y", "xa-valuey", NULL},
-	{"${UNSET}", "", NULL},
-	{"${UNSET:-dflt}", "dflt", NULL},
-	{"${A:-dflt}", "a-value", NULL},
-	{"${EMPTY:-dflt}", "dflt", NULL},
-	{"${TMPDIR:-${TEMP:-${TMP:-/tmp}}}", "/t", NULL},
-	{"${TMPDIR:-${TEMP:-${NOPE:-/tmp}}}/x", "/tmp/x", NULL},
-	{"${INJECT}", "${A}", NULL}, /* substituted values are never expanded again */
-	{"${UNSET:-${INJECT}}", "${A}", NULL},
-	{"$A and $", "$A and $", NULL},
-	{"${UNSET:-}", "", NULL},
-	{"${UNSET:-a}b}", "ab}", NULL},
-	{"${A:B}", NULL, "invalid variable expansion '${A:B}'"},
-	{"${A:=x}", NULL, "invalid variable expansion '${A:=x}'"},
-	{"${A-x}", NULL, "invalid variable expansion"},
-	{"${}", NULL, "invalid variable expansion"},
-	{"${1A}", NULL, "invalid variable expansion"},
-	{"${A", NULL, "unterminated"},
-	{"${A:-x", NULL, "unterminated"},
-	{"${A:-${B}", NULL, "unterminated"},
-	{"pre ${A B}", NULL, "invalid variable expansion"},
-	{"${A:-${B:C}}", NULL, "invalid variable expansion '${B:C}'"},
-	{"${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-"
-	 "1}}}}}}}}}}}}}}}}}}",
-	 NULL, "nested too deeply"},
+    {"plain", "plain", NULL},
+    {"", "", NULL},
+    {"${A}", "a-value", NULL},
+    {"x${A}y", "xa-valuey", NULL},
+    {"${UNSET}", "", NULL},
+    {"${UNSET:-dflt}", "dflt", NULL},
+    {"${A:-dflt}", "a-value", NULL},
+    {"${EMPTY:-dflt}", "dflt", NULL},
+    {"${TMPDIR:-${TEMP:-${TMP:-/tmp}}}", "/t", NULL},
+    {"${TMPDIR:-${TEMP:-${NOPE:-/tmp}}}/x", "/tmp/x", NULL},
+    {"${INJECT}", "${A}", NULL}, /* substituted values are never expanded again */
+    {"${UNSET:-${INJECT}}", "${A}", NULL},
+    {"$A and $", "$A and $", NULL},
+    {"${UNSET:-}", "", NULL},
+    {"${UNSET:-a}b}", "ab}", NULL},
+    {"${A:B}", NULL, "invalid variable expansion '${A:B}'"},
+    {"${A:=x}", NULL, "invalid variable expansion '${A:=x}'"},
+    {"${A-x}", NULL, "invalid variable expansion"},
+    {"${}", NULL, "invalid variable expansion"},
+    {"${1A}", NULL, "invalid variable expansion"},
+    {"${A", NULL, "unterminated"},
+    {"${A:-x", NULL, "unterminated"},
+    {"${A:-${B}", NULL, "unterminated"},
+    {"pre ${A B}", NULL, "invalid variable expansion"},
+    {"${A:-${B:C}}", NULL, "invalid variable expansion '${B:C}'"},
+    {"${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-${X:-"
+     "1}}}}}}}}}}}}}}}}}}",
+     NULL, "nested too deeply"},
 };
 
 int main(void)
@@ -56,8 +56,9 @@ int main(void)
 		int r = sb_expand(cases[i].in, fake_getenv, env, &out, &err);
 
 		if (cases[i].out) {
-			tap_ok(r == 0 && out && streq(out, cases[i].out), "expand '%s' -> '%s' (got '%s')",
-			       cases[i].in, cases[i].out, out ? out : "(error)");
+			tap_ok(r == 0 && out && streq(out, cases[i].out),
+			       "expand '%s' -> '%s' (got '%s')", cases[i].in, cases[i].out,
+			       out ? out : "(error)");
 		} else {
 			tap_ok(r == -EINVAL && err && strstr(err, cases[i].error_part),
 			       "expand '%s' fails with '%s' (got r=%d '%s')", cases[i].in,
@@ -68,7 +69,8 @@ int main(void)
 	{
 		_cleanup_free_ char *name = NULL, *dflt = NULL;
 
-		TAP_IS_INT(sb_expand_single_reference("${HOST}", false, &name, &dflt), 1, "single ref");
+		TAP_IS_INT(sb_expand_single_reference("${HOST}", false, &name, &dflt), 1,
+			   "single ref");
 		TAP_IS_STR(name, "HOST", "single ref name");
 		tap_ok(dflt == NULL, "single ref has no default");
 	}

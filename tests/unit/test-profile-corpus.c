@@ -11,8 +11,14 @@
 
 /* A fixed host environment so the corpus does not depend on the machine. */
 static char *fake_env[] = {
-	"HOME=/home/tester", "FOO=foo-value", "EMPTY=", "INJECT=${FOO}", "TMPDIR=/tmp",
-	"API_TOKEN=secret", "API_URL=https://example.test", NULL,
+    "HOME=/home/tester",
+    "FOO=foo-value",
+    "EMPTY=",
+    "INJECT=${FOO}",
+    "TMPDIR=/tmp",
+    "API_TOKEN=secret",
+    "API_URL=https://example.test",
+    NULL,
 };
 
 static const char *fake_getenv(const char *name, void *userdata)
@@ -82,12 +88,12 @@ static void run_file(const char *dir, const char *name, bool valid, const char *
 	struct expectation ex[32];
 	char *cli[] = {(char *)cli_rule, NULL};
 	struct sb_load_options opts = {
-		.path = path,
-		.cli_rules = cli_rule ? cli : NULL,
-		.getenv = fake_getenv,
-		.getenv_userdata = fake_env,
-		.cwd = dir,
-		.home = "/home/tester",
+	    .path = path,
+	    .cli_rules = cli_rule ? cli : NULL,
+	    .getenv = fake_getenv,
+	    .getenv_userdata = fake_env,
+	    .cwd = dir,
+	    .home = "/home/tester",
 	};
 	size_t n_ex = read_expectations(path, ex, ELEMENTSOF(ex));
 	bool ok = true;
@@ -117,8 +123,9 @@ static void run_file(const char *dir, const char *name, bool valid, const char *
 	for (size_t j = 0; j < n_ex; j++)
 		if (!ex[j].matched) {
 			ok = false;
-			tap_diag("%s: missing %s %s:%u: %s", name, ex[j].warning ? "warning" : "error",
-				 ex[j].file, ex[j].line, ex[j].text);
+			tap_diag("%s: missing %s %s:%u: %s", name,
+				 ex[j].warning ? "warning" : "error", ex[j].file, ex[j].line,
+				 ex[j].text);
 		}
 	if (valid && diags.n_errors) {
 		ok = false;

@@ -47,13 +47,13 @@ static void load(struct result *res, const char *name, char **cli)
 	memset(res, 0, sizeof(*res));
 	res->path = name ? sb_path_join(root, name) : NULL;
 	res->opts = (struct sb_load_options){
-		.path = res->path,
-		.cli_rules = cli,
-		.getenv = fake_getenv,
-		.getenv_userdata = host_env,
-		.cwd = root,
-		.home = "/home/tester",
-		.learn_default = "/tmp/learned.py-sandboxes",
+	    .path = res->path,
+	    .cli_rules = cli,
+	    .getenv = fake_getenv,
+	    .getenv_userdata = host_env,
+	    .cwd = root,
+	    .home = "/home/tester",
+	    .learn_default = "/tmp/learned.py-sandboxes",
 	};
 	res->r = sb_profile_load(&res->opts, &res->p, &res->d);
 	if (res->r >= 0 || res->r == -EINVAL) {
@@ -178,8 +178,9 @@ static void test_learn(void)
 	tap_ok(res.p->learn_locked && res.p->learn == SB_LEARN_OFF, "lock recorded");
 	done(&res);
 	load(&res, "lock/main.prof", cli_learn);
-	tap_ok(has_error(&res, "main.prof", 1, "learning mode is forbidden, but requested by --learn"),
-	       "learn=false + --learn refused");
+	tap_ok(
+	    has_error(&res, "main.prof", 1, "learning mode is forbidden, but requested by --learn"),
+	    "learn=false + --learn refused");
 	done(&res);
 	load(&res, "lock/main.prof", cli_rule);
 	tap_ok(has_error(&res, "main.prof", 1, "learning mode is forbidden"),
@@ -241,7 +242,7 @@ static void test_provider_select(void)
 		err = NULL;
 		p = NULL;
 		tap_ok(sb_provider_select((enum sb_os_sandbox)id, &p, &note, &warn, &err) < 0 &&
-			       !p && err && strstr(err, "will not fall back"),
+			   !p && err && strstr(err, "will not fall back"),
 		       "a named provider that is not available fails closed (%s)",
 		       sb_os_sandbox_name((enum sb_os_sandbox)id));
 	}
