@@ -4,77 +4,33 @@
 # Startup benchmark: `python-sb -c pass` (os-sandbox=subprocess) against the
 # interpreter it embeds, run the same way. Method and results: bench/README.md.
 #
-# Usage: bench/startup.sh [BUILD_DIR]
+# Usage: bench/startup.sh [BUILD_DIR]      (from any directory)
 #
-#   BUILD_DIR   a release build to (re)use or create; default: a fresh
-#               `meson setup --buildtype=release` in a temporary directory,
-#               removed afterwards (KEEP_BUILD=1 keeps it).
+#   BUILD_DIR   a release build to reuse, or a new directory to set one up in;
+#               default: `meson setup --buildtype=release` in a temporary
+#               directory, removed afterwards (KEEP_BUILD=1 keeps it).
 #
 # Environment:
-#   PYTHON_SB, PYTHON_REF  use these binaries instead of building (both needed)
+#   PYTHON_SB, PYTHON_REF  measure these binaries instead of building (set both)
 #   PYTHON3                the system interpreter (default /usr/bin/python3)
-#   OUT_DIR                where the JSON/Markdown results go (default: new temp dir)
-#   RUNS, WARMUP           hyperfine runs/warmups per command (default 300, 20)
-#   MAX_RATIO              failure threshold for python-sb / python-ref (default 1.05)
+#   OUT_DIR                where startup.json/startup.md go (default: a new temp dir)
+#   RUNS, WARMUP           hyperfine runs/warm-ups per command (default 300, 20)
+#   MAX_RATIO              threshold for mean(python-sb) / mean(python-ref) (default 1.05)
+#   EXTRA_ENV              NAME=VALUE words added to every command's environment
 #
-# Exit status: 0 when mean(python-sb) / mean(python-ref) <= MAX_RATIO, 1 when it
-# is above, 2 on a usage or setup error. Not run by CI (timing is too noisy there).
+# Exit status: 0 when the ratio is within MAX_RATIO, 1 when above it, 2 on a
+# setup error. CI does not run this: timing on shared runners is too noisy.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-die() { echo "startup.sh: $*" >&2; exit 2; }
-
-here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-srcdir=$(dirname -- "$here")
-PYTHON3=${PYTHON3:-/usr/bin/python3}
 RUNS=${RUNS:-300}
 WARMUP=${WARMUP:-20}
 MAX_RATIO=${MAX_RATIO:-1.05}
-
 command -v hyperfine >/dev/null ||
     die "hyperfine not found (Debian/Ubuntu: apt-get install hyperfine)"
-[[ -x $PYTHON3 ]] || die "$PYTHON3 is not executable (set PYTHON3)"
 
-cleanup_dirs=()
-cleanup() { if ((${#cleanup_dirs[@]})); then rm -rf -- "${cleanup_dirs[@]}"; fi; }
-trap cleanup EXIT
-
-# --- (a) the binaries: a release build of our own, or paths from the environment
-if [[ -n ${PYTHON_SB:-} || -n ${PYTHON_REF:-} ]]; then
-    [[ -n ${PYTHON_SB:-} && -n ${PYTHON_REF:-} ]] || die "set both PYTHON_SB and PYTHON_REF"
-    sb=$(realpath -- "$PYTHON_SB")
-    ref=$(realpath -- "$PYTHON_REF")
-else
-    command -v meson >/dev/null || die "meson not found"
-    if (($# > 0)); then
-        builddir=$(realpath -m -- "$1")
-    else
-        builddir=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-bench-build.XXXXXX")
-        [[ ${KEEP_BUILD:-0} == 1 ]] || cleanup_dirs+=("$builddir")
-    fi
-    if [[ -f $builddir/build.ninja ]]; then
-        buildtype=$(meson introspect --buildoptions "$builddir" |
-            "$PYTHON3" -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "buildtype"))')
-        [[ $buildtype == release ]] ||
-            die "$builddir is a '$buildtype' build; give a release build or a new directory"
-    else
-        echo "== meson setup --buildtype=release $builddir" >&2
-        # werror off: a new compiler warning at -O3 must not stop a measurement.
-        meson setup --buildtype=release -Dwerror=false "$builddir" "$srcdir" >/dev/null ||
-            die "meson setup failed (see $builddir/meson-logs/meson-log.txt)"
-    fi
-    if ! meson introspect --targets "$builddir" | grep -q '"name": "python-ref"'; then
-        die "the build has no python-ref target: either meson.build lacks subdir('bench')," \
-            "or python-sb does not link the static libpython (see the meson setup messages)"
-    fi
-    echo "== building python-sb and python-ref" >&2
-    meson compile -C "$builddir" python-sb bench/python-ref >/dev/null ||
-        die "build failed (run: meson compile -C $builddir)"
-    sb=$builddir/python-sb
-    ref=$builddir/bench/python-ref
-fi
-[[ -x $sb ]] || die "$sb is not executable"
-[[ -x $ref ]] || die "$ref is not executable"
-
+bench_setup "$@"
 if [[ -n ${OUT_DIR:-} ]]; then
     mkdir -p -- "$OUT_DIR"
     out=$(realpath -- "$OUT_DIR")
@@ -82,50 +38,10 @@ else
     out=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-startup.XXXXXX")
 fi
 
-# --- (b) profiles. The environment every command runs in is the same short one,
-# so python3 and python-sb see the same variables: HOME, LANG, PATH (and TERM).
-export LANG=${LANG:-C.UTF-8}
-[[ -n ${HOME:-} ]] || die "HOME is not set"
-clean_env=(env -i "HOME=$HOME" "LANG=$LANG" "PATH=$PATH")
-if [[ -n ${TERM:-} ]]; then clean_env+=("TERM=$TERM"); fi
-
-profile_dir=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-profile.XXXXXX")
-cleanup_dirs+=("$profile_dir")
-# The profile a user would write to keep python's own site behaviour: without
-# HOME, site.py imports pwd to find the user base; without LANG, CPython turns
-# on UTF-8 mode and imports encodings.ascii.
-cat >"$profile_dir/.py-sandboxes" <<'EOF'
-os-sandbox=subprocess
-python-import=*
-env=HOME=${HOME}
-env=LANG=${LANG}
-env=PATH=${PATH}
-EOF
-# For information: the strict default, no environment passed through.
-cat >"$profile_dir/strict.py-sandboxes" <<'EOF'
-os-sandbox=subprocess
-python-import=*
-EOF
-
-# Every command must import the same modules (same site behaviour); check it
-# once so a change in python-sb that adds imports is seen here, not guessed.
-cd -- "$profile_dir"
-modules='import sys; print(" ".join(sorted(sys.modules)))'
-want=$("${clean_env[@]}" "$PYTHON3" -c "$modules")
-for cmd in "$ref" "$sb"; do
-    got=$("${clean_env[@]}" "$cmd" -c "$modules") || die "$cmd -c failed"
-    [[ $got == "$want" ]] || {
-        echo "startup.sh: warning: $cmd imports other modules than $PYTHON3 at startup:" >&2
-        diff <(tr ' ' '\n' <<<"$want") <(tr ' ' '\n' <<<"$got") >&2 || true
-    }
-done
-explain=$("${clean_env[@]}" "$sb" --explain -c pass) || die "$sb --explain failed"
-grep -q '^#   provider in use: subprocess$' <<<"$explain" ||
-    die "python-sb does not use the subprocess provider with the benchmark profile"
-
-# --- (c) the measurement
-q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }   # quoting for hyperfine -N
-echo "== hyperfine: $RUNS runs, $WARMUP warmups; cwd $profile_dir" >&2
+# (c) The measurement. -N: no shell in between, so nothing to subtract. The cwd
+# is $profile_dir, where python-sb finds ./.py-sandboxes as a user's would.
+q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }   # one word for hyperfine -N
+echo "== hyperfine: $RUNS runs after $WARMUP warm-ups per command; cwd $profile_dir" >&2
 "${clean_env[@]}" hyperfine -N --warmup "$WARMUP" --runs "$RUNS" \
     --export-json "$out/startup.json" --export-markdown "$out/startup.md" \
     -n python3 "$(q "$PYTHON3") -c pass" \
@@ -136,10 +52,11 @@ echo "== hyperfine: $RUNS runs, $WARMUP warmups; cwd $profile_dir" >&2
     -n python-ref-I "$(q "$ref") -I -c pass" \
     -n python-sb-I "$(q "$sb") -I -c pass"
 
-# --- (d) ratios of the means, with the standard error of each mean propagated
+# (d) Ratios of the means, the standard error of each mean (stddev/sqrt(runs))
+# propagated; the ratio of the medians alongside as a check against outliers.
 status=0
 "$PYTHON3" - "$out/startup.json" "$MAX_RATIO" <<'EOF' || status=$?
-import json, math, statistics, sys
+import json, math, sys
 
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 max_ratio = float(sys.argv[2])
@@ -155,12 +72,12 @@ def ratio(a, b):
 
 
 print()
-print("%-34s %8s %10s %8s" % ("", "mean", "± s.e.", "median"))
+print("%-32s %8s %8s %8s" % ("ratio", "mean", "± s.e.", "median"))
 for a, b in [("python-sb", "python-ref"), ("python-sb", "python3"),
              ("python-ref", "python3"), ("python-sb-strict", "python-ref"),
              ("python-sb-I", "python-ref-I"), ("python-sb-I", "python3-I")]:
     r, se, med = ratio(a, b)
-    print("%-34s %8.4f %10.4f %8.4f" % (a + " / " + b, r, se, med))
+    print("%-32s %8.4f %8.4f %8.4f" % (a + " / " + b, r, se, med))
 
 r, se, _ = ratio("python-sb", "python-ref")
 print()
@@ -169,6 +86,5 @@ if r > max_ratio:
     sys.exit(1)
 print("OK: python-sb / python-ref = %.4f ± %.4f <= %.2f" % (r, se, max_ratio))
 EOF
-status=$?
 echo "results: $out/startup.json $out/startup.md" >&2
 exit "$status"

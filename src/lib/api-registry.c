@@ -225,23 +225,6 @@ const struct sb_api_function *sb_api_lookup(const char *qualname)
 	return NULL;
 }
 
-static int sb_api_error(char **reterr, const char *fmt, ...) _printf_(2, 3);
-static int sb_api_error(char **reterr, const char *fmt, ...)
-{
-	va_list ap;
-	int r = -EINVAL;
-
-	if (reterr) {
-		va_start(ap, fmt);
-		if (vasprintf(reterr, fmt, ap) < 0) {
-			*reterr = NULL;
-			r = -ENOMEM;
-		}
-		va_end(ap);
-	}
-	return r;
-}
-
 /* "closest known name is 'threads'" over the categories and every qualname;
  * NULL when nothing is close enough to be a plausible typo. */
 static const char *sb_api_closest(const char *target)
@@ -269,15 +252,15 @@ static int sb_api_unknown_target(const char *value, const char *target, char **r
 	    strchr(target, '.') ? "function (not in the sensitive-API registry)" : "category";
 
 	if (closest)
-		return sb_api_error(reterr,
-				    "in 'python-api=%s': unknown %s '%s', closest known name "
-				    "is '%s'",
-				    value, what, target, closest);
-	return sb_api_error(reterr,
-			    "in 'python-api=%s': unknown %s '%s'; the categories are process-exec, "
-			    "process-control, privileges, threads, native, introspection, "
-			    "dynamic-code and deserialization",
-			    value, what, target);
+		return sb_error(reterr, -EINVAL,
+				"in 'python-api=%s': unknown %s '%s', closest known name "
+				"is '%s'",
+				value, what, target, closest);
+	return sb_error(reterr, -EINVAL,
+			"in 'python-api=%s': unknown %s '%s'; the categories are process-exec, "
+			"process-control, privileges, threads, native, introspection, "
+			"dynamic-code and deserialization",
+			value, what, target);
 }
 
 static bool sb_api_is_action_word(const char *s)
@@ -300,16 +283,16 @@ int sb_api_rule_parse(const char *value, struct sb_origin origin, struct sb_api_
 		return -ENOMEM;
 	text = sb_strstrip(copy);
 	if (!*text)
-		return sb_api_error(reterr,
-				    "empty 'python-api=' value, expected ALLOW:<targets> or "
-				    "DENY:<targets>");
+		return sb_error(reterr, -EINVAL,
+				"empty 'python-api=' value, expected ALLOW:<targets> or "
+				"DENY:<targets>");
 
 	colon = strchr(text, ':');
 	if (!colon)
-		return sb_api_error(reterr,
-				    "in 'python-api=%s': missing action, expected the form "
-				    "ALLOW:<targets> or DENY:<targets>",
-				    text);
+		return sb_error(reterr, -EINVAL,
+				"in 'python-api=%s': missing action, expected the form "
+				"ALLOW:<targets> or DENY:<targets>",
+				text);
 	*colon = '\0';
 	action = sb_strstrip(text);
 	targets = colon + 1;
@@ -320,10 +303,10 @@ int sb_api_rule_parse(const char *value, struct sb_origin origin, struct sb_api_
 	else if (streq(action, "DENY"))
 		deny = true;
 	else
-		return sb_api_error(reterr,
-				    "in 'python-api=%s:%s': unknown action '%s', expected ALLOW or "
-				    "DENY (upper case)",
-				    action, targets, action);
+		return sb_error(reterr, -EINVAL,
+				"in 'python-api=%s:%s': unknown action '%s', expected ALLOW or "
+				"DENY (upper case)",
+				action, targets, action);
 
 	cap = 1;
 	for (const char *p = targets; *p; p++)
@@ -343,18 +326,17 @@ int sb_api_rule_parse(const char *value, struct sb_origin origin, struct sb_api_
 			*next++ = '\0';
 		target = sb_strstrip(item);
 		if (!*target)
-			return sb_api_error(reterr,
-					    "in 'python-api=%s': empty target; list categories or "
-					    "functions separated by commas",
-					    value);
+			return sb_error(reterr, -EINVAL,
+					"in 'python-api=%s': empty target; list categories or "
+					"functions separated by commas",
+					value);
 		/* "ALLOW:threads,DENY:os.system" would silently grant or refuse
 		 * the wrong thing if the second half were read as a name. */
 		if (strchr(target, ':') || sb_api_is_action_word(target))
-			return sb_api_error(
-			    reterr,
-			    "in 'python-api=%s': one action per line, do not mix "
-			    "ALLOW and DENY; put '%s' on a python-api= line of its own",
-			    value, target);
+			return sb_error(reterr, -EINVAL,
+					"in 'python-api=%s': one action per line, do not mix "
+					"ALLOW and DENY; put '%s' on a python-api= line of its own",
+					value, target);
 		if (streq(target, "*")) {
 			rule.kind = SB_API_TARGET_ALL;
 		} else if ((c = sb_api_category_from_name(target)) >= 0) {

@@ -14,23 +14,6 @@
 #define SB_DNS_NAME_MAX	 253
 #define SB_DNS_LABEL_MAX 63
 
-static int sb_net_error(char **reterr, const char *fmt, ...) _printf_(2, 3);
-static int sb_net_error(char **reterr, const char *fmt, ...)
-{
-	va_list ap;
-	int r = -EINVAL;
-
-	if (reterr) {
-		va_start(ap, fmt);
-		if (vasprintf(reterr, fmt, ap) < 0) {
-			*reterr = NULL;
-			r = -ENOMEM;
-		}
-		va_end(ap);
-	}
-	return r;
-}
-
 /* Splits s in place at every sep; the pieces are trimmed. Returns the number
  * of pieces, at most max (the last piece then keeps the remaining separators,
  * so that the caller can report how many there were). */
@@ -72,10 +55,10 @@ static int sb_net_parse_action(const char *field, const char *text, struct sb_ne
 	else if (streq(field, "DENY"))
 		r->action = SB_NET_DENY;
 	else
-		return sb_net_error(reterr,
-				    "invalid action '%s' in net rule '%s', expected ALLOW or DENY "
-				    "(upper case)",
-				    field, text);
+		return sb_error(reterr, -EINVAL,
+				"invalid action '%s' in net rule '%s', expected ALLOW or DENY "
+				"(upper case)",
+				field, text);
 	return 0;
 }
 
@@ -88,10 +71,10 @@ static int sb_net_parse_protocols(char *field, const char *text, struct sb_net_r
 	if (!items)
 		return -ENOMEM;
 	if (!*field)
-		return sb_net_error(reterr,
-				    "empty protocol in net rule '%s', expected tcp, udp, a comma "
-				    "list of them, or '*'",
-				    text);
+		return sb_error(reterr, -EINVAL,
+				"empty protocol in net rule '%s', expected tcp, udp, a comma "
+				"list of them, or '*'",
+				text);
 	n_items = sb_net_split(field, ',', items, n_items);
 	r->protocols = 0;
 	for (size_t i = 0; i < n_items; i++) {
@@ -99,20 +82,20 @@ static int sb_net_parse_protocols(char *field, const char *text, struct sb_net_r
 
 		if (streq(p, "*") || strcasecmp(p, "any") == 0) {
 			if (n_items != 1)
-				return sb_net_error(reterr,
-						    "'%s' must be used alone in the protocol field "
-						    "of net rule '%s'",
-						    p, text);
+				return sb_error(reterr, -EINVAL,
+						"'%s' must be used alone in the protocol field "
+						"of net rule '%s'",
+						p, text);
 			r->protocols = SB_NET_TCP | SB_NET_UDP;
 		} else if (strcasecmp(p, "tcp") == 0) {
 			r->protocols |= SB_NET_TCP;
 		} else if (strcasecmp(p, "udp") == 0) {
 			r->protocols |= SB_NET_UDP;
 		} else {
-			return sb_net_error(reterr,
-					    "invalid protocol '%s' in net rule '%s', expected tcp, "
-					    "udp or '*'",
-					    p, text);
+			return sb_error(reterr, -EINVAL,
+					"invalid protocol '%s' in net rule '%s', expected tcp, "
+					"udp or '*'",
+					p, text);
 		}
 	}
 	return 0;
@@ -175,10 +158,10 @@ static int sb_net_parse_network(char *field, const char *text, struct sb_net_rul
 	if (!r->network)
 		return -ENOMEM;
 	if (!*field)
-		return sb_net_error(reterr,
-				    "empty network in net rule '%s', expected an address, a "
-				    "network, a host name or '*'",
-				    text);
+		return sb_error(reterr, -EINVAL,
+				"empty network in net rule '%s', expected an address, a "
+				"network, a host name or '*'",
+				text);
 	if (streq(field, "*")) {
 		r->network_kind = SB_NET_NETWORK_ANY;
 		r->family = AF_UNSPEC;
@@ -196,18 +179,18 @@ static int sb_net_parse_network(char *field, const char *text, struct sb_net_rul
 		r->family = AF_INET6;
 		max_prefix = 128;
 	} else if (slash) {
-		return sb_net_error(reterr,
-				    "invalid network '%s' in net rule '%s': a prefix length needs "
-				    "an IPv4 or IPv6 address",
-				    r->network, text);
+		return sb_error(reterr, -EINVAL,
+				"invalid network '%s' in net rule '%s': a prefix length needs "
+				"an IPv4 or IPv6 address",
+				r->network, text);
 	} else if (sb_net_is_host_name(field)) {
 		r->network_kind = SB_NET_NETWORK_HOST;
 		return 0;
 	} else {
-		return sb_net_error(reterr,
-				    "invalid network '%s' in net rule '%s': neither an IP address, "
-				    "a network (CIDR) nor a valid host name",
-				    r->network, text);
+		return sb_error(reterr, -EINVAL,
+				"invalid network '%s' in net rule '%s': neither an IP address, "
+				"a network (CIDR) nor a valid host name",
+				r->network, text);
 	}
 
 	r->network_kind = SB_NET_NETWORK_CIDR;
@@ -216,11 +199,10 @@ static int sb_net_parse_network(char *field, const char *text, struct sb_net_rul
 		unsigned long long prefix;
 
 		if (sb_safe_atou64(slash + 1, &prefix) < 0 || prefix > max_prefix)
-			return sb_net_error(
-			    reterr,
-			    "invalid prefix length '/%s' in net rule '%s', expected "
-			    "0..%u",
-			    slash + 1, text, max_prefix);
+			return sb_error(reterr, -EINVAL,
+					"invalid prefix length '/%s' in net rule '%s', expected "
+					"0..%u",
+					slash + 1, text, max_prefix);
 		r->prefix_len = (unsigned)prefix;
 	}
 	/* Non-strict, as Python's ip_network(strict=False): 10.1.2.3/8 is
@@ -236,15 +218,15 @@ static int sb_net_parse_port(const char *s, const char *item, const char *field,
 	int r = sb_safe_atou64(s, &v);
 
 	if (r == -EINVAL)
-		return sb_net_error(reterr,
-				    "invalid port list '%s' in net rule '%s': '%s' is not a port "
-				    "number",
-				    field, text, item);
+		return sb_error(reterr, -EINVAL,
+				"invalid port list '%s' in net rule '%s': '%s' is not a port "
+				"number",
+				field, text, item);
 	if (r < 0 || v > SB_PORT_MAX)
-		return sb_net_error(reterr,
-				    "invalid port list '%s' in net rule '%s': '%s' is out of the "
-				    "range 0..65535",
-				    field, text, item);
+		return sb_error(reterr, -EINVAL,
+				"invalid port list '%s' in net rule '%s': '%s' is out of the "
+				"range 0..65535",
+				field, text, item);
 	*ret = (uint16_t)v;
 	return 0;
 }
@@ -293,11 +275,10 @@ static int sb_net_parse_ports(char *field, const char *text, struct sb_net_rule 
 		if (dash) {
 			*dash = '\0';
 			if (!*sb_strstrip(items[i]))
-				return sb_net_error(
-				    reterr,
-				    "invalid port list '%s' in net rule '%s': '%s' has "
-				    "no first port",
-				    as_written, text, item);
+				return sb_error(reterr, -EINVAL,
+						"invalid port list '%s' in net rule '%s': '%s' has "
+						"no first port",
+						as_written, text, item);
 			k = sb_net_parse_port(sb_strstrip(items[i]), item, as_written, text, &first,
 					      reterr);
 			if (k < 0)
@@ -311,11 +292,10 @@ static int sb_net_parse_ports(char *field, const char *text, struct sb_net_rule 
 					return k;
 			}
 			if (first > last)
-				return sb_net_error(
-				    reterr,
-				    "invalid port list '%s' in net rule '%s': range "
-				    "'%s' is inverted",
-				    as_written, text, item);
+				return sb_error(reterr, -EINVAL,
+						"invalid port list '%s' in net rule '%s': range "
+						"'%s' is inverted",
+						as_written, text, item);
 		} else {
 			k = sb_net_parse_port(items[i], item, as_written, text, &first, reterr);
 			if (k < 0)
@@ -359,10 +339,10 @@ static int sb_net_parse_directions(char *field, const char *text, struct sb_net_
 	if (!items)
 		return -ENOMEM;
 	if (!*field)
-		return sb_net_error(reterr,
-				    "empty direction in net rule '%s', expected IN, OUT, IN,OUT or "
-				    "'*'",
-				    text);
+		return sb_error(reterr, -EINVAL,
+				"empty direction in net rule '%s', expected IN, OUT, IN,OUT or "
+				"'*'",
+				text);
 	n_items = sb_net_split(field, ',', items, n_items);
 	r->directions = 0;
 	for (size_t i = 0; i < n_items; i++) {
@@ -373,21 +353,20 @@ static int sb_net_parse_directions(char *field, const char *text, struct sb_net_
 		 * a readable rule into a startup error. */
 		if (streq(d, "*")) {
 			if (n_items != 1)
-				return sb_net_error(
-				    reterr,
-				    "'*' must be used alone in the direction field of "
-				    "net rule '%s'",
-				    text);
+				return sb_error(reterr, -EINVAL,
+						"'*' must be used alone in the direction field of "
+						"net rule '%s'",
+						text);
 			r->directions = SB_NET_IN | SB_NET_OUT;
 		} else if (strcasecmp(d, "IN") == 0) {
 			r->directions |= SB_NET_IN;
 		} else if (strcasecmp(d, "OUT") == 0) {
 			r->directions |= SB_NET_OUT;
 		} else {
-			return sb_net_error(reterr,
-					    "invalid direction '%s' in net rule '%s', expected IN, "
-					    "OUT or '*'",
-					    d, text);
+			return sb_error(reterr, -EINVAL,
+					"invalid direction '%s' in net rule '%s', expected IN, "
+					"OUT or '*'",
+					d, text);
 		}
 	}
 	return 0;
@@ -412,10 +391,10 @@ int sb_net_rule_parse(const char *value, struct sb_net_rule *ret, char **reterr)
 	/* One more slot than needed, so that a sixth field is detected. */
 	n = sb_net_split(copy, '|', fields, SB_NET_FIELDS + 1);
 	if (n != SB_NET_FIELDS) {
-		r = sb_net_error(reterr,
-				 "net rule '%s' has incorrect number of parts (%zu). Expected 5: "
-				 "ACTION|PROTO|NETWORK|PORTS|DIRECTION",
-				 value, sb_net_count_char(value, '|') + 1);
+		r = sb_error(reterr, -EINVAL,
+			     "net rule '%s' has incorrect number of parts (%zu). Expected 5: "
+			     "ACTION|PROTO|NETWORK|PORTS|DIRECTION",
+			     value, sb_net_count_char(value, '|') + 1);
 		goto fail;
 	}
 

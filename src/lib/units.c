@@ -31,22 +31,6 @@ static const struct sb_unit_suffix sb_unit_suffixes[] = {
     {"m", SB_UNIT_DURATION, 60000ULL, false},
 };
 
-static int sb_unit_error(char **reterr, int r, const char *fmt, ...) _printf_(3, 4);
-static int sb_unit_error(char **reterr, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (reterr) {
-		va_start(ap, fmt);
-		if (vasprintf(reterr, fmt, ap) < 0) {
-			*reterr = NULL;
-			r = -ENOMEM;
-		}
-		va_end(ap);
-	}
-	return r;
-}
-
 static const char *sb_unit_kind_name(enum sb_unit_kind kind)
 {
 	switch (kind) {
@@ -121,8 +105,8 @@ static int sb_parse_quantity(const char *text, enum sb_unit_kind kind, unsigned 
 	int len;
 
 	if (!text)
-		return sb_unit_error(reterr, -EINVAL, "empty value, expected %s",
-				     sb_unit_expected(kind));
+		return sb_error(reterr, -EINVAL, "empty value, expected %s",
+				sb_unit_expected(kind));
 	start = text;
 	end = text + strlen(text);
 	while (start < end && isspace((unsigned char)*start))
@@ -132,45 +116,45 @@ static int sb_parse_quantity(const char *text, enum sb_unit_kind kind, unsigned 
 	len = (int)(end - start);
 
 	if (start == end)
-		return sb_unit_error(reterr, -EINVAL, "empty value, expected %s",
-				     sb_unit_expected(kind));
+		return sb_error(reterr, -EINVAL, "empty value, expected %s",
+				sb_unit_expected(kind));
 	if (startswith(start, "DENY:"))
-		return sb_unit_error(reterr, -EINVAL,
-				     "'%.*s': 'DENY:' applies to list keys only, expected %s", len,
-				     start, sb_unit_expected(kind));
+		return sb_error(reterr, -EINVAL,
+				"'%.*s': 'DENY:' applies to list keys only, expected %s", len,
+				start, sb_unit_expected(kind));
 	if (memchr(start, '*', (size_t)len))
-		return sb_unit_error(reterr, -EINVAL,
-				     "'%.*s': a '*' pattern applies to list keys only, expected %s",
-				     len, start, sb_unit_expected(kind));
+		return sb_error(reterr, -EINVAL,
+				"'%.*s': a '*' pattern applies to list keys only, expected %s", len,
+				start, sb_unit_expected(kind));
 	if (*start == '-')
-		return sb_unit_error(reterr, -EINVAL, "'%.*s' is negative, expected %s", len, start,
-				     sb_unit_expected(kind));
+		return sb_error(reterr, -EINVAL, "'%.*s' is negative, expected %s", len, start,
+				sb_unit_expected(kind));
 	if (*start == '+')
-		return sb_unit_error(reterr, -EINVAL, "'%.*s': no sign allowed, expected %s", len,
-				     start, sb_unit_expected(kind));
+		return sb_error(reterr, -EINVAL, "'%.*s': no sign allowed, expected %s", len, start,
+				sb_unit_expected(kind));
 
 	p = sb_unit_scan_digits(start, end, &whole, &n_whole, &overflow);
 	if (!p)
-		return sb_unit_error(reterr, -EINVAL,
-				     "'%.*s': '_' may only separate two digits, as in 1_000", len,
-				     start);
+		return sb_error(reterr, -EINVAL,
+				"'%.*s': '_' may only separate two digits, as in 1_000", len,
+				start);
 	if (n_whole == 0)
-		return sb_unit_error(reterr, -EINVAL, "'%.*s' is not a number, expected %s", len,
-				     start, sb_unit_expected(kind));
+		return sb_error(reterr, -EINVAL, "'%.*s' is not a number, expected %s", len, start,
+				sb_unit_expected(kind));
 	if (p < end && *p == '.') {
 		if (kind == SB_UNIT_COUNT)
-			return sb_unit_error(reterr, -EINVAL,
-					     "'%.*s' is not a whole number, expected %s", len,
-					     start, sb_unit_expected(kind));
+			return sb_error(reterr, -EINVAL,
+					"'%.*s' is not a whole number, expected %s", len, start,
+					sb_unit_expected(kind));
 		p = sb_unit_scan_digits(p + 1, end, &frac, &n_frac, &overflow);
 		if (!p)
-			return sb_unit_error(
-			    reterr, -EINVAL,
-			    "'%.*s': '_' may only separate two digits, as in 1_000", len, start);
+			return sb_error(reterr, -EINVAL,
+					"'%.*s': '_' may only separate two digits, as in 1_000",
+					len, start);
 		if (n_frac == 0)
-			return sb_unit_error(reterr, -EINVAL,
-					     "'%.*s': expected digits after the decimal point", len,
-					     start);
+			return sb_error(reterr, -EINVAL,
+					"'%.*s': expected digits after the decimal point", len,
+					start);
 		/* Trailing zeros carry no precision; dropping them keeps the
 		 * scale small enough for the whole-number check below. */
 		while (n_frac > 0 && frac % 10 == 0) {
@@ -186,33 +170,31 @@ static int sb_parse_quantity(const char *text, enum sb_unit_kind kind, unsigned 
 	if (suffix < end) {
 		unit = sb_unit_find_suffix(suffix, (size_t)(end - suffix));
 		if (!unit)
-			return sb_unit_error(reterr, -EINVAL,
-					     "'%.*s': unknown unit '%.*s', expected %s", len, start,
-					     (int)(end - suffix), suffix, sb_unit_expected(kind));
+			return sb_error(reterr, -EINVAL, "'%.*s': unknown unit '%.*s', expected %s",
+					len, start, (int)(end - suffix), suffix,
+					sb_unit_expected(kind));
 		if (unit->kind != kind)
-			return sb_unit_error(
-			    reterr, -EINVAL,
-			    "'%.*s': '%s' is the unit of %s, but %s is expected (%s)", len, start,
-			    unit->name, sb_unit_kind_name(unit->kind), sb_unit_kind_name(kind),
-			    sb_unit_expected(kind));
+			return sb_error(reterr, -EINVAL,
+					"'%.*s': '%s' is the unit of %s, but %s is expected (%s)",
+					len, start, unit->name, sb_unit_kind_name(unit->kind),
+					sb_unit_kind_name(kind), sb_unit_expected(kind));
 		factor = unit->factor;
 	} else if (kind == SB_UNIT_DURATION) {
 		factor = 1000; /* a bare duration is in seconds */
 	}
 
 	if (overflow || __builtin_mul_overflow(whole, factor, &result))
-		return sb_unit_error(reterr, -ERANGE, "'%.*s' is too large", len, start);
+		return sb_error(reterr, -ERANGE, "'%.*s' is too large", len, start);
 	if (n_frac > 0) {
 		unsigned long long part;
 
 		/* frac/frac_scale of the unit must be a whole number of bytes or
 		 * milliseconds: "1.5s" is fine, "1.5ms" or "0.5B" is not. */
 		if (__builtin_mul_overflow(frac, factor, &part) || part % frac_scale != 0)
-			return sb_unit_error(reterr, -EINVAL, "'%.*s' is not a whole number of %s",
-					     len, start,
-					     kind == SB_UNIT_SIZE ? "bytes" : "milliseconds");
+			return sb_error(reterr, -EINVAL, "'%.*s' is not a whole number of %s", len,
+					start, kind == SB_UNIT_SIZE ? "bytes" : "milliseconds");
 		if (__builtin_add_overflow(result, part / frac_scale, &result))
-			return sb_unit_error(reterr, -ERANGE, "'%.*s' is too large", len, start);
+			return sb_error(reterr, -ERANGE, "'%.*s' is too large", len, start);
 	}
 	*ret = result;
 	return 0;

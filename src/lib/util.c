@@ -136,6 +136,21 @@ void sb_buf_reset(struct sb_buf *b)
 	b->len = b->cap = 0;
 }
 
+int sb_error(char **reterr, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!reterr)
+		return r;
+	va_start(ap, fmt);
+	if (vasprintf(reterr, fmt, ap) < 0) {
+		*reterr = NULL;
+		r = -ENOMEM;
+	}
+	va_end(ap);
+	return r;
+}
+
 char *sb_strstrip(char *s)
 {
 	char *end;

@@ -90,6 +90,10 @@ int sb_buf_printf(struct sb_buf *b, const char *fmt, ...) _printf_(2, 3);
 char *sb_buf_steal(struct sb_buf *b);
 void sb_buf_reset(struct sb_buf *b);
 
+/* Formats a message into *reterr (when reterr is not NULL) for the caller to
+ * show, and returns r (or -ENOMEM when the message cannot be allocated). */
+int sb_error(char **reterr, int r, const char *fmt, ...) _printf_(3, 4);
+
 /* Trims ASCII white space in place; returns the start of the trimmed text. */
 char *sb_strstrip(char *s);
 

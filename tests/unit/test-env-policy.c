@@ -2,22 +2,13 @@
 #include <stdint.h>
 
 #include "env-policy.h"
+#include "fake-env.h"
 #include "tap.h"
 
 static char *host[] = {
     "HOME=/root", "USER=root",	"TERM=xterm",	"SECRET=s3cret", "API_KEY=k",
     "API_URL=u",  "API_EMPTY=", "LANG=C.UTF-8", "PATH=/usr/bin", NULL,
 };
-
-static const char *fake_getenv(const char *name, void *userdata)
-{
-	size_t len = strlen(name);
-
-	for (char **e = userdata; *e; e++)
-		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-			return *e + len + 1;
-	return NULL;
-}
 
 /* Builds the environment for a profile made of the given lines (written to a
  * temporary file) and returns it joined with ' ' in sorted order. */

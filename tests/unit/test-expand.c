@@ -1,18 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "expand.h"
+#include "fake-env.h"
 #include "tap.h"
 
 static char *env[] = {"HOME=/home/u", "A=a-value", "EMPTY=", "INJECT=${A}", "TMP=/t", NULL};
-
-static const char *fake_getenv(const char *name, void *userdata)
-{
-	size_t len = strlen(name);
-
-	for (char **e = userdata; *e; e++)
-		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-			return *e + len + 1;
-	return NULL;
-}
 
 static const struct {
 	const char *in;

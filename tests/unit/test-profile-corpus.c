@@ -7,6 +7,7 @@
 #include <libgen.h>
 
 #include "profile.h"
+#include "fake-env.h"
 #include "tap.h"
 
 /* A fixed host environment so the corpus does not depend on the machine. */
@@ -20,16 +21,6 @@ static char *fake_env[] = {
     "API_URL=https://example.test",
     NULL,
 };
-
-static const char *fake_getenv(const char *name, void *userdata)
-{
-	size_t len = strlen(name);
-
-	for (char **e = userdata; *e; e++)
-		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-			return *e + len + 1;
-	return NULL;
-}
 
 struct expectation {
 	char file[128];

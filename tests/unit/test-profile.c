@@ -5,20 +5,11 @@
 
 #include "profile.h"
 #include "provider.h"
+#include "fake-env.h"
 #include "tap.h"
 
 static char root[] = "/tmp/sb-profile-test-XXXXXX";
 static char *host_env[] = {"HOME=/home/tester", "OS_SANDBOX=none", "FOO=foo", NULL};
-
-static const char *fake_getenv(const char *name, void *userdata)
-{
-	size_t len = strlen(name);
-
-	for (char **e = userdata; *e; e++)
-		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-			return *e + len + 1;
-	return NULL;
-}
 
 static void put(const char *name, const char *text)
 {
