@@ -1,5 +1,5 @@
-# shellcheck shell=bash disable=SC2016
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash disable=SC2016
 # Sourced by bench/startup.sh and bench/instructions.sh (bash, set -euo pipefail).
 #
 # bench_setup [BUILD_DIR] sets:

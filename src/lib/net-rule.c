@@ -258,7 +258,7 @@ static int sb_net_parse_ports(char *field, const char *text, struct sb_net_rule 
 	for (size_t i = 0; i < n_items; i++) {
 		_cleanup_free_ char *item = NULL;
 		char *dash;
-		uint16_t first, last;
+		uint16_t first = 0, last = 0;
 		int k;
 
 		/* Empty elements ("80,,443", a trailing comma) are ignored. */

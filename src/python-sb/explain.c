@@ -181,6 +181,29 @@ static int explain_api(const struct sb_profile *p, struct sb_buf *out)
 	return r;
 }
 
+/* Scalars are shown in profile syntax, so that a line can be pasted back. */
+static char *eval_scalar_text(const struct sb_eval_profile *ep, int k)
+{
+	static const char *const namespaces[] = {
+	    [SB_EVAL_NAMESPACE_ADAPTIVE] = "adaptive",
+	    [SB_EVAL_NAMESPACE_CLOSED] = "closed",
+	    [SB_EVAL_NAMESPACE_CALLER] = "caller",
+	};
+	unsigned long long v = ep->scalars[k];
+	char *text = NULL;
+
+	if (k == SB_EVAL_NAMESPACE && v < ELEMENTSOF(namespaces))
+		return strdup(namespaces[v]);
+	if (k == SB_EVAL_TIMEOUT)
+		return asprintf(&text, v % 1000 == 0 ? "%llus" : "%llums",
+				v % 1000 == 0 ? v / 1000 : v) < 0
+			   ? NULL
+			   : text;
+	if (k == SB_EVAL_MAX_ALLOC)
+		return asprintf(&text, "%lluB", v) < 0 ? NULL : text;
+	return asprintf(&text, "%llu", v) < 0 ? NULL : text;
+}
+
 static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 {
 	int r =
@@ -204,11 +227,11 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 				r = rule_line(out, text, ep->items[k][j].origin, LAYER_PENDING);
 			}
 		for (int k = 0; r >= 0 && k < SB_EVAL_SCALAR__N; k++) {
-			_cleanup_free_ char *text = NULL;
+			_cleanup_free_ char *text = NULL, *value = eval_scalar_text(ep, k);
 
-			if (asprintf(&text, "%s%s%s=%llu",
-				     sb_eval_scalar_key_name((enum sb_eval_scalar_key)k), colon,
-				     suffix, ep->scalars[k]) < 0)
+			if (!value || asprintf(&text, "%s%s%s=%s",
+					       sb_eval_scalar_key_name((enum sb_eval_scalar_key)k),
+					       colon, suffix, value) < 0)
 				return -ENOMEM;
 			r = rule_line(out, text,
 				      ep->scalar_set[k] ? ep->scalar_origin[k]

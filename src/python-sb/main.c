@@ -64,6 +64,17 @@ static char **site_dirs_for(const char *venv)
 	return dirs;
 }
 
+static bool wants_cpython_help(const struct sb_cli *cli)
+{
+	static const char *const help[] = {"--help-env", "--help-xoptions", "--help-all", NULL};
+
+	for (char **a = cli->python_argv; a && *a; a++)
+		for (const char *const *h = help; *h; h++)
+			if (streq(*a, *h))
+				return true;
+	return false;
+}
+
 static int report_diags(struct sb_diags *d)
 {
 	sb_diags_sort(d);
@@ -146,6 +157,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	/* CPython's longer help texts need no policy: nothing of the program runs. */
+	if (wants_cpython_help(&cli))
+		return Py_BytesMain((int)sb_strv_length(cli.python_argv), cli.python_argv);
+
 	for (char **e = environ; e && *e; e++)
 		if (sb_strv_push(&host_env, *e) < 0)
 			return fail("out of memory", NULL, -ENOMEM);
@@ -174,8 +189,14 @@ int main(int argc, char **argv)
 	    .learn_default = cli.config_path ? cli.config_path : "./.py-sandboxes",
 	};
 	r = sb_profile_load(&opts, &profile, &diags);
-	if (r >= 0)
-		r = sb_profile_check(profile, &opts, &diags);
+	/* Check even a profile with syntax errors: every problem is reported in
+	 * one go. */
+	if (r >= 0 || r == -EINVAL) {
+		int c = sb_profile_check(profile, &opts, &diags);
+
+		if (c < 0 && c != -EINVAL)
+			r = c;
+	}
 	if (r < 0 && r != -EINVAL)
 		return fail("cannot load the rules", NULL, r);
 	if (report_diags(&diags) < 0)

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: MIT
+"""python-import= whitelist, enforced by the C audit hook."""
+
+import pytest
+
+
+def denial(name, profile):
+    return (f"ModuleNotFoundError: Module named '{name}' is not allowed by a rule. "
+            f"Add 'python-import={name}' to '{profile}'")
+
+
+def run(sb, imports, code, extra=""):
+    return sb.run_code(f"os-sandbox=none\npython-import={imports}\n{extra}", code)
+
+
+def test_spec_10_5_denied(sb):
+    r = run(sb, "json", "import colorsys\nprint('NO')\n")
+    assert r.returncode == 1, r
+    assert "'colorsys' is not allowed by a rule" in r.stderr
+    assert denial("colorsys", sb.path(".py-sandboxes")) in r.stderr
+    assert r.stdout == ""
+
+
+def test_spec_10_5_allowed(sb):
+    r = run(sb, "json,colorsys", "import colorsys\nprint(colorsys.rgb_to_hsv(1.0, 0.0, 0.0))\n")
+    assert (r.returncode, r.stdout) == (0, "(0.0, 1.0, 1.0)\n"), r
+
+
+def test_spec_10_6_framework_imports_not_charged(sb):
+    r = run(sb, "json", "print('STARTED')\n")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "STARTED\n", ""), r
+
+
+def test_stdlib_internal_imports_not_charged(sb):
+    # json imports re, codecs, ...: only the user's `import json` is checked.
+    r = run(sb, "json", "import json\nprint(json.dumps({'a': [1]}))\n")
+    assert (r.returncode, r.stdout) == (0, '{"a": [1]}\n'), r
+
+
+@pytest.mark.parametrize("name", ["os", "sys", "builtins", "re"])
+def test_already_loaded_module_denied(sb, name):
+    r = run(sb, "json", f"import {name}\nprint('NO')\n")
+    assert r.returncode == 1, r
+    assert denial(name, sb.path(".py-sandboxes")) in r.stderr
+
+
+def test_re_still_denied_after_json_loaded_it(sb):
+    r = run(sb, "json", "import json\nimport re\n")
+    assert r.returncode == 1, r
+    assert "Module named 're' is not allowed by a rule" in r.stderr
+
+
+def test_from_import_denied(sb):
+    r = run(sb, "json", "from os import path\n")
+    assert r.returncode == 1, r
+    assert "Module named 'os' is not allowed by a rule" in r.stderr
+
+
+def test_submodules_of_allowed_top_level(sb):
+    r = run(sb, "json,xml", "import json.decoder\nfrom xml.dom import minidom\n"
+                            "import xml.etree.ElementTree as ET\nprint('SUBS')\n")
+    assert (r.returncode, r.stdout) == (0, "SUBS\n"), r
+
+
+def test_dotted_rule_never_matches(sb):
+    r = run(sb, "xml.dom", "import xml.dom\n")
+    assert r.returncode == 1, r
+    assert "Module named 'xml' is not allowed by a rule" in r.stderr
+    assert "never matches" in r.stderr  # the profile warning
+
+
+def test_dunder_import_checked(sb):
+    r = run(sb, "json", "m = __import__('colorsys')\n")
+    assert r.returncode == 1, r
+    assert "Module named 'colorsys' is not allowed by a rule" in r.stderr
+
+
+def test_dunder_import_allowed(sb):
+    r = run(sb, "colorsys", "m = __import__('colorsys')\nprint(m.__name__)\n")
+    assert (r.returncode, r.stdout) == (0, "colorsys\n"), r
+
+
+def test_denial_is_catchable_import_error(sb):
+    r = run(sb, "json", "try:\n    import colorsys\nexcept ImportError as e:\n"
+                        "    print(type(e).__name__, 'CAUGHT')\n")
+    assert (r.returncode, r.stdout) == (0, "ModuleNotFoundError CAUGHT\n"), r
+
+
+def test_import_inside_function_checked(sb):
+    r = run(sb, "json", "def f():\n    import colorsys\nprint('BEFORE')\nf()\n")
+    assert r.returncode == 1, r
+    assert r.stdout == "BEFORE\n"
+    assert "Module named 'colorsys' is not allowed by a rule" in r.stderr
+
+
+def test_star_allows_everything(sb):
+    r = run(sb, "*", "import os, sys, colorsys, re\nprint('ALL')\n")
+    assert (r.returncode, r.stdout) == (0, "ALL\n"), r
+
+
+def test_no_rule_allows_nothing(sb):
+    r = sb.run_code("os-sandbox=none\n", "import json\n")
+    assert r.returncode == 1, r
+    assert "Module named 'json' is not allowed by a rule" in r.stderr
+
+
+def test_comma_list_and_repeated_rules(sb):
+    r = sb.run_code("os-sandbox=none\npython-import=json, colorsys\npython-import=string\n",
+                    "import json, colorsys, string\nprint('LIST')\n")
+    assert (r.returncode, r.stdout) == (0, "LIST\n"), r
+
+
+def test_command_line_rule_adds_to_file(sb):
+    sb.profile("os-sandbox=none\npython-import=json\n")
+    s = sb.script("import json, colorsys\nprint('ADDED')\n")
+    r = sb.run("--python-import=colorsys", s)
+    assert (r.returncode, r.stdout) == (0, "ADDED\n"), r
+
+
+def test_py_sandbox_false_disables_guard(sb):
+    r = run(sb, "json", "import os, sys, colorsys\nprint('FREE')\n", extra="py-sandbox=false\n")
+    assert (r.returncode, r.stdout) == (0, "FREE\n"), r
+
+
+def test_users_own_module_is_charged(sb):
+    sb.write("helper.py", "VALUE = 5\n")
+    r = run(sb, "json", "import helper\n")
+    assert r.returncode == 1, r
+    assert "Module named 'helper' is not allowed by a rule" in r.stderr
+    r = run(sb, "helper", "import helper\nprint(helper.VALUE)\n")
+    assert (r.returncode, r.stdout) == (0, "5\n"), r
+
+
+def test_package_relative_imports_allowed_with_package(sb):
+    sb.write("pkg/__init__.py", "from . import sub\nfrom .sub import X\n")
+    sb.write("pkg/sub.py", "import json\nX = 'REL'\n")
+    r = run(sb, "pkg,json", "import pkg\nprint(pkg.X)\n")
+    assert (r.returncode, r.stdout) == (0, "REL\n"), r
+
+
+def test_relative_import_checked_against_package_top_level(sb):
+    sb.write("pkg/__init__.py", "")
+    sb.write("pkg/sub.py", "X = 1\n")
+    r = run(sb, "json", "__package__ = 'pkg'\nfrom . import sub\nprint('NO')\n")
+    assert r.returncode == 1, r
+    assert "Module named 'pkg' is not allowed by a rule" in r.stderr
+
+
+def test_module_run_with_m_is_guarded_inside(sb):
+    sb.profile("os-sandbox=none\npython-import=json\n")
+    sb.write("tool.py", "import colorsys\n")
+    r = sb.run("-m", "tool")
+    assert r.returncode == 1, r
+    assert "Module named 'colorsys' is not allowed by a rule" in r.stderr
+
+
+def test_c_and_stdin_programs_are_guarded(sb):
+    p = sb.profile("os-sandbox=none\npython-import=json\n")
+    r = sb.run("-c", "import colorsys")
+    assert r.returncode == 1 and denial("colorsys", p) in r.stderr, r
+    r = sb.run("-", input="import colorsys\n")
+    assert r.returncode == 1 and denial("colorsys", p) in r.stderr, r
+
+
+def test_subprocess_provider_guards_too(sb):
+    r = sb.run_code("os-sandbox=subprocess\npython-import=json\n", "import colorsys\n")
+    assert r.returncode == 1, r
+    assert "Module named 'colorsys' is not allowed by a rule" in r.stderr

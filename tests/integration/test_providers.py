@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: MIT
+"""os-sandbox= selection: none/subprocess/auto run; kernel providers named
+explicitly fail closed (not built yet); unknown names are profile errors."""
+
+import pytest
+
+from conftest import EXIT_CONFIG
+
+CODE = "import os\nprint('RAN')\n"
+
+
+def provider_in_use(r):
+    for line in r.stdout.splitlines():
+        if line.startswith("#   provider in use: "):
+            return line.split(": ", 1)[1]
+    raise AssertionError(f"no provider line in {r!r}")
+
+
+@pytest.mark.parametrize("provider", ["none", "subprocess", "auto"])
+def test_runnable_providers(sb, provider):
+    r = sb.run_code(f"os-sandbox={provider}\npython-import=os\n", CODE)
+    assert (r.returncode, r.stdout) == (0, "RAN\n"), r
+
+
+def test_absent_os_sandbox_runs_under_subprocess(sb):
+    sb.profile("python-import=os\n")
+    s = sb.script(CODE)
+    r = sb.run(s)
+    assert (r.returncode, r.stdout) == (0, "RAN\n"), r
+    assert provider_in_use(sb.run("--explain", s)) == "subprocess"
+
+
+def test_auto_falls_back_to_subprocess_and_says_why(sb):
+    sb.profile("os-sandbox=auto\npython-import=os\n")
+    r = sb.run("--explain", "-c", "pass")
+    assert r.returncode == 0, r
+    assert provider_in_use(r) == "subprocess"
+    assert "os-sandbox=auto chose subprocess: landlock unavailable" in r.stdout
+
+
+@pytest.mark.parametrize("provider", ["landlock", "unshare", "bwrap", "firejail", "qemu"])
+def test_named_kernel_provider_fails_closed(sb, provider):
+    marker = sb.path("MARK")
+    r = sb.run_code(f"os-sandbox={provider}\npython-import=*\n",
+                    f"open({str(marker)!r}, 'w')\n")
+    assert r.returncode == EXIT_CONFIG, r
+    assert f"os-sandbox={provider} cannot be applied" in r.stderr
+    assert "will not fall back" in r.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("provider", ["landlock", "bwrap"])
+def test_named_kernel_provider_on_command_line_fails_closed(sb, provider):
+    sb.profile("os-sandbox=none\npython-import=*\n")
+    marker = sb.path("MARK")
+    r = sb.run(f"--os-sandbox={provider}", "-c", f"open({str(marker)!r}, 'w')")
+    assert r.returncode == EXIT_CONFIG, r
+    assert f"os-sandbox={provider} cannot be applied" in r.stderr
+    assert not marker.exists()
+
+
+def test_named_kernel_provider_fails_closed_even_with_py_sandbox_false(sb):
+    marker = sb.path("MARK")
+    r = sb.run_code("os-sandbox=unshare\npy-sandbox=false\n", f"open({str(marker)!r}, 'w')\n")
+    assert r.returncode == EXIT_CONFIG, r
+    assert "os-sandbox=unshare cannot be applied" in r.stderr
+    assert not marker.exists()
+
+
+def test_unknown_provider(sb):
+    marker = sb.path("MARK")
+    r = sb.run_code("os-sandbox=foo\npython-import=*\n", f"open({str(marker)!r}, 'w')\n")
+    assert r.returncode == EXIT_CONFIG, r
+    assert len(r.errors) == 1
+    assert r.errors[0].startswith(f"{sb.path('.py-sandboxes')}:1: Invalid os-sandbox 'foo'")
+    assert not marker.exists()
+
+
+def test_spec_10_38_command_line_overrides_file(sb):
+    sb.profile("os-sandbox=qemu\npython-import=*\n")
+    r = sb.run("--os-sandbox=subprocess", "-c", "print('OVERRIDE')")
+    assert (r.returncode, r.stdout) == (0, "OVERRIDE\n"), r
+    sb.profile("os-sandbox=none\npython-import=*\n")
+    r = sb.run("--os-sandbox=qemu", "-c", "print('NO')")
+    assert r.returncode == EXIT_CONFIG and "os-sandbox=qemu cannot be applied" in r.stderr, r
+
+
+def test_os_sandbox_env_default_pattern(sb):
+    sb.profile("os-sandbox=${OS_SANDBOX:-auto}\npython-import=*\n")
+    r = sb.run("-c", "print('AUTO')")
+    assert (r.returncode, r.stdout) == (0, "AUTO\n"), r
+    r = sb.run("-c", "print('NO')", env={"OS_SANDBOX": "bwrap"})
+    assert r.returncode == EXIT_CONFIG and "os-sandbox=bwrap cannot be applied" in r.stderr, r
