@@ -376,7 +376,7 @@ static int sb_eval_add_scalar(struct sb_eval_profile *p, enum sb_eval_scalar_key
 	if (startswith(value, "DENY:") || strchr(value, '*'))
 		return sb_diags_error(
 		    diags, origin,
-		    "In '%s=%s': %s takes a single value; 'DENY:' and '*' patterns "
+		    "In '%s=%.80s': %s takes a single value; 'DENY:' and '*' patterns "
 		    "apply to list keys only",
 		    key, value, info->name);
 
@@ -389,7 +389,7 @@ static int sb_eval_add_scalar(struct sb_eval_profile *p, enum sb_eval_scalar_key
 			}
 		return sb_diags_error(
 		    diags, origin,
-		    "In '%s=%s': invalid eval-namespace mode '%s', expected one of "
+		    "In '%s=%.80s': invalid eval-namespace mode '%s', expected one of "
 		    "adaptive, closed or caller",
 		    key, value, value);
 	case SB_EVAL_TYPE_DURATION:
@@ -408,14 +408,15 @@ static int sb_eval_add_scalar(struct sb_eval_profile *p, enum sb_eval_scalar_key
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
-		return sb_diags_error(diags, origin, "In '%s=%s': %s", key, value,
+		return sb_diags_error(diags, origin, "In '%s=%.80s': %s", key, value,
 				      err ? err : "invalid value");
 	if (v < info->min)
-		return sb_diags_error(diags, origin,
-				      "In '%s=%s': %s must be at least %llu%s, or every evaluation "
-				      "would be refused",
-				      key, value, info->name, info->min,
-				      info->type == SB_EVAL_TYPE_DURATION ? "ms" : "");
+		return sb_diags_error(
+		    diags, origin,
+		    "In '%s=%.80s': %s must be at least %llu%s, or every evaluation "
+		    "would be refused",
+		    key, value, info->name, info->min,
+		    info->type == SB_EVAL_TYPE_DURATION ? "ms" : "");
 	p->scalars[k] = v;
 	return 0;
 }
@@ -435,12 +436,12 @@ static int sb_eval_check_item(enum sb_eval_list_key k, const char *key, const ch
 		if (k == SB_EVAL_SYNTAX)
 			return sb_diags_error(
 			    diags, origin,
-			    "In '%s=%s': a pattern ('%s') is not accepted in "
+			    "In '%s=%.80s': a pattern ('%s') is not accepted in "
 			    "eval-syntax, whose vocabulary is finite; list the groups "
 			    "or ast node names",
 			    key, value, item);
 		if (!sb_eval_valid_name(item, k == SB_EVAL_IMPORT))
-			return sb_diags_error(diags, origin, "In '%s=%s': invalid pattern '%s'",
+			return sb_diags_error(diags, origin, "In '%s=%.80s': invalid pattern '%s'",
 					      key, value, item);
 		for (const char *c = item; *c; c++)
 			fixed += *c != '*';
@@ -475,12 +476,12 @@ static int sb_eval_check_item(enum sb_eval_list_key k, const char *key, const ch
 			if (closest)
 				return sb_diags_error(
 				    diags, origin,
-				    "In '%s=%s': unknown syntax token '%s', closest "
+				    "In '%s=%.80s': unknown syntax token '%s', closest "
 				    "known token is '%s'",
 				    key, value, item, closest);
 			return sb_diags_error(
 			    diags, origin,
-			    "In '%s=%s': unknown syntax token '%s'; expected a group "
+			    "In '%s=%.80s': unknown syntax token '%s'; expected a group "
 			    "(arith, compare, conditional, loop, comprehension, assign, "
 			    "func, async, class, exception, context, import, subscript, "
 			    "fstring, tstring, yield) or an ast node class name",
@@ -495,7 +496,7 @@ static int sb_eval_check_item(enum sb_eval_list_key k, const char *key, const ch
 		if (k == SB_EVAL_ATTRIBUTE && SB_EVAL_IN(item, sb_eval_attribute_groups))
 			break;
 		if (!sb_eval_valid_name(item, k == SB_EVAL_IMPORT))
-			return sb_diags_error(diags, origin, "In '%s=%s': invalid %s '%s'", key,
+			return sb_diags_error(diags, origin, "In '%s=%.80s': invalid %s '%s'", key,
 					      value, k == SB_EVAL_IMPORT ? "module name" : "name",
 					      item);
 		break;
@@ -590,7 +591,7 @@ static int sb_eval_add_list(struct sb_eval_config *cfg, const char *profile_name
 		}
 		if (!*item) {
 			r = sb_diags_error(diags, origin,
-					   "In '%s=%s': empty item; list the names separated by "
+					   "In '%s=%.80s': empty item; list the names separated by "
 					   "commas",
 					   key, value);
 			if (r < 0)

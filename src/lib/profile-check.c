@@ -86,17 +86,12 @@ static int check_learn(struct sb_profile *p, const struct sb_load_options *opts,
 
 	if (!p->learn_locked)
 		return 0;
-	if (p->learn == SB_LEARN_FILE) {
-		if (p->learn_requested_by_cli)
-			return sb_diags_error(
-			    diags, p->learn_lock_origin,
-			    "learning mode is forbidden, but requested by --learn "
-			    "on the command line");
-		return sb_diags_error(
-		    diags, p->learn_lock_origin,
-		    "learning mode is forbidden, but requested by learn= at %s:%u",
-		    p->learn_origin.file, p->learn_origin.line);
-	}
+	/* A learn= in another file is reported by the loader (it is also a
+	 * repeated key); here only the command line can ask. */
+	if (p->learn == SB_LEARN_FILE && p->learn_requested_by_cli)
+		return sb_diags_error(diags, p->learn_lock_origin,
+				      "learning mode is forbidden, but requested by --learn on the "
+				      "command line");
 	if (p->has_cli_rules)
 		return sb_diags_error(diags, p->learn_lock_origin,
 				      "learning mode is forbidden, but requested by rules on the "
@@ -119,12 +114,28 @@ static bool dynamic_code_granted(const struct sb_profile *p, const struct sb_api
 }
 
 static bool eval_list_has(const struct sb_eval_profile *ep, enum sb_eval_list_key k,
-			  const char *value)
+			  const char *value, bool deny)
 {
 	for (size_t i = 0; i < ep->n_items[k]; i++)
-		if (!ep->items[k][i].deny && streq(ep->items[k][i].value, value))
+		if (ep->items[k][i].deny == deny && streq(ep->items[k][i].value, value))
 			return true;
 	return false;
+}
+
+/* eval-import grants something only through import statements: the group or
+ * its ast nodes, and DENY wins. A deny-only eval-import grants nothing. */
+static bool eval_import_needs_syntax(const struct sb_eval_profile *ep)
+{
+	bool grants = false, statements;
+
+	for (size_t i = 0; i < ep->n_items[SB_EVAL_IMPORT]; i++)
+		grants = grants || !ep->items[SB_EVAL_IMPORT][i].deny;
+	if (!grants)
+		return false;
+	statements = eval_list_has(ep, SB_EVAL_SYNTAX, "import", false) ||
+		     eval_list_has(ep, SB_EVAL_SYNTAX, "Import", false) ||
+		     eval_list_has(ep, SB_EVAL_SYNTAX, "ImportFrom", false);
+	return !statements || eval_list_has(ep, SB_EVAL_SYNTAX, "import", true);
 }
 
 static int check_eval(struct sb_profile *p, struct sb_diags *diags)
@@ -145,7 +156,7 @@ static int check_eval(struct sb_profile *p, struct sb_diags *diags)
 	for (size_t i = 0; i < p->eval.n_profiles; i++) {
 		const struct sb_eval_profile *ep = &p->eval.profiles[i];
 
-		if (ep->n_items[SB_EVAL_IMPORT] == 0 || eval_list_has(ep, SB_EVAL_SYNTAX, "import"))
+		if (!eval_import_needs_syntax(ep))
 			continue;
 		r = sb_diags_error(diags, ep->items[SB_EVAL_IMPORT][0].origin,
 				   "eval-import%s%s needs the import statements: add "

@@ -236,7 +236,7 @@ static int parse_env(struct sb_profile *p, const struct sb_key_context *ctx,
 	r = sb_expand_single_reference(eq + 1, pattern, &ref, &ref_default);
 	if (r < 0)
 		return r;
-	if (r > 0 && strchr(ref, '*') && (!pattern || !streq(ref, name)))
+	if (r > 0 && (strchr(ref, '*') || pattern) && (!pattern || !streq(ref, name)))
 		return sb_diags_error(diags, origin,
 				      "A wildcard env rule forwards the same pattern: write "
 				      "env=%s=${%s}",
@@ -463,7 +463,12 @@ static int parse_provider_param(struct sb_profile *p, const struct sb_key_contex
 	if (dot[1] == '\0')
 		return sb_diags_error(diags, origin, "Invalid rule '%s=%s': empty parameter name",
 				      key, value);
-	if (!word_in(provider, parameterised_providers)) {
+	/* Exact case, as os-sandbox= itself: "BWRAP.x" would never be read. */
+	bool known = false;
+
+	for (const char *const *n = parameterised_providers; *n; n++)
+		known = known || streq(provider, *n);
+	if (!known) {
 		if (sb_os_sandbox_from_name(provider) >= 0)
 			return sb_diags_error(diags, origin,
 					      "The %s provider takes no parameters ('%s')",

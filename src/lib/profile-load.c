@@ -338,6 +338,29 @@ static bool scalar_has_cli(const struct sb_loader *l, const char *key)
 	return false;
 }
 
+/* learn=false in one file and learn=<file> in another: the repeat is an error
+ * of its own, but the lock is the point, so it is reported too. */
+static int check_learn_lock_in_files(struct sb_loader *l)
+{
+	const struct sb_record *lock = NULL, *request = NULL;
+
+	for (size_t i = 0; i < l->n_records; i++) {
+		const struct sb_record *rec = &l->records[i];
+
+		if (rec->from_cli || !streq(rec->key, "learn"))
+			continue;
+		if (streq(rec->value, "false"))
+			lock = lock ? lock : rec;
+		else
+			request = request ? request : rec;
+	}
+	if (!lock || !request)
+		return 0;
+	return sb_diags_error(l->diags, lock->origin,
+			      "learning mode is forbidden, but requested by learn=%s at %s:%u",
+			      request->value, request->origin.file, request->origin.line);
+}
+
 /* Interprets the records. A scalar key may appear once in the files and once on
  * the command line; the command line wins. */
 static int apply_records(struct sb_loader *l)
@@ -437,6 +460,8 @@ int sb_profile_load(const struct sb_load_options *opts, struct sb_profile **ret,
 		r = load_cli_rules(&l);
 	if (r >= 0)
 		r = apply_records(&l);
+	if (r >= 0)
+		r = check_learn_lock_in_files(&l);
 	sb_loader_done(&l);
 	if (r < 0)
 		return r;
