@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+SANITIZER_ENV = {k: os.environ[k] for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+                 if k in os.environ}
 TIMEOUT = 30
 
 CONFIG_ERROR_HEADER = "python-sb: ConfigSyntaxError: Syntax error in config files."
@@ -144,10 +146,14 @@ class Sandbox:
     def run(self, *args, env=None, term=None, cwd=None, input=None, timeout=TIMEOUT,
             raw_env=None):
         cmd = self.prefix + [self.binary] + [str(a) for a in args]
+        run_env = dict(raw_env if raw_env is not None else self.env(env, term))
+        # Sanitizer settings reach the launcher itself (an ASan build of it);
+        # python-sb's own filtering keeps them from the program.
+        run_env.update(SANITIZER_ENV)
         proc = subprocess.run(
             cmd, cwd=str(cwd or self.root), capture_output=True, text=True,
             input=input, timeout=timeout,
-            env=raw_env if raw_env is not None else self.env(env, term),
+            env=run_env,
             stdin=None if input is not None else subprocess.DEVNULL)
         return Result(proc)
 
