@@ -36,7 +36,8 @@ static bool top_level_allowed(const char *top)
 	 * exception classes. */
 	if (guard.import_all || streq(top, "pysandboxes"))
 		return true;
-	return bsearch(&top, guard.allowed, guard.n_allowed, sizeof(char *), cmp_str) != NULL;
+	return guard.n_allowed > 0 &&
+	       bsearch(&top, guard.allowed, guard.n_allowed, sizeof(char *), cmp_str) != NULL;
 }
 
 static bool is_import_machinery(const char *file)
