@@ -32,6 +32,16 @@ CC=clang setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_l
 meson compile -C build-asan
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --print-errorlogs
 
+echo "== libFuzzer target: build and a short run over the corpus"
+CC=clang setup build-fuzz --buildtype=debug -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+meson compile -C build-fuzz tests/fuzz-profile
+fuzz_work=$(mktemp -d)
+cp tests/fuzz/corpus/profile/* "$fuzz_work"/
+./build-fuzz/tests/fuzz-profile -max_total_time=20 -max_len=4096 -timeout=5 \
+	"$fuzz_work" >/dev/null 2>build-fuzz/fuzz.log || { tail -40 build-fuzz/fuzz.log; exit 1; }
+rm -rf "$fuzz_work"
+grep -E '^Done [0-9]+ runs' build-fuzz/fuzz.log || tail -1 build-fuzz/fuzz.log
+
 # The integration suite runs the *installed* launcher. The stage directory must
 # be reachable by the unprivileged user the suite switches to.
 stage=$(mktemp -d /tmp/py-sandboxes-stage.XXXXXX)
