@@ -3,7 +3,7 @@
 # already there (so repeated runs and CI stay fast). Usage: deps.sh [build|test]
 set -euo pipefail
 
-packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev)
+packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev libseccomp-dev)
 if [ "${1:-build}" = test ]; then
 	packages+=(python3-pytest clang clang-format util-linux)
 fi

@@ -2,9 +2,11 @@
 #include "profile-keys.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <strings.h>
 
 #include "expand.h"
+#include "units.h"
 
 /* Appends one zeroed element to a dynamic array; returns it or NULL on OOM. */
 #define ARRAY_APPEND(array, count)                                                                 \
@@ -186,6 +188,52 @@ static int parse_result_guard(struct sb_profile *p, const struct sb_key_context 
 				      "false, 0, off or none",
 				      value);
 	return 0;
+}
+
+/* limit-* and timeout: one row per key, the unit decides the parser. */
+static const struct limit_key {
+	const char *name;
+	enum { LIMIT_DURATION, LIMIT_SIZE, LIMIT_COUNT } unit;
+	size_t offset;
+} limit_keys[] = {
+    {"limit-cpu", LIMIT_DURATION, offsetof(struct sb_limits, cpu_ms)},
+    {"limit-memory", LIMIT_SIZE, offsetof(struct sb_limits, memory_bytes)},
+    {"limit-processes", LIMIT_COUNT, offsetof(struct sb_limits, processes)},
+    {"limit-file-size", LIMIT_SIZE, offsetof(struct sb_limits, file_size_bytes)},
+    {"limit-open-files", LIMIT_COUNT, offsetof(struct sb_limits, open_files)},
+    {"timeout", LIMIT_DURATION, offsetof(struct sb_limits, timeout_ms)},
+};
+
+static int parse_limit(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
+		       const char *key, const char *value, struct sb_origin origin,
+		       struct sb_diags *diags)
+{
+	_cleanup_free_ char *err = NULL;
+	unsigned long long v = 0;
+	int r = -EINVAL;
+
+	for (size_t i = 0; i < ELEMENTSOF(limit_keys); i++) {
+		const struct limit_key *k = &limit_keys[i];
+
+		if (!streq(k->name, key))
+			continue;
+		r = k->unit == LIMIT_DURATION ? sb_parse_duration(value, &v, &err)
+		    : k->unit == LIMIT_SIZE   ? sb_parse_size(value, &v, &err)
+					      : sb_parse_count(value, &v, &err);
+		if (r == -ENOMEM)
+			return r;
+		if (r >= 0 && v == 0) {
+			r = -EINVAL;
+			free(err);
+			err = strdup("must be greater than zero (leave the key out for no limit)");
+		}
+		if (r < 0)
+			return sb_diags_error(diags, origin, "Invalid %s '%s': %s", key, value,
+					      err ? err : "invalid value");
+		*(unsigned long long *)((char *)&p->limits + k->offset) = v;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static bool is_env_name(const char *s, bool allow_star)
@@ -494,6 +542,12 @@ static const struct sb_key_def key_table[] = {
     {"port", false, SB_KEY_PORT, false, parse_port},
     {"remote-result-mode", false, SB_KEY_RESULT_MODE, false, parse_result_mode},
     {"remote-result-guard", false, SB_KEY_RESULT_GUARD, false, parse_result_guard},
+    {"limit-cpu", false, SB_KEY_LIMIT_CPU, false, parse_limit},
+    {"limit-memory", false, SB_KEY_LIMIT_MEMORY, false, parse_limit},
+    {"limit-processes", false, SB_KEY_LIMIT_PROCESSES, false, parse_limit},
+    {"limit-file-size", false, SB_KEY_LIMIT_FILE_SIZE, false, parse_limit},
+    {"limit-open-files", false, SB_KEY_LIMIT_OPEN_FILES, false, parse_limit},
+    {"timeout", false, SB_KEY_TIMEOUT, false, parse_limit},
     {"env", false, -1, true, parse_env},
     {"unenv", false, -1, false, parse_unenv},
     {"expose-ro", false, -1, false, parse_expose},

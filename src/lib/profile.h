@@ -7,6 +7,7 @@
 #include "api-registry.h"
 #include "diag.h"
 #include "eval-rules.h"
+#include "resource-limits.h"
 #include "net-rule.h"
 
 /* The profile language (.py-sandboxes), parsed into plain data. Loading reads
@@ -78,6 +79,12 @@ enum sb_scalar_key {
 	SB_KEY_PORT,
 	SB_KEY_RESULT_MODE,
 	SB_KEY_RESULT_GUARD,
+	SB_KEY_LIMIT_CPU,
+	SB_KEY_LIMIT_MEMORY,
+	SB_KEY_LIMIT_PROCESSES,
+	SB_KEY_LIMIT_FILE_SIZE,
+	SB_KEY_LIMIT_OPEN_FILES,
+	SB_KEY_TIMEOUT,
 	SB_SCALAR__N,
 };
 
@@ -95,6 +102,7 @@ struct sb_profile {
 	int port;	   /* -1 when unset */
 	enum sb_result_mode result_mode;
 	bool result_guard;
+	struct sb_limits limits; /* limit-*, timeout: our extension */
 	bool scalar_set[SB_SCALAR__N];
 	struct sb_origin scalar_origin[SB_SCALAR__N];
 

@@ -1,9 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 #include "provider.h"
 
+#include "landlock.h"
+
 static int probe_always(char **reterr _unused_)
 {
 	return 0;
+}
+
+static int probe_landlock(char **reterr)
+{
+	int abi = sb_landlock_abi();
+
+	if (abi >= 0)
+		return 0;
+	/* The hints of the kernel's own sample: the two ways Landlock is absent. */
+	*reterr = strdup(abi == -EOPNOTSUPP
+			     ? "Landlock is supported by the kernel but disabled at boot time "
+			       "(add landlock to the lsm= kernel parameter)"
+			     : "Landlock is not supported by the running kernel (5.13+ built with "
+			       "CONFIG_SECURITY_LANDLOCK)");
+	return *reterr ? abi : -ENOMEM;
 }
 
 /* Kernel providers land one by one; until a provider is built, naming it must
@@ -15,17 +32,16 @@ static int probe_not_built(char **reterr)
 }
 
 static const struct sb_provider providers[SB_OS__N] = {
-    [SB_OS_NONE] = {SB_OS_NONE, "none", "none: plain Python in this process", probe_always, NULL},
+    [SB_OS_NONE] = {SB_OS_NONE, "none", "none: plain Python in this process", probe_always},
     [SB_OS_SUBPROCESS] = {SB_OS_SUBPROCESS, "subprocess",
-			  "none: the Python guard only (no kernel boundary)", probe_always, NULL},
-    [SB_OS_LANDLOCK] = {SB_OS_LANDLOCK, "landlock", "Landlock file and TCP rules", probe_not_built,
-			NULL},
+			  "none: the Python guard only (no kernel boundary)", probe_always},
+    [SB_OS_LANDLOCK] = {SB_OS_LANDLOCK, "landlock", "Landlock file and TCP rules", probe_landlock},
     [SB_OS_UNSHARE] = {SB_OS_UNSHARE, "unshare", "user, mount, PID and network namespaces",
-		       probe_not_built, NULL},
-    [SB_OS_BWRAP] = {SB_OS_BWRAP, "bwrap", "bubblewrap namespaces", probe_not_built, NULL},
+		       probe_not_built},
+    [SB_OS_BWRAP] = {SB_OS_BWRAP, "bwrap", "bubblewrap namespaces", probe_not_built},
     [SB_OS_FIREJAIL] = {SB_OS_FIREJAIL, "firejail", "firejail namespaces and filters",
-			probe_not_built, NULL},
-    [SB_OS_QEMU] = {SB_OS_QEMU, "qemu", "a virtual machine", probe_not_built, NULL},
+			probe_not_built},
+    [SB_OS_QEMU] = {SB_OS_QEMU, "qemu", "a virtual machine", probe_not_built},
 };
 
 const struct sb_provider *sb_provider_get(enum sb_os_sandbox id)
@@ -57,8 +73,9 @@ int sb_provider_select(enum sb_os_sandbox requested, const struct sb_provider **
 			*ret_note = NULL;
 			return -ENOMEM;
 		}
-		/* The spec asks for a warning only when the kernel is the reason. */
-		*ret_warn = r != -EOPNOTSUPP;
+		/* A warning only when the kernel is the reason (not a build without
+		 * the provider). */
+		*ret_warn = r == -ENOSYS || r == -EOPNOTSUPP;
 		*ret = sb_provider_get(SB_OS_SUBPROCESS);
 		return 0;
 	}

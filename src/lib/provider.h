@@ -14,9 +14,6 @@ struct sb_provider {
 	/* 0 when this build and this machine can apply it; otherwise -errno and
 	 * *reterr says why (malloc'ed). */
 	int (*probe)(char **reterr);
-	/* Restricts the current process (in-process providers) before the
-	 * interpreter starts. 0 or -errno with *reterr. NULL: nothing to do. */
-	int (*enter)(const struct sb_profile *profile, char **reterr);
 };
 
 const struct sb_provider *sb_provider_get(enum sb_os_sandbox id);

@@ -94,13 +94,101 @@ static int set_sys_str(const char *name, const char *value)
 	return r;
 }
 
-int sb_embed_run(const struct sb_embed *e, int *ret_exit_code, char **reterr)
-{
-	bool own_banner = will_run_repl(e->cli) && !e->cli->quiet;
-	PyPreConfig preconfig;
+struct sb_embed_state {
+	const struct sb_embed *e;
 	PyConfig config;
+	bool own_banner;
+	/* Set when PyConfig_Read already decided the outcome (--help-like exits). */
+	bool exit_now;
+	int exit_code;
+};
+
+static int push_wide(char ***v, const wchar_t *w)
+{
+	char *s;
+
+	if (!w || !*w)
+		return 0;
+	s = Py_EncodeLocale(w, NULL);
+	if (!s)
+		return -ENOMEM;
+	/* Py_EncodeLocale memory belongs to PyMem_Free. */
+	if (sb_strv_push(v, s) < 0) {
+		PyMem_Free(s);
+		return -ENOMEM;
+	}
+	PyMem_Free(s);
+	return 0;
+}
+
+static int collect_paths(const struct sb_embed *e, const PyConfig *config,
+			 struct sb_interp_paths *paths)
+{
+	int r = 0;
+
+	_cleanup_free_ char *stdlib = strdup(SB_PYTHON_STDLIB_DIRS);
+	const char *pythonpath = config->use_environment ? getenv("PYTHONPATH") : NULL;
+	char *save = NULL;
+
+	if (!stdlib)
+		return -ENOMEM;
+	/* CPython 3.11 computes sys.path only during initialisation, after the
+	 * boundary: name its parts from what the build knows and what the
+	 * program's environment adds. */
+	for (char *d = strtok_r(stdlib, ":", &save); r >= 0 && d; d = strtok_r(NULL, ":", &save))
+		r = sb_strv_push(&paths->dirs, d);
+	for (Py_ssize_t i = 0; r >= 0 && i < config->module_search_paths.length; i++)
+		r = push_wide(&paths->dirs, config->module_search_paths.items[i]);
+	for (char *const *d = e->site_dirs; r >= 0 && d && *d; d++)
+		r = sb_strv_push(&paths->dirs, *d);
+	if (r >= 0 && pythonpath) {
+		_cleanup_free_ char *copy = strdup(pythonpath);
+
+		save = NULL;
+		if (!copy)
+			return -ENOMEM;
+		for (char *d = strtok_r(copy, ":", &save); r >= 0 && d;
+		     d = strtok_r(NULL, ":", &save))
+			if (*d)
+				r = sb_strv_push(&paths->dirs, d);
+	}
+	if (r >= 0 && e->venv) {
+		_cleanup_free_ char *cfg = sb_path_join(e->venv, "pyvenv.cfg");
+
+		r = cfg ? sb_strv_push(&paths->files, cfg) : -ENOMEM;
+	}
+	if (r >= 0 && e->self_exe)
+		r = sb_strv_push(&paths->files, e->self_exe);
+	if (r >= 0 && e->cli->mode == SB_RUN_SCRIPT && e->cli->target &&
+	    !streq(e->cli->target, "-")) {
+		char *real = realpath(e->cli->target, NULL);
+
+		/* A missing script stays missing: CPython reports it (exit 2). */
+		if (real)
+			r = sb_strv_consume(&paths->files, real);
+	}
+	return r;
+}
+
+void sb_interp_paths_done(struct sb_interp_paths *paths)
+{
+	sb_strv_free(paths->dirs);
+	sb_strv_free(paths->files);
+	*paths = (struct sb_interp_paths){0};
+}
+
+int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state,
+		     struct sb_interp_paths *ret_paths, char **reterr)
+{
+	_cleanup_free_ struct sb_embed_state *st = calloc(1, sizeof(*st));
+	PyPreConfig preconfig;
 	PyStatus status;
 	int r;
+
+	if (!st)
+		return -ENOMEM;
+	st->e = e;
+	st->own_banner = will_run_repl(e->cli) && !e->cli->quiet;
 
 	r = replace_environment(e->envp);
 	if (r < 0) {
@@ -119,25 +207,45 @@ int sb_embed_run(const struct sb_embed *e, int *ret_exit_code, char **reterr)
 	if (PyStatus_Exception(status))
 		return status_error(status, reterr);
 
-	status = configure(e, &config, own_banner);
+	status = configure(e, &st->config, st->own_banner);
 	if (PyStatus_Exception(status)) {
-		PyConfig_Clear(&config);
-		if (PyStatus_IsExit(status)) {
-			*ret_exit_code = status.exitcode;
-			return 0;
+		PyConfig_Clear(&st->config);
+		if (!PyStatus_IsExit(status))
+			return status_error(status, reterr);
+		st->exit_now = true;
+		st->exit_code = status.exitcode;
+	} else {
+		r = collect_paths(e, &st->config, ret_paths);
+		if (r < 0) {
+			PyConfig_Clear(&st->config);
+			sb_interp_paths_done(ret_paths);
+			return r;
 		}
-		return status_error(status, reterr);
 	}
+	*ret_state = TAKE_PTR(st);
+	return 0;
+}
 
+int sb_embed_run(struct sb_embed_state *st, int *ret_exit_code, char **reterr)
+{
+	_cleanup_free_ struct sb_embed_state *owned = st;
+	const struct sb_embed *e = st->e;
+	PyStatus status;
+	int r;
+
+	if (st->exit_now) {
+		*ret_exit_code = st->exit_code;
+		return 0;
+	}
 	r = sb_guard_prepare(e->profile, e->profile_path);
 	if (r < 0) {
-		PyConfig_Clear(&config);
+		PyConfig_Clear(&st->config);
 		*reterr = strdup("cannot register the audit hook");
 		return r;
 	}
 
-	status = Py_InitializeFromConfig(&config);
-	PyConfig_Clear(&config);
+	status = Py_InitializeFromConfig(&st->config);
+	PyConfig_Clear(&st->config);
 	if (PyStatus_Exception(status)) {
 		if (PyStatus_IsExit(status)) {
 			*ret_exit_code = status.exitcode;
@@ -158,7 +266,7 @@ int sb_embed_run(const struct sb_embed *e, int *ret_exit_code, char **reterr)
 		    set_sys_str("ps2", "\xe2\x9a\xa0 ... ") < 0)
 			PyErr_Clear();
 	}
-	if (own_banner)
+	if (st->own_banner)
 		print_banner(e);
 
 	*ret_exit_code = Py_RunMain();

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include "boundary.h"
 #include "cli.h"
 #include "profile.h"
 
@@ -8,13 +9,26 @@ struct sb_embed {
 	const struct sb_cli *cli;
 	const struct sb_profile *profile;
 	const char *profile_path;
-	char **envp;	      /* the sandbox environment; must outlive the interpreter */
-	const char *self_exe; /* python-sb itself: sys.executable, so children re-enter */
-	const char *venv;     /* an active virtualenv (has pyvenv.cfg), or NULL */
-	const char *boundary; /* provider description for the banner */
+	char **envp;		/* the sandbox environment; must outlive the interpreter */
+	const char *self_exe;	/* python-sb itself: sys.executable, so children re-enter */
+	const char *venv;	/* an active virtualenv (has pyvenv.cfg), or NULL */
+	char *const *site_dirs; /* site directories the interpreter will add */
+	const char *boundary;	/* provider name for the banner, NULL for none */
 };
 
-/* Runs the program in the embedded interpreter, as `python` would, with the
- * guard installed before initialisation. 0 with *ret_exit_code; or -errno with
- * *reterr when the interpreter could not be started safely. */
-int sb_embed_run(const struct sb_embed *e, int *ret_exit_code, char **reterr);
+/* Two steps around the kernel boundary. sb_embed_prepare() sets the program's
+ * environment, pre-initialises CPython and reads its configuration, and says
+ * which paths the interpreter needs (for Landlock); nothing of Python runs
+ * yet. sb_embed_run() registers the guard, initialises the interpreter and
+ * runs the program as `python` would. Between the two the caller enters the
+ * boundary: no thread exists yet, and no program code has run. */
+struct sb_embed_state;
+
+int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state,
+		     struct sb_interp_paths *ret_paths, char **reterr);
+
+/* 0 with *ret_exit_code, or -errno with *reterr when the interpreter could not
+ * be started safely. Frees the state. */
+int sb_embed_run(struct sb_embed_state *state, int *ret_exit_code, char **reterr);
+
+void sb_interp_paths_done(struct sb_interp_paths *paths);

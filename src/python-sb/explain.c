@@ -91,7 +91,10 @@ static int explain_env(const struct sb_profile *p, char *const *envp, struct sb_
 	return r;
 }
 
-static int explain_files(const struct sb_profile *p, struct sb_buf *out)
+#define LAYER_LANDLOCK_FILES "kernel: Landlock; Python guard: not yet"
+#define LAYER_LANDLOCK_NET   "kernel: Landlock (TCP ports only); Python guard: not yet"
+
+static int explain_files(const struct sb_profile *p, bool landlock, struct sb_buf *out)
 {
 	int r = sb_buf_puts(out, "\n# Files\n");
 
@@ -103,7 +106,8 @@ static int explain_files(const struct sb_profile *p, struct sb_buf *out)
 			     e->resolved && !streq(e->resolved, e->path) ? " -> " : "",
 			     e->resolved && !streq(e->resolved, e->path) ? e->resolved : "") < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, e->origin, LAYER_PENDING);
+		r = rule_line(out, text, e->origin,
+			      landlock ? LAYER_LANDLOCK_FILES : LAYER_PENDING);
 	}
 	for (size_t i = 0; r >= 0 && i < p->n_ignores; i++) {
 		_cleanup_free_ char *text = NULL;
@@ -115,7 +119,7 @@ static int explain_files(const struct sb_profile *p, struct sb_buf *out)
 	return r;
 }
 
-static int explain_net(const struct sb_profile *p, struct sb_buf *out)
+static int explain_net(const struct sb_profile *p, bool landlock, struct sb_buf *out)
 {
 	int r = sb_buf_puts(out, "\n# Network (no rule: every socket refused)\n");
 
@@ -124,7 +128,8 @@ static int explain_net(const struct sb_profile *p, struct sb_buf *out)
 
 		if (asprintf(&text, "net=%s", p->nets[i].text) < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, p->nets[i].origin, LAYER_PENDING);
+		r = rule_line(out, text, p->nets[i].origin,
+			      landlock ? LAYER_LANDLOCK_NET : LAYER_PENDING);
 	}
 	return r;
 }
@@ -276,9 +281,9 @@ int sb_explain(const struct sb_profile *p, const char *profile_path,
 	if (r >= 0)
 		r = explain_env(p, envp, out);
 	if (r >= 0)
-		r = explain_files(p, out);
+		r = explain_files(p, provider->id == SB_OS_LANDLOCK, out);
 	if (r >= 0)
-		r = explain_net(p, out);
+		r = explain_net(p, provider->id == SB_OS_LANDLOCK, out);
 	if (r >= 0)
 		r = explain_imports(p, out);
 	if (r >= 0)

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <Python.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "cli.h"
 #include "config-lookup.h"
+#include "boundary.h"
 #include "embed.h"
 #include "env-policy.h"
 #include "explain.h"
@@ -17,6 +20,8 @@
 /* What the original returns (-1) for a configuration error: distinct from any
  * exit status a Python program or a signal produces through us. */
 #define EXIT_CONFIG 255
+/* As timeout(1). */
+#define EXIT_TIMEOUT 124
 
 extern char **environ;
 
@@ -94,15 +99,17 @@ static int report_diags(struct sb_diags *d)
 
 /* Rules this version parses and validates but does not enforce yet: say so on
  * every run that has them, rather than let a user believe they protect. */
-static void warn_unenforced(const struct sb_profile *p)
+static void warn_unenforced(const struct sb_profile *p, const struct sb_provider *provider)
 {
+	/* With Landlock the kernel enforces the grants and the TCP ports. */
+	bool kernel = provider->id == SB_OS_LANDLOCK;
 	const struct {
 		const char *key;
 		size_t count;
 	} kinds[] = {
-	    {"expose-ro/expose-rw", p->n_exposes},
+	    {"expose-ro/expose-rw", kernel ? 0 : p->n_exposes},
 	    {"ignore", p->n_ignores},
-	    {"net", p->n_nets},
+	    {"net", kernel ? 0 : p->n_nets},
 	    {"python-api", p->n_apis},
 	    {"eval-*", p->eval.any_key ? 1 : 0},
 	};
@@ -113,8 +120,8 @@ static void warn_unenforced(const struct sb_profile *p)
 			sb_buf_printf(&keys, "%s%s", keys.len ? ", " : "", kinds[i].key);
 	if (keys.len)
 		fprintf(stderr,
-			"python-sb: warning: %s rules are parsed but not enforced by this version; "
-			"only env= and python-import= are (see --explain)\n",
+			"python-sb: warning: %s rules are parsed but not enforced by the Python "
+			"guard of this version (see --explain)\n",
 			keys.data);
 	sb_buf_reset(&keys);
 }
@@ -124,6 +131,89 @@ static int fail(const char *what, const char *detail, int r)
 	fprintf(stderr, "python-sb: %s%s%s\n", what, detail ? ": " : "",
 		detail ? detail : (r < 0 ? strerror(-r) : ""));
 	return EXIT_CONFIG;
+}
+
+static void warn_landlock_gaps(const struct sb_landlock_report *rep)
+{
+	if (rep->fs_rights_missing || rep->net_rights_missing || rep->scopes_missing)
+		fprintf(stderr,
+			"python-sb: warning: Landlock ABI %d lacks some rights (fs 0x%llx, net "
+			"0x%llx, scopes 0x%llx): those operations are not restricted by the "
+			"kernel (see --explain)\n",
+			rep->abi, (unsigned long long)rep->fs_rights_missing,
+			(unsigned long long)rep->net_rights_missing,
+			(unsigned long long)rep->scopes_missing);
+}
+
+/* The supervisor's side of a timeout: report like `python` would see it. */
+static int mirror_child(int status, bool timed_out, unsigned long long timeout_ms)
+{
+	if (timed_out) {
+		fprintf(stderr,
+			"python-sb: timeout=%llums expired: the program and every process it "
+			"started were killed\n",
+			timeout_ms);
+		return EXIT_TIMEOUT;
+	}
+	if (WIFSIGNALED(status)) {
+		/* Die the same way, so our parent sees what `python` would show. */
+		signal(WTERMSIG(status), SIG_DFL);
+		raise(WTERMSIG(status));
+		return 128 + WTERMSIG(status);
+	}
+	return WEXITSTATUS(status);
+}
+
+/* From the policy to the program: the interpreter's paths, the kernel
+ * boundary, then the embedded run. */
+static int run(const struct sb_embed *e, const struct sb_provider *provider, const char *note)
+{
+	_cleanup_(sb_boundary_done) struct sb_boundary boundary = {0};
+	_cleanup_(sb_interp_paths_done) struct sb_interp_paths paths = {0};
+	_cleanup_(sb_landlock_report_done) struct sb_landlock_report report = {0};
+	_cleanup_free_ char *err = NULL;
+	struct sb_embed_state *state = NULL;
+	bool is_child = true, timed_out = false;
+	int r, status = 0, exit_code = 0;
+
+	r = sb_embed_prepare(e, &state, &paths, &err);
+	if (r < 0)
+		return fail("cannot prepare the interpreter", err, r);
+	r = sb_boundary_build(e->profile, provider->id, &paths, &boundary);
+	if (r < 0)
+		return fail("cannot build the kernel policy", NULL, r);
+
+	if (e->cli->explain) {
+		struct sb_buf out = {0};
+
+		r = sb_explain(e->profile, e->profile_path, provider, note, e->envp, &out);
+		if (r >= 0)
+			r = sb_boundary_explain(&boundary, &out);
+		if (r < 0)
+			return fail("cannot explain the policy", NULL, r);
+		fputs(out.data, stdout);
+		sb_buf_reset(&out);
+		return 0;
+	}
+
+	if (e->profile->py_sandbox)
+		warn_unenforced(e->profile, provider);
+	if (boundary.limits.timeout_ms) {
+		r = sb_supervise(boundary.limits.timeout_ms, &is_child, &status, &timed_out, &err);
+		if (r < 0)
+			return fail("cannot start the timeout supervisor", err, r);
+		if (!is_child)
+			return mirror_child(status, timed_out, boundary.limits.timeout_ms);
+	}
+	r = sb_boundary_enter(&boundary, &report, &err);
+	if (r < 0)
+		return fail("the sandbox cannot be applied", err, r);
+	warn_landlock_gaps(&report);
+
+	r = sb_embed_run(state, &exit_code, &err);
+	if (r < 0)
+		return fail("cannot run the program safely", err, r);
+	return exit_code;
 }
 
 int main(int argc, char **argv)
@@ -137,7 +227,7 @@ int main(int argc, char **argv)
 	const struct sb_provider *provider;
 	struct sb_load_options opts;
 	bool warn = false;
-	int r, exit_code = 0;
+	int r;
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r < 0) {
@@ -229,27 +319,10 @@ int main(int argc, char **argv)
 	r = sb_env_build(profile, host_env, &envp);
 	if (r < 0)
 		return fail("cannot build the environment", NULL, r);
-
-	if (cli.explain) {
-		struct sb_buf out = {0};
-
-		r = sb_explain(profile, profile->root_missing ? NULL : config, provider, note, envp,
-			       &out);
-		if (r < 0)
-			return fail("cannot explain the policy", NULL, r);
-		fputs(out.data, stdout);
-		sb_buf_reset(&out);
-		return 0;
-	}
-
-	if (profile->py_sandbox)
-		warn_unenforced(profile);
-	if (provider->enter && (r = provider->enter(profile, &err)) < 0)
-		return fail("the sandbox cannot be applied", err, r);
-
 	if (!realpath("/proc/self/exe", self_exe))
 		self_exe[0] = '\0';
-	r = sb_embed_run(
+
+	return run(
 	    &(struct sb_embed){
 		.cli = &cli,
 		.profile = profile,
@@ -257,12 +330,10 @@ int main(int argc, char **argv)
 		.envp = envp,
 		.self_exe = self_exe[0] ? self_exe : NULL,
 		.venv = venv,
+		.site_dirs = site_dirs,
 		.boundary = provider->id == SB_OS_SUBPROCESS || provider->id == SB_OS_NONE
 				? NULL
 				: provider->name,
 	    },
-	    &exit_code, &err);
-	if (r < 0)
-		return fail("cannot run the program safely", err, r);
-	return exit_code;
+	    provider, note);
 }

@@ -30,6 +30,21 @@ TIMEOUT = 30
 CONFIG_ERROR_HEADER = "python-sb: ConfigSyntaxError: Syntax error in config files."
 EXIT_CONFIG = 255
 EXIT_USAGE = 2
+EXIT_TIMEOUT = 124
+
+
+def _landlock_abi():
+    """The running kernel's Landlock ABI (0 when it has none)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    abi = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(abi, 0)
+
+
+LANDLOCK_ABI = _landlock_abi()
+needs_landlock = pytest.mark.skipif(LANDLOCK_ABI < 1, reason="the kernel has no Landlock")
 
 
 def _locate_binary():

@@ -4,7 +4,7 @@ without running the program."""
 
 import re
 
-from conftest import EXIT_CONFIG
+from conftest import EXIT_CONFIG, LANDLOCK_ABI
 
 GUARD = "[Python guard (C audit hook)]"
 LAUNCHER = "[launcher: environment built before the interpreter starts]"
@@ -48,7 +48,8 @@ def test_defaults_are_marked(sb):
     out = explain(sb)
     assert rule(out, "py-sandbox=true") == ("default", "[launcher]")
     assert rule(out, "os-sandbox=auto")[0] == "default"
-    assert "#   provider in use: subprocess\n" in out
+    expected = "landlock" if LANDLOCK_ABI >= 1 else "subprocess"
+    assert f"#   provider in use: {expected}\n" in out
 
 
 def test_command_line_rules_have_priority_and_origin(sb):

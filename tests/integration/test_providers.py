@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""os-sandbox= selection: none/subprocess/auto run; kernel providers named
-explicitly fail closed (not built yet); unknown names are profile errors."""
+"""os-sandbox= selection: none/subprocess/auto/landlock run; the kernel
+providers not built yet fail closed when named; unknown names are profile
+errors."""
 
 import pytest
 
-from conftest import EXIT_CONFIG
+from conftest import EXIT_CONFIG, LANDLOCK_ABI, needs_landlock
 
 CODE = "import os\nprint('RAN')\n"
 
@@ -22,14 +23,24 @@ def test_runnable_providers(sb, provider):
     assert (r.returncode, r.stdout) == (0, "RAN\n"), r
 
 
-def test_absent_os_sandbox_runs_under_subprocess(sb):
+def test_absent_os_sandbox_means_auto(sb):
     sb.profile("python-import=os\n")
     s = sb.script(CODE)
     r = sb.run(s)
     assert (r.returncode, r.stdout) == (0, "RAN\n"), r
-    assert provider_in_use(sb.run("--explain", s)) == "subprocess"
+    assert provider_in_use(sb.run("--explain", s)) == ("landlock" if LANDLOCK_ABI else "subprocess")
 
 
+@needs_landlock
+def test_auto_chooses_landlock(sb):
+    sb.profile("os-sandbox=auto\npython-import=os\n")
+    r = sb.run("--explain", "-c", "pass")
+    assert r.returncode == 0, r
+    assert provider_in_use(r) == "landlock"
+    assert f"Landlock (ABI {LANDLOCK_ABI} on this kernel)" in r.stdout
+
+
+@pytest.mark.skipif(LANDLOCK_ABI >= 1, reason="the kernel has Landlock: auto does not fall back")
 def test_auto_falls_back_to_subprocess_and_says_why(sb):
     sb.profile("os-sandbox=auto\npython-import=os\n")
     r = sb.run("--explain", "-c", "pass")
@@ -38,7 +49,7 @@ def test_auto_falls_back_to_subprocess_and_says_why(sb):
     assert "os-sandbox=auto chose subprocess: landlock unavailable" in r.stdout
 
 
-@pytest.mark.parametrize("provider", ["landlock", "unshare", "bwrap", "firejail", "qemu"])
+@pytest.mark.parametrize("provider", ["unshare", "bwrap", "firejail", "qemu"])
 def test_named_kernel_provider_fails_closed(sb, provider):
     marker = sb.path("MARK")
     r = sb.run_code(f"os-sandbox={provider}\npython-import=*\n",
@@ -49,7 +60,7 @@ def test_named_kernel_provider_fails_closed(sb, provider):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("provider", ["landlock", "bwrap"])
+@pytest.mark.parametrize("provider", ["unshare", "bwrap"])
 def test_named_kernel_provider_on_command_line_fails_closed(sb, provider):
     sb.profile("os-sandbox=none\npython-import=*\n")
     marker = sb.path("MARK")

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "profile.h"
+#include "landlock.h"
 #include "provider.h"
 #include "fake-env.h"
 #include "tap.h"
@@ -220,15 +221,16 @@ static void test_provider_select(void)
 {
 	const struct sb_provider *p = NULL;
 	_cleanup_free_ char *note = NULL, *err = NULL;
-	bool warn = true;
+	bool warn = true, have_landlock = sb_landlock_abi() >= 0;
 
 	TAP_IS_INT(sb_provider_select(SB_OS_UNSET, &p, &note, &warn, &err), 0, "auto resolves");
-	TAP_IS_STR(p ? p->name : NULL, "subprocess", "auto falls back to subprocess here");
-	tap_ok(note && strstr(note, "landlock"), "the fallback says why");
-	tap_ok(!warn, "no warning when the kernel is not the reason");
+	TAP_IS_STR(p ? p->name : NULL, have_landlock ? "landlock" : "subprocess",
+		   "auto is landlock where the kernel has it, else subprocess");
+	tap_ok(have_landlock ? note == NULL : (note && strstr(note, "landlock") && warn),
+	       "a fallback says why, with a warning (the kernel is the reason)");
 	free(note);
 	note = NULL;
-	for (int id = SB_OS_LANDLOCK; id <= SB_OS_QEMU; id++) {
+	for (int id = SB_OS_UNSHARE; id <= SB_OS_QEMU; id++) {
 		free(err);
 		err = NULL;
 		p = NULL;
@@ -237,6 +239,10 @@ static void test_provider_select(void)
 		       "a named provider that is not available fails closed (%s)",
 		       sb_os_sandbox_name((enum sb_os_sandbox)id));
 	}
+	free(err);
+	err = NULL;
+	TAP_IS_INT(sb_provider_select(SB_OS_LANDLOCK, &p, &note, &warn, &err),
+		   have_landlock ? 0 : -ENOSYS, "landlock named: runs where the kernel has it");
 	TAP_IS_INT(sb_provider_select(SB_OS_NONE, &p, &note, &warn, &err), 0, "none runs");
 	TAP_IS_INT(sb_provider_select(SB_OS_SUBPROCESS, &p, &note, &warn, &err), 0,
 		   "subprocess runs");

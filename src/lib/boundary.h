@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdint.h>
+
+#include "landlock.h"
+#include "profile.h"
+#include "seccomp-filter.h"
+
+/* The kernel side of a policy: what Landlock grants, what seccomp refuses,
+ * which resource limits apply. Built from the profile as plain data (pure, no
+ * syscalls), entered in one irreversible step just before the interpreter is
+ * initialised. */
+
+/* What the interpreter itself needs to read, from its own configuration. */
+struct sb_interp_paths {
+	char **dirs;  /* stdlib, lib-dynload, site directories, the venv */
+	char **files; /* the launcher binary, the script */
+};
+
+struct sb_boundary {
+	bool use_landlock; /* os-sandbox=landlock */
+	bool use_seccomp;  /* every provider but none */
+	struct sb_landlock_path *paths;
+	char **path_reasons; /* parallel to paths, for --explain */
+	size_t n_paths;
+	bool restrict_bind, restrict_connect;
+	uint16_t *bind_ports, *connect_ports;
+	size_t n_bind_ports, n_connect_ports;
+	char **notes; /* what the kernel layer leaves to the Python guard */
+	struct sb_seccomp_policy seccomp;
+	struct sb_limits limits;
+};
+
+/* 0 or -ENOMEM. */
+int sb_boundary_build(const struct sb_profile *p, enum sb_os_sandbox provider,
+		      const struct sb_interp_paths *interp, struct sb_boundary *ret);
+void sb_boundary_done(struct sb_boundary *b);
+
+/* Resource limits, then Landlock, then seccomp (last: it may refuse syscalls
+ * the earlier steps need). Must run before any thread exists: Landlock and
+ * seccomp only bind the calling thread and what it creates later.
+ * 0, or -errno with *reterr; after a failure the program must not run. */
+int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *report,
+		      char **reterr);
+
+/* Appends the kernel side of the policy to --explain's output. */
+int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out);

@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: MIT */
+/* Each case forks; the child loads the filter, makes one syscall (through
+ * syscall(2), so that no libc wrapper stands between it and the filter) and
+ * _exit()s with the errno, 0 on success; the parent compares. A child killed
+ * by a signal reports 1000 + the signal number. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/personality.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "seccomp-filter.h"
+#include "tap.h"
+#include "util.h"
+
+#define KILLED(sig)   (1000 + (sig))
+#define APPLY_FAILED  200
+#define CREATED_CHILD 201 /* a clone/fork that should have failed did not */
+#define ERR(r)	      ((r) < 0 ? errno : 0)
+
+typedef int (*case_fn)(const void *arg);
+
+static const struct sb_seccomp_policy p_none = {0};
+static const struct sb_seccomp_policy p_all = {true, true, true, true, true};
+static const struct sb_seccomp_policy p_unix = {.allow_unix_socket = true};
+static const struct sb_seccomp_policy p_inet = {.allow_inet = true};
+static const struct sb_seccomp_policy p_inet_udp = {.allow_inet = true, .allow_udp = true};
+
+/* Runs fn in a child, under policy (none when NULL). */
+static int run(const struct sb_seccomp_policy *policy, case_fn fn, const void *arg)
+{
+	int status;
+	pid_t pid;
+
+	(void)fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (policy) {
+			char *err = NULL;
+
+			if (sb_seccomp_apply(policy, &err) < 0) {
+				(void)fprintf(stderr, "# sb_seccomp_apply: %s\n", err ? err : "?");
+				_exit(APPLY_FAILED);
+			}
+		}
+		/* _exit, not exit: no atexit handlers (LSan) under the filter. */
+		_exit(fn(arg));
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFSIGNALED(status))
+		return KILLED(WTERMSIG(status));
+	return WEXITSTATUS(status);
+}
+
+/* ---- generic raw syscall ---- */
+
+struct raw_call {
+	long nr;
+	long a[6];
+};
+
+static int do_raw(const void *arg)
+{
+	const struct raw_call *c = arg;
+
+	return ERR(syscall(c->nr, c->a[0], c->a[1], c->a[2], c->a[3], c->a[4], c->a[5]));
+}
+
+static int raw(const struct sb_seccomp_policy *p, long nr, long a0, long a1, long a2, long a3)
+{
+	const struct raw_call c = {nr, {a0, a1, a2, a3, -1, -1}};
+
+	return run(p, do_raw, &c);
+}
+
+/* ---- the table of always-denied syscalls ---- */
+
+/* Arguments that make each call fail harmlessly should the filter let it
+ * through: -1 everywhere (bad fd, bad pointer, invalid flags), except for the
+ * IPC "get" calls, where key -1 with IPC_CREAT in the flags would create an
+ * object that outlives the test: there flags 0 only looks the key up. */
+static void harmless_args(const char *name, long a[6])
+{
+	for (int i = 0; i < 6; i++)
+		a[i] = -1;
+	if (streq(name, "shmget") || streq(name, "msgget") || streq(name, "semget")) {
+		a[1] = 0;
+		a[2] = 0;
+	}
+}
+
+static void test_denied_table(void)
+{
+	const char *name;
+	size_t n = 0;
+
+	for (size_t i = 0; (name = sb_seccomp_denied_syscall(i)); i++, n++) {
+		struct raw_call c = {seccomp_syscall_resolve_name(name), {0}};
+
+		if (c.nr < 0) {
+			tap_ok(true, "%s # SKIP not a syscall on this architecture", name);
+			continue;
+		}
+		harmless_args(name, c.a);
+		TAP_IS_INT(run(&p_all, do_raw, &c), EPERM, name);
+	}
+	tap_ok(n >= 60, "the denied table has %zu entries", n);
+}
+
+/* ---- processes ---- */
+
+static int do_traceme(const void *arg)
+{
+	(void)arg;
+	return ERR(syscall(SYS_ptrace, 0 /* PTRACE_TRACEME */, 0, 0, 0));
+}
+
+/* clone(flags) on the current stack, fork-like; a child that appears exits
+ * at once and the call counts as CREATED_CHILD. */
+static int do_clone(const void *arg)
+{
+	const unsigned long flags = *(const unsigned long *)arg;
+	long r = syscall(SYS_clone, flags, 0, NULL, NULL, 0);
+
+	if (r == 0)
+		_exit(0);
+	if (r < 0)
+		return errno;
+	waitpid((pid_t)r, NULL, __WALL);
+	return CREATED_CHILD;
+}
+
+static int do_fork(const void *arg)
+{
+	pid_t pid;
+	int status;
+
+	(void)arg;
+	pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0)
+		_exit(7);
+	if (waitpid(pid, &status, 0) < 0)
+		return errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 7 ? 0 : 99;
+}
+
+static void *thread_main(void *arg)
+{
+	return arg;
+}
+
+static int do_thread(const void *arg)
+{
+	pthread_t t;
+	void *ret = NULL;
+	int r;
+
+	(void)arg;
+	r = pthread_create(&t, NULL, thread_main, (void *)0x5b);
+	if (r)
+		return r;
+	r = pthread_join(t, &ret);
+	return r ? r : ret == (void *)0x5b ? 0 : 99;
+}
+
+/* A thread that exists before the filter is loaded gets it too (TSYNC). */
+static int tsync_pipe[2];
+
+static void *tsync_thread(void *arg)
+{
+	char c;
+
+	(void)arg;
+	if (read(tsync_pipe[0], &c, 1) != 1)
+		return (void *)(intptr_t)99;
+	return (void *)(intptr_t)ERR(syscall(SYS_unshare, 0));
+}
+
+static int do_tsync(const void *arg)
+{
+	const struct sb_seccomp_policy *policy = arg;
+	pthread_t t;
+	void *ret = NULL;
+	char *err = NULL;
+
+	if (pipe(tsync_pipe) < 0 || pthread_create(&t, NULL, tsync_thread, NULL) != 0)
+		return 98;
+	if (sb_seccomp_apply(policy, &err) < 0)
+		return APPLY_FAILED;
+	if (write(tsync_pipe[1], "x", 1) != 1 || pthread_join(t, &ret) != 0)
+		return 97;
+	return (int)(intptr_t)ret;
+}
+
+static int do_execve(const void *arg)
+{
+	char *const argv[] = {(char *)"true", NULL};
+	char *const envp[] = {NULL};
+
+	(void)arg;
+	return ERR(syscall(SYS_execve, "/bin/true", argv, envp));
+}
+
+static int do_execveat(const void *arg)
+{
+	char *const argv[] = {(char *)"true", NULL};
+	char *const envp[] = {NULL};
+
+	(void)arg;
+	return ERR(syscall(SYS_execveat, AT_FDCWD, "/bin/true", argv, envp, 0));
+}
+
+static void test_processes(void)
+{
+	static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
+						 CLONE_NEWIPC, CLONE_NEWUSER,	CLONE_NEWPID,
+						 CLONE_NEWNET};
+	unsigned long flags;
+
+	TAP_IS_INT(run(&p_all, do_traceme, NULL), EPERM, "ptrace(PTRACE_TRACEME)");
+	TAP_IS_INT(raw(&p_all, SYS_unshare, CLONE_NEWUSER, 0, 0, 0), EPERM,
+		   "unshare(CLONE_NEWUSER)");
+	TAP_IS_INT(raw(&p_all, SYS_unshare, 0, 0, 0, 0), EPERM, "unshare(0)");
+	for (size_t i = 0; i < ELEMENTSOF(ns_flags); i++) {
+		flags = ns_flags[i] | SIGCHLD;
+		tap_ok(run(&p_all, do_clone, &flags) == EPERM, "clone(%#lx | SIGCHLD) -> EPERM",
+		       ns_flags[i]);
+	}
+	/* The kernel reads the low 32 bits of clone's flags. */
+	flags = CLONE_NEWNET | SIGCHLD | (1UL << 40);
+	TAP_IS_INT(run(&p_all, do_clone, &flags), EPERM, "clone(CLONE_NEWNET | 1 << 40)");
+	TAP_IS_INT(raw(&p_all, SYS_clone3, 0, 0, 0, 0), ENOSYS, "clone3 -> ENOSYS");
+
+	TAP_IS_INT(run(&p_none, do_thread, NULL), 0, "pthread_create under the strictest policy");
+	TAP_IS_INT(run(&p_none, do_tsync, &p_none), EPERM,
+		   "a thread started before the filter is filtered too (TSYNC)");
+	TAP_IS_INT(run(&p_all, do_fork, NULL), 0, "fork() with allow_fork");
+	TAP_IS_INT(run(&p_none, do_fork, NULL), EPERM, "fork() without allow_fork");
+	TAP_IS_INT(raw(&p_none, SYS_fork, 0, 0, 0, 0), EPERM, "SYS_fork without allow_fork");
+	TAP_IS_INT(raw(&p_none, SYS_vfork, 0, 0, 0, 0), EPERM, "SYS_vfork without allow_fork");
+	flags = SIGCHLD;
+	TAP_IS_INT(run(&p_none, do_clone, &flags), EPERM, "clone(SIGCHLD) without allow_fork");
+	flags = CLONE_THREAD | SIGCHLD;
+	TAP_IS_INT(run(&p_none, do_clone, &flags), EINVAL,
+		   "clone(CLONE_THREAD) passes the filter (the kernel wants CLONE_SIGHAND)");
+
+	if (access("/bin/true", X_OK) == 0) {
+		TAP_IS_INT(run(&p_none, do_execve, NULL), EPERM, "execve without allow_exec");
+		TAP_IS_INT(run(&p_none, do_execveat, NULL), EPERM, "execveat without allow_exec");
+		TAP_IS_INT(run(&p_all, do_execve, NULL), 0, "execve(/bin/true) with allow_exec");
+	} else {
+		tap_ok(true, "execve # SKIP no /bin/true");
+	}
+}
+
+/* ---- sockets ---- */
+
+static int do_socket(const void *arg)
+{
+	const long *a = arg; /* domain, type */
+	long fd = syscall(SYS_socket, a[0], a[1], 0);
+
+	if (fd < 0)
+		return errno;
+	close((int)fd);
+	return 0;
+}
+
+static int sock(const struct sb_seccomp_policy *p, long domain, long type)
+{
+	const long a[2] = {domain, type};
+
+	return run(p, do_socket, a);
+}
+
+static int do_socketpair(const void *arg)
+{
+	int sv[2];
+
+	(void)arg;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return errno;
+	close(sv[0]);
+	close(sv[1]);
+	return 0;
+}
+
+/* Whether the policy should let socket(domain, type) through the filter. */
+static bool socket_allowed(const struct sb_seccomp_policy *p, uint64_t domain, uint64_t type)
+{
+	type &= 0xf;
+	if (domain == AF_UNIX)
+		return p->allow_unix_socket;
+	if (domain == AF_INET || domain == AF_INET6)
+		return p->allow_inet &&
+		       (type == SOCK_STREAM || (p->allow_udp && type == SOCK_DGRAM));
+	return false;
+}
+
+/* Sweeps domains 0..63 (and values with high bits that the kernel would
+ * truncate to an allowed domain) and, for AF_INET/AF_INET6, types 0..15;
+ * returns 0, or 1 + the index of the first disagreement. */
+static int do_socket_sweep(const void *arg)
+{
+	const struct sb_seccomp_policy *p = arg;
+	static const uint64_t odd_domains[] = {
+	    UINT64_C(1) << 32 | AF_INET,
+	    UINT64_C(1) << 32 | AF_UNIX,
+	    UINT64_C(1) << 63 | AF_INET6,
+	    UINT64_MAX,
+	};
+	int idx = 0;
+
+	for (uint64_t d = 0; d < 64 + ELEMENTSOF(odd_domains); d++, idx++) {
+		const uint64_t domain = d < 64 ? d : odd_domains[d - 64];
+		const bool allowed = d < 64 && socket_allowed(p, domain, SOCK_STREAM);
+		long fd = syscall(SYS_socket, domain, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int e = ERR(fd);
+
+		if (fd >= 0)
+			close((int)fd);
+		/* Denied: EPERM. Allowed: anything but EPERM (the kernel can
+		 * refuse an odd domain with EAFNOSUPPORT, never with EPERM for
+		 * SOCK_STREAM on Unix and IP). */
+		if (allowed == (e == EPERM))
+			return 1 + idx;
+	}
+	for (int family = 0; family < 2; family++)
+		for (uint64_t t = 0; t < 16; t++, idx++) {
+			const uint64_t domain = family ? AF_INET6 : AF_INET;
+			const bool allowed = socket_allowed(p, domain, t);
+			long fd = syscall(SYS_socket, domain, t | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			int e = ERR(fd);
+
+			if (fd >= 0)
+				close((int)fd);
+			/* Allowed types must not be refused; SOCK_RAW can be
+			 * refused by the kernel itself, but it is never allowed. */
+			if (allowed ? e == EPERM : e != EPERM)
+				return 1 + idx;
+		}
+	return 0;
+}
+
+static void test_sockets(void)
+{
+	static const struct {
+		const struct sb_seccomp_policy *p;
+		const char *name;
+	} policies[] = {
+	    {&p_none, "none"},	       {&p_unix, "unix"}, {&p_inet, "inet"},
+	    {&p_inet_udp, "inet+udp"}, {&p_all, "all"},
+	};
+
+	TAP_IS_INT(sock(&p_none, AF_INET, SOCK_STREAM), EPERM,
+		   "socket(AF_INET) without allow_inet");
+	TAP_IS_INT(sock(&p_inet, AF_INET, SOCK_STREAM), 0, "socket(AF_INET) with allow_inet");
+	TAP_IS_INT(sock(&p_inet, AF_INET6, SOCK_STREAM | SOCK_NONBLOCK), 0,
+		   "socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK) with allow_inet");
+	TAP_IS_INT(sock(&p_inet, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC), EPERM,
+		   "socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC) without allow_udp");
+	TAP_IS_INT(sock(&p_inet, AF_INET6, SOCK_DGRAM), EPERM,
+		   "socket(AF_INET6, SOCK_DGRAM) without allow_udp");
+	TAP_IS_INT(sock(&p_inet_udp, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC), 0,
+		   "socket(AF_INET, SOCK_DGRAM) with allow_udp");
+	TAP_IS_INT(sock(&p_all, AF_INET, SOCK_RAW), EPERM, "socket(AF_INET, SOCK_RAW) always");
+	TAP_IS_INT(sock(&p_inet, AF_UNIX, SOCK_STREAM), EPERM,
+		   "socket(AF_UNIX) without allow_unix_socket");
+	TAP_IS_INT(sock(&p_unix, AF_UNIX, SOCK_STREAM), 0,
+		   "socket(AF_UNIX) with allow_unix_socket");
+	TAP_IS_INT(run(&p_none, do_socketpair, NULL), 0, "socketpair(AF_UNIX) always");
+	TAP_IS_INT(sock(&p_all, AF_NETLINK, SOCK_RAW), EPERM, "socket(AF_NETLINK) even with all");
+	TAP_IS_INT(sock(&p_all, AF_PACKET, SOCK_RAW), EPERM, "socket(AF_PACKET) even with all");
+	TAP_IS_INT(sock(&p_all, AF_VSOCK, SOCK_STREAM), EPERM, "socket(AF_VSOCK) even with all");
+	TAP_IS_INT(sock(&p_all, AF_ALG, SOCK_SEQPACKET), EPERM, "socket(AF_ALG) even with all");
+	TAP_IS_INT(sock(&p_unix, (long)(1UL << 32 | AF_INET), SOCK_STREAM), EPERM,
+		   "socket(1 << 32 | AF_INET) without allow_inet (truncated by the kernel)");
+	for (size_t i = 0; i < ELEMENTSOF(policies); i++)
+		tap_ok(run(policies[i].p, do_socket_sweep, policies[i].p) == 0,
+		       "socket() sweep of domains and IP types, policy %s", policies[i].name);
+}
+
+/* ---- ioctl ---- */
+
+static int do_ioctl(const void *arg)
+{
+	const unsigned long cmd = *(const unsigned long *)arg;
+	char c = ' ';
+
+	/* fd -1: the kernel answers EBADF, only the filter answers EPERM. */
+	return ERR(syscall(SYS_ioctl, -1, cmd, &c));
+}
+
+static int do_pty_ioctl(const void *arg)
+{
+	const unsigned long cmd = *(const unsigned long *)arg;
+	char buf[256] = {0}; /* room for a struct termios */
+	int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 150;
+	return ERR(syscall(SYS_ioctl, fd, cmd, buf));
+}
+
+static int do_nothing(const void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static void test_ioctl(void)
+{
+	unsigned long cmd;
+
+	cmd = TIOCSTI;
+	TAP_IS_INT(run(NULL, do_ioctl, &cmd), EBADF, "baseline: ioctl(-1, TIOCSTI) unfiltered");
+	TAP_IS_INT(run(&p_all, do_ioctl, &cmd), EPERM, "ioctl(TIOCSTI)");
+	cmd = TIOCSTI | 1UL << 32;
+	TAP_IS_INT(run(&p_all, do_ioctl, &cmd), EPERM, "ioctl(TIOCSTI | 1 << 32): 32-bit compare");
+	cmd = TIOCSTI | 0xdeadbeefUL << 32;
+	TAP_IS_INT(run(&p_all, do_ioctl, &cmd), EPERM, "ioctl(TIOCSTI | 0xdeadbeef << 32)");
+	cmd = TIOCLINUX;
+	TAP_IS_INT(run(&p_all, do_ioctl, &cmd), EPERM, "ioctl(TIOCLINUX)");
+	cmd = TIOCLINUX | 1UL << 63;
+	TAP_IS_INT(run(&p_all, do_ioctl, &cmd), EPERM, "ioctl(TIOCLINUX | 1 << 63)");
+	cmd = FIONREAD;
+	TAP_IS_INT(run(&p_none, do_ioctl, &cmd), EBADF, "ioctl(-1, FIONREAD) reaches the kernel");
+
+	cmd = TCGETS;
+	if (run(NULL, do_pty_ioctl, &cmd) == 0) {
+		TAP_IS_INT(run(&p_none, do_pty_ioctl, &cmd), 0, "ioctl(pty, TCGETS) allowed");
+		cmd = TIOCSTI;
+		TAP_IS_INT(run(&p_none, do_pty_ioctl, &cmd), EPERM, "ioctl(pty, TIOCSTI)");
+	} else {
+		tap_ok(true, "ioctl(pty, TCGETS) # SKIP no pty (posix_openpt)");
+	}
+}
+
+/* ---- personality, IPC ---- */
+
+static int do_personality(const void *arg)
+{
+	const uint64_t v = *(const uint64_t *)arg;
+
+	return ERR(syscall(SYS_personality, v));
+}
+
+static int do_shmget(const void *arg)
+{
+	(void)arg;
+	/* Key -1 without IPC_CREAT: unfiltered, only a lookup (ENOENT). */
+	return ERR(shmget((key_t)-1, 0, 0));
+}
+
+static void test_personality_ipc(void)
+{
+	static const struct {
+		uint64_t value;
+		int want;
+	} cases[] = {
+	    {0xffffffff, 0},
+	    {PER_LINUX, 0},
+	    {UINT64_C(0x1ffffffff), 0},	  /* the kernel sees 0xffffffff */
+	    {UINT64_C(0xabc00000000), 0}, /* the kernel sees PER_LINUX */
+	    {ADDR_NO_RANDOMIZE, EPERM},
+	    {READ_IMPLIES_EXEC, EPERM},
+	    {PER_LINUX32, EPERM},
+	    {PER_BSD, EPERM},
+	    {1, EPERM},
+	    {0x80000000, EPERM},
+	    {0x7fffffff, EPERM},
+	    {0xfffffffe, EPERM},
+	    {0xaaaaaaaa, EPERM},
+	    {UINT64_C(0x100000000) | ADDR_NO_RANDOMIZE, EPERM},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		tap_ok(run(&p_all, do_personality, &cases[i].value) == cases[i].want,
+		       "personality(%#llx) -> %d", (unsigned long long)cases[i].value,
+		       cases[i].want);
+	TAP_IS_INT(run(NULL, do_shmget, NULL), ENOENT, "baseline: shmget(-1) unfiltered");
+	TAP_IS_INT(run(&p_all, do_shmget, NULL), EPERM, "shmget");
+}
+
+/* ---- foreign ABIs, unknown syscalls ---- */
+
+#if defined(__x86_64__)
+static int do_int80_getpid(const void *arg)
+{
+	long ret = 20; /* __NR_getpid on i386 */
+
+	(void)arg;
+	__asm__ volatile("int $0x80" : "+a"(ret) : : "r8", "r9", "r10", "r11", "memory");
+	return ret == getpid() ? 0 : 99;
+}
+
+static int do_x32_getpid(const void *arg)
+{
+	(void)arg;
+	return ERR(syscall(0x40000000L | SYS_getpid));
+}
+#endif
+
+static void test_abis(void)
+{
+#if defined(__x86_64__)
+	int base = run(NULL, do_int80_getpid, NULL);
+
+	if (base == 0)
+		TAP_IS_INT(run(&p_all, do_int80_getpid, NULL), KILLED(SIGSYS),
+			   "i386 int $0x80 getpid: process killed");
+	else
+		tap_ok(true, "int $0x80 # SKIP no IA32 emulation (unfiltered: %d)", base);
+	tap_diag("x32 getpid unfiltered: %d", run(NULL, do_x32_getpid, NULL));
+	TAP_IS_INT(run(&p_all, do_x32_getpid, NULL), KILLED(SIGSYS),
+		   "x32 getpid (nr | 0x40000000): process killed");
+#else
+	tap_ok(true, "foreign ABIs # SKIP not x86_64");
+#endif
+}
+
+static void test_unknown_syscalls(void)
+{
+	int last = -1;
+
+	for (int nr = 0; nr < 1024; nr++) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+
+		if (name)
+			last = nr;
+		free(name);
+	}
+	tap_diag("highest syscall libseccomp knows: %d; unfiltered, %d gives errno %d", last,
+		 last + 1, raw(NULL, last + 1, -1, -1, -1, -1));
+	TAP_IS_INT(raw(&p_all, last + 1, -1, -1, -1, -1), ENOSYS, "first unknown syscall: ENOSYS");
+	TAP_IS_INT(raw(&p_all, 511, -1, -1, -1, -1), ENOSYS, "syscall 511: ENOSYS");
+	TAP_IS_INT(raw(&p_all, last, -1, -1, -1, -1), raw(NULL, last, -1, -1, -1, -1),
+		   "the last known syscall reaches the kernel");
+	TAP_IS_INT(raw(&p_none, SYS_getppid, 0, 0, 0, 0), 0, "getppid works");
+}
+
+/* ---- API ---- */
+
+static void test_api(void)
+{
+	struct sb_buf b = {0};
+	char *err = NULL;
+	int r;
+
+	r = sb_seccomp_apply(NULL, &err);
+	TAP_IS_INT(r, -EINVAL, "sb_seccomp_apply(NULL)");
+	tap_ok(err && strstr(err, "policy"), "error message: %s", err ? err : "(null)");
+	free(err);
+
+	r = sb_seccomp_describe(&p_none, &b);
+	TAP_IS_INT(r, 0, "describe(none)");
+	tap_ok(b.data && strstr(b.data, "ptrace, process_vm_readv"), "describe lists ptrace");
+	tap_ok(b.data && strstr(b.data, "AF_INET/AF_INET6 refused (no net= rule)"),
+	       "describe: no inet");
+	tap_ok(b.data && strstr(b.data, "execve, execveat refused"), "describe: no exec");
+	tap_ok(b.data && !strstr(b.data, "vm86"), "describe skips syscalls absent here");
+	tap_ok(b.data && b.len > 0 && b.data[b.len - 1] == '\n', "describe ends with a newline");
+	sb_buf_reset(&b);
+
+	r = sb_seccomp_describe(&p_inet, &b);
+	TAP_IS_INT(r, 0, "describe(inet)");
+	tap_ok(b.data && strstr(b.data, "SOCK_STREAM only"), "describe: tcp only");
+	sb_buf_reset(&b);
+
+	r = sb_seccomp_describe(&p_all, &b);
+	tap_ok(r == 0 && b.data && !strstr(b.data, "execve") && !strstr(b.data, "fork"),
+	       "describe(all) has no exec/fork line");
+	if (b.data)
+		(void)fputs(b.data, stdout);
+	sb_buf_reset(&b);
+
+	TAP_IS_INT(run(&p_none, do_nothing, NULL), 0, "the strictest filter loads");
+	TAP_IS_INT(raw(NULL, SYS_unshare, 0, 0, 0, 0), 0, "baseline: unshare(0) unfiltered");
+}
+
+int main(void)
+{
+	test_api();
+	test_denied_table();
+	test_processes();
+	test_sockets();
+	test_ioctl();
+	test_personality_ipc();
+	test_abis();
+	test_unknown_syscalls();
+	return tap_done();
+}
