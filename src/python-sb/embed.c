@@ -228,7 +228,7 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 
 int sb_embed_run(struct sb_embed_state *st, int *ret_exit_code, char **reterr)
 {
-	_cleanup_free_ struct sb_embed_state *owned = st;
+	_cleanup_free_ _unused_ struct sb_embed_state *owned = st;
 	const struct sb_embed *e = st->e;
 	PyStatus status;
 	int r;

@@ -44,5 +44,6 @@ const char sb_usage_text[] =
     "-      : program read from stdin (default; interactive mode if a tty)\n"
     "arg ...: arguments passed to program in sys.argv[1:]\n"
     "\n"
-    "Exit status: the program's own; 2 for usage errors and a missing script; 255 when the\n"
-    "profile is invalid or the sandbox cannot be applied (the program is then not run).\n";
+    "Exit status: the program's own; 2 for usage errors and a missing script; 124 when\n"
+    "timeout= expired; 255 when the profile is invalid or the sandbox cannot be applied (the\n"
+    "program is then not run).\n";
