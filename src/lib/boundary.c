@@ -247,9 +247,32 @@ void sb_boundary_done(struct sb_boundary *b)
 	*b = (struct sb_boundary){0};
 }
 
+int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr)
+{
+	if (!b->use_landlock)
+		return 0;
+	if (abi < 1)
+		return sb_error(reterr, -EOPNOTSUPP, "the kernel has no Landlock");
+	/* Without ABI 4 the ports a profile allows could not be told from the
+	 * ports it refuses: running anyway would allow every port. */
+	if (abi < 4 &&
+	    ((b->restrict_bind && b->n_bind_ports) || (b->restrict_connect && b->n_connect_ports)))
+		return sb_error(
+		    reterr, -EOPNOTSUPP,
+		    "net= allows TCP ports, but this kernel's Landlock ABI %d cannot "
+		    "filter TCP (ABI 4, Linux 6.7, is needed); use os-sandbox=subprocess "
+		    "to rely on seccomp and the Python guard, or a newer kernel",
+		    abi);
+	return 0;
+}
+
 int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *report, char **reterr)
 {
 	int r;
+
+	r = sb_boundary_check_abi(b, b->use_landlock ? sb_landlock_abi() : 0, reterr);
+	if (r < 0)
+		return r;
 
 	r = sb_limits_apply(&b->limits, reterr);
 	if (r < 0)

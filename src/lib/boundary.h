@@ -37,6 +37,11 @@ int sb_boundary_build(const struct sb_profile *p, enum sb_os_sandbox provider,
 		      const struct sb_interp_paths *interp, struct sb_boundary *ret);
 void sb_boundary_done(struct sb_boundary *b);
 
+/* Whether a kernel with this Landlock ABI can enforce what the policy needs;
+ * -EOPNOTSUPP with *reterr when it cannot (TCP port rules need ABI 4). Rights
+ * that only narrow further (IOCTL_DEV, scopes) are reported, not required. */
+int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr);
+
 /* Resource limits, then Landlock, then seccomp (last: it may refuse syscalls
  * the earlier steps need). Must run before any thread exists: Landlock and
  * seccomp only bind the calling thread and what it creates later.
