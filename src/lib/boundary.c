@@ -339,10 +339,25 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 	if (r >= 0 && b->use_landlock) {
 		int abi = sb_landlock_abi();
 
+		static const struct {
+			int abi;
+			const char *what;
+		} features[] = {
+		    {2, "REFER (renames/links across directories stay refused)"},
+		    {3, "TRUNCATE (truncate() of granted files is not restricted)"},
+		    {4, "TCP bind/connect rules"},
+		    {5, "IOCTL_DEV (device ioctls are not restricted)"},
+		    {6, "scoping of abstract Unix sockets and signals"},
+		};
+
 		r = sb_buf_printf(out,
 				  "#   Landlock (ABI %d on this kernel): everything else is "
 				  "refused\n",
 				  abi);
+		for (size_t i = 0; r >= 0 && i < ELEMENTSOF(features); i++)
+			if (abi < features[i].abi)
+				r = sb_buf_printf(out, "#   missing in this kernel (ABI %d+): %s\n",
+						  features[i].abi, features[i].what);
 		for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
 			r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n",
 					  b->paths[i].writable ? "rw" : "ro", b->paths[i].path,
