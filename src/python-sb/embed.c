@@ -226,7 +226,8 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 	return 0;
 }
 
-int sb_embed_run(struct sb_embed_state *st, int *ret_exit_code, char **reterr)
+int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp,
+		 int *ret_exit_code, char **reterr)
 {
 	_cleanup_free_ _unused_ struct sb_embed_state *owned = st;
 	const struct sb_embed *e = st->e;
@@ -237,10 +238,11 @@ int sb_embed_run(struct sb_embed_state *st, int *ret_exit_code, char **reterr)
 		*ret_exit_code = st->exit_code;
 		return 0;
 	}
-	r = sb_guard_prepare(e->profile, e->profile_path);
+	r = sb_guard_prepare(e->profile, e->profile_path, interp, reterr);
 	if (r < 0) {
 		PyConfig_Clear(&st->config);
-		*reterr = strdup("cannot register the audit hook");
+		if (!*reterr)
+			*reterr = strdup("cannot prepare the guard");
 		return r;
 	}
 

@@ -29,6 +29,7 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 
 /* 0 with *ret_exit_code, or -errno with *reterr when the interpreter could not
  * be started safely. Frees the state. */
-int sb_embed_run(struct sb_embed_state *state, int *ret_exit_code, char **reterr);
+int sb_embed_run(struct sb_embed_state *state, const struct sb_interp_paths *interp,
+		 int *ret_exit_code, char **reterr);
 
 void sb_interp_paths_done(struct sb_interp_paths *paths);

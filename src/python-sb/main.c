@@ -210,7 +210,7 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 		return fail("the sandbox cannot be applied", err, r);
 	warn_landlock_gaps(&report);
 
-	r = sb_embed_run(state, &exit_code, &err);
+	r = sb_embed_run(state, &paths, &exit_code, &err);
 	if (r < 0)
 		return fail("cannot run the program safely", err, r);
 	return exit_code;

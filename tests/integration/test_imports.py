@@ -81,9 +81,14 @@ def test_dunder_import_allowed(sb):
 
 
 def test_denial_is_catchable_import_error(sb):
-    r = run(sb, "json", "try:\n    import colorsys\nexcept ImportError as e:\n"
-                        "    print(type(e).__name__, 'CAUGHT')\n")
-    assert (r.returncode, r.stdout) == (0, "ModuleNotFoundError CAUGHT\n"), r
+    r = run(sb, "json, pysandboxes",
+            "import pysandboxes\n"
+            "try:\n    import colorsys\nexcept ImportError as e:\n"
+            "    print(type(e).__name__, isinstance(e, ModuleNotFoundError),\n"
+            "          isinstance(e, pysandboxes.SandBoxError), isinstance(e, RuntimeError),\n"
+            "          e.name, pysandboxes.sandbox_denials(e) != [])\n")
+    assert (r.returncode, r.stdout) == (
+        0, "RuleModuleNotFoundError True True True colorsys True\n"), r
 
 
 def test_import_inside_function_checked(sb):

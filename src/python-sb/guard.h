@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What the py-sandbox guard's parts share. Each part (imports, files,
+ * network, sensitive APIs) keeps its compiled rules in C statics, prepared
+ * before the interpreter exists (no Python) and activated after it is
+ * initialised, just before the program runs; the audit hook in
+ * audit-guard.c dispatches events to the parts' handler tables. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+
+#include "boundary.h"
+#include "profile.h"
+
+/* One audit event a part handles: 0 to allow, -1 with a Python exception set
+ * to refuse. */
+struct sb_audit_handler {
+	const char *event;
+	int (*handle)(PyObject *args);
+};
+
+/* One part of the guard. prepare() runs before the interpreter exists and
+ * must not touch Python (it compiles rules into C data); activate() runs after
+ * initialisation, before the program (it may wrap functions that raise no
+ * audit event); release() frees after the interpreter is gone. */
+struct sb_guard_part {
+	const char *name;
+	int (*prepare)(const struct sb_profile *profile, const struct sb_interp_paths *interp,
+		       char **reterr);
+	int (*activate)(char **reterr);
+	void (*release)(void);
+	const struct sb_audit_handler *handlers;
+	size_t n_handlers;
+};
+
+extern const struct sb_guard_part sb_guard_imports_part;
+
+/* True once the program's code is about to run (events before that are the
+ * runtime's own start-up). */
+bool sb_guard_armed(void);
+
+/* The rule file, for messages that say where to add a rule. */
+const char *sb_guard_profile_path(void);
+
+/* Whether the innermost Python frame belongs to the interpreter's own library
+ * (or the import machinery) rather than to the program. */
+bool sb_guard_caller_is_runtime(void);
+
+/* Raising the pysandboxes exception classes (pysandboxes-module.c). Each sets
+ * the exception and returns -1 (so a handler can `return sb_raise_...`). */
+int sb_raise_file_not_found(const char *path, const char *message);
+int sb_raise_permission(int errnum, const char *path, const char *message);
+int sb_raise_connection_refused(const char *message);
+int sb_raise_module_not_found(const char *name, const char *message);
+int sb_raise_api_denied(const char *qualname, const char *category);
+
+/* The built-in module "pysandboxes", registered with PyImport_AppendInittab
+ * before initialisation. */
+PyObject *sb_pysandboxes_module_init(void);
