@@ -103,7 +103,22 @@ static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unus
 	/* Decisions must stay cheap: a binary search over a few dozen names,
 	 * no allocation for events nobody handles. */
 	h = bsearch(&key, guard.handlers, guard.n_handlers, sizeof(key), cmp_handler);
-	return h ? h->handle(args) : 0;
+	if (!h)
+		return 0;
+	while (h > guard.handlers && streq(h[-1].event, event))
+		h--;
+	for (; h < guard.handlers + guard.n_handlers && streq(h->event, event); h++)
+		if (h->handle(args) < 0)
+			return -1;
+	return 0;
+}
+
+int sb_guard_after_import(void)
+{
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+		if (parts[i]->after_import && parts[i]->after_import() < 0)
+			return -1;
+	return 0;
 }
 
 static PyObject *pysandboxes_init(void)

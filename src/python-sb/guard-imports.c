@@ -102,7 +102,13 @@ static PyObject *guarded_import(PyObject *self _unused_, PyObject *args, PyObjec
 		if (!module && PyErr_Occurred())
 			return NULL;
 	}
-	return PyObject_Call(imports.original_import, args, kwds);
+	{
+		PyObject *module = PyObject_Call(imports.original_import, args, kwds);
+
+		if (module && sb_guard_armed() && sb_guard_after_import() < 0)
+			Py_CLEAR(module);
+		return module;
+	}
 }
 
 static PyMethodDef import_def = {"__import__", (PyCFunction)(void (*)(void))guarded_import,

@@ -15,7 +15,9 @@
 #include "profile.h"
 
 /* One audit event a part handles: 0 to allow, -1 with a Python exception set
- * to refuse. */
+ * to refuse. Several parts may handle the same event (socket.connect: the
+ * network part for addresses, the files part for AF_UNIX paths); each is
+ * called in turn until one refuses. */
 struct sb_audit_handler {
 	const char *event;
 	int (*handle)(PyObject *args);
@@ -33,7 +35,14 @@ struct sb_guard_part {
 	void (*release)(void);
 	const struct sb_audit_handler *handlers;
 	size_t n_handlers;
+	/* Optional: called after every import through builtins.__import__, to
+	 * wrap functions of modules loaded late (those raising no audit event).
+	 * 0, or -1 with a Python exception. Must be cheap when nothing changed. */
+	int (*after_import)(void);
 };
+
+/* Runs every part's after_import (called by the import wrapper). */
+int sb_guard_after_import(void);
 
 extern const struct sb_guard_part sb_guard_imports_part;
 
