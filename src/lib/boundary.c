@@ -184,12 +184,14 @@ static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p)
 		if (p->nets[i].protocols & SB_NET_UDP)
 			b->seccomp.allow_udp = true;
 	}
-	/* A Unix socket path needs an expose-rw grant in the Python guard; with
-	 * none, native code gets no AF_UNIX socket at all, which keeps the host's
-	 * /run sockets (docker.sock, the session bus) out of reach even though
-	 * Landlock does not filter connect(). */
+	/* Landlock does not filter connect() on a named socket, so the kernel
+	 * cannot tell docker.sock from a socket in an output directory. AF_UNIX
+	 * sockets therefore exist only when the Python guard is there to check
+	 * the path against an expose-rw grant; with py-sandbox=false (nothing
+	 * checks paths) or no writable grant, native code gets no AF_UNIX socket
+	 * at all, which keeps the host's /run sockets out of reach. */
 	for (size_t i = 0; i < p->n_exposes; i++)
-		if (p->exposes[i].writable)
+		if (p->exposes[i].writable && p->py_sandbox)
 			b->seccomp.allow_unix_socket = true;
 	/* The kernel enforces the python-api decision for process creation, so
 	 * that native code cannot do what the Python guard refuses. */
@@ -247,6 +249,30 @@ void sb_boundary_done(struct sb_boundary *b)
 	*b = (struct sb_boundary){0};
 }
 
+/* An address-space limit below what the process already maps would only
+ * make CPython abort while it initialises (Py_FatalError, SIGABRT): say so
+ * instead, naming the figure. */
+static int check_memory_limit(const struct sb_limits *l, char **reterr)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	unsigned long long pages = 0, in_use, needed;
+
+	if (!l->memory_bytes)
+		return 0;
+	f = fopen("/proc/self/statm", "re");
+	if (!f || fscanf(f, "%llu", &pages) != 1)
+		return 0; /* no figure: let setrlimit decide */
+	in_use = pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+	/* What initialising the interpreter and importing site add, with room. */
+	needed = in_use + 64ULL * 1000 * 1000;
+	if (l->memory_bytes >= needed)
+		return 0;
+	return sb_error(reterr, -EINVAL,
+			"limit-memory=%lluB is too small to start the interpreter: the process "
+			"already maps %llu MB; give it at least %llu MB",
+			l->memory_bytes, in_use / 1000000, needed / 1000000 + 1);
+}
+
 int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr)
 {
 	if (!b->use_landlock)
@@ -274,13 +300,6 @@ int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *re
 	if (r < 0)
 		return r;
 
-	r = sb_limits_apply(&b->limits, reterr);
-	if (r < 0)
-		return r;
-	/* A core dump is a file written outside every grant, sized by
-	 * RLIMIT_CORE rather than limit-file-size (SIGXFSZ dumps core). */
-	if (b->use_seccomp && setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0}) < 0)
-		return sb_error(reterr, -errno, "cannot disable core dumps: %s", strerror(errno));
 	if (b->use_landlock) {
 		const struct sb_landlock_policy policy = {
 		    .paths = b->paths,
@@ -304,6 +323,19 @@ int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *re
 		if (r < 0)
 			return r;
 	}
+	/* Limits last: building the ruleset and the filter needs memory and
+	 * descriptors that a small limit-memory or limit-open-files would deny
+	 * (libseccomp does not survive an allocation failure cleanly). */
+	r = check_memory_limit(&b->limits, reterr);
+	if (r < 0)
+		return r;
+	r = sb_limits_apply(&b->limits, reterr);
+	if (r < 0)
+		return r;
+	/* A core dump is a file written outside every grant, sized by
+	 * RLIMIT_CORE rather than limit-file-size (SIGXFSZ dumps core). */
+	if (b->use_seccomp && setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0}) < 0)
+		return sb_error(reterr, -errno, "cannot disable core dumps: %s", strerror(errno));
 	return 0;
 }
 

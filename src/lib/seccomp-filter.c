@@ -494,8 +494,9 @@ int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *o
 		r = sb_buf_printf(out,
 				  "#   seccomp: socket(): AF_UNIX %s; AF_INET/AF_INET6 %s; "
 				  "every other domain refused; socketpair() allowed\n",
-				  policy->allow_unix_socket ? "allowed"
-							    : "refused (no writable expose= rule)",
+				  policy->allow_unix_socket
+				      ? "allowed (the Python guard checks the socket path)"
+				      : "refused (needs an expose-rw rule and py-sandbox=true)",
 				  !policy->allow_inet ? "refused (no net= rule)"
 				  : policy->allow_udp ? "SOCK_STREAM and SOCK_DGRAM only"
 						      : "SOCK_STREAM only (no udp net= rule)");

@@ -1,0 +1,328 @@
+# SPDX-License-Identifier: MIT
+"""The seccomp filter, which every provider but `none` installs: under
+os-sandbox=subprocess (no Landlock) with py-sandbox=false only seccomp can
+refuse, and os-sandbox=none is the control where the same native calls
+succeed. Each refusal is checked by its errno and by the missing effect."""
+
+import os
+import signal
+import socket
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+from conftest import EXIT_CONFIG, needs_landlock
+
+PRELUDE = '''\
+import ctypes, errno, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def attempt(name, fn, *args):
+    ctypes.set_errno(0)
+    r = fn(*args)
+    e = ctypes.get_errno()
+    print(f"{name}: {errno.errorcode.get(e, e) if r == -1 else 'OK'}", flush=True)
+    return r
+def py(name, fn):
+    try:
+        fn()
+    except OSError as e:
+        print(f"{name}: {errno.errorcode.get(e.errno, e.errno)}", flush=True)
+    else:
+        print(f"{name}: OK", flush=True)
+'''
+
+SUBPROCESS = "os-sandbox=subprocess\npy-sandbox=false\n"
+NONE = "os-sandbox=none\npy-sandbox=false\n"
+
+
+def outcomes(r):
+    d = {}
+    for line in r.stdout.splitlines():
+        if ": " in line:
+            k, v = line.split(": ", 1)
+            d[k] = v
+    return d
+
+
+def run_native(sb, profile, body, *args, **kw):
+    sb.profile(profile)
+    s = sb.write("s.py", PRELUDE + textwrap.dedent(body), dedent=False)
+    r = sb.run(s, *[str(a) for a in args], **kw)
+    return r, outcomes(r)
+
+
+@pytest.fixture
+def listener():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    s.settimeout(0.3)
+    yield s
+    s.close()
+
+
+def received(listener):
+    try:
+        conn, _ = listener.accept()
+    except socket.timeout:
+        return None
+    with conn:
+        conn.settimeout(1)
+        return conn.recv(100)
+
+
+CONNECT = '''
+def connect():
+    c = socket.create_connection(("127.0.0.1", {port}), timeout=2)
+    c.sendall(b"REACHED")
+    c.close()
+attempt("socket", libc.socket, socket.AF_INET, socket.SOCK_STREAM, 0)
+py("connect", connect)
+'''
+
+
+def test_inet_socket_refused_without_net_rule(sb, listener):
+    port = listener.getsockname()[1]
+    r, o = run_native(sb, SUBPROCESS, CONNECT.format(port=port))
+    assert r.returncode == 0, r
+    assert o == {"socket": "EPERM", "connect": "EPERM"}, r
+    assert received(listener) is None
+
+
+def test_inet_socket_control_under_none(sb, listener):
+    """Control: os-sandbox=none installs no filter, the same program connects."""
+    port = listener.getsockname()[1]
+    r, o = run_native(sb, NONE, CONNECT.format(port=port))
+    assert o == {"socket": "OK", "connect": "OK"}, r
+    assert received(listener) == b"REACHED"
+
+
+def test_filter_holds_with_the_guard_on(sb, listener):
+    """py-sandbox=true with every import allowed: the kernel still refuses."""
+    port = listener.getsockname()[1]
+    r = sb.run_code("os-sandbox=subprocess\npython-import=*\n", f'''
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", {port}), timeout=2)
+        except PermissionError as e:
+            print("refused", e.errno)
+        ''')
+    assert (r.returncode, r.stdout) == (0, "refused 1\n"), r
+    assert received(listener) is None
+
+
+def test_net_rule_allows_inet_under_subprocess(sb, listener):
+    """Without Landlock the port is not the kernel's to check: any net= ALLOW
+    rule opens socket(AF_INET, SOCK_STREAM)."""
+    port = listener.getsockname()[1]
+    r, o = run_native(sb, SUBPROCESS + f"net=ALLOW|tcp|127.0.0.1|{port}|OUT\n",
+                      CONNECT.format(port=port) + '''
+attempt("dgram", libc.socket, socket.AF_INET, socket.SOCK_DGRAM, 0)
+attempt("raw", libc.socket, socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+''')
+    assert o == {"socket": "OK", "connect": "OK", "dgram": "EPERM", "raw": "EPERM"}, r
+    assert received(listener) == b"REACHED"
+
+
+@pytest.mark.parametrize("profile, unix", [
+    (SUBPROCESS, "EPERM"),
+    (SUBPROCESS + "expose-ro=./d\n", "EPERM"),
+    # Nothing would check the socket path with py-sandbox=false, so even a
+    # writable grant gives native code no AF_UNIX socket.
+    (SUBPROCESS + "expose-rw=./d\n", "EPERM"),
+])
+def test_unix_socket_needs_a_writable_grant(sb, profile, unix):
+    sb.mkdir("d")
+    r, o = run_native(sb, profile, '''
+        attempt("unix", libc.socket, socket.AF_UNIX, socket.SOCK_STREAM, 0)
+        fds = (ctypes.c_int * 2)()
+        attempt("socketpair", libc.socketpair, socket.AF_UNIX, socket.SOCK_STREAM, 0, fds)
+        attempt("netlink", libc.socket, socket.AF_NETLINK, socket.SOCK_RAW, 0)
+        ''')
+    assert r.returncode == 0, r
+    assert o == {"unix": unix, "socketpair": "OK", "netlink": "EPERM"}, r
+
+
+FORK = '''
+def child_marks(pid):
+    if pid == 0:
+        open({marker!r}, "w").write("child")
+        os._exit(0)
+    if pid > 0:
+        os.waitpid(pid, 0)
+child_marks(attempt("fork", libc.fork))
+child_marks(attempt("SYS_fork", libc.syscall, 57))
+'''
+
+
+def test_fork_refused_under_subprocess(sb):
+    marker = sb.path("CHILD-RAN")
+    r, o = run_native(sb, SUBPROCESS, FORK.format(marker=str(marker)))
+    assert r.returncode == 0, r
+    assert o == {"fork": "EPERM", "SYS_fork": "EPERM"}, r
+    time.sleep(0.1)
+    assert not marker.exists()
+
+
+def test_fork_control_under_none(sb):
+    marker = sb.path("CHILD-RAN")
+    r, o = run_native(sb, NONE, FORK.format(marker=str(marker)))
+    assert o == {"fork": "OK", "SYS_fork": "OK"}, r
+    assert marker.read_text() == "child"
+
+
+def test_exec_refused_and_granted_under_subprocess(sb):
+    marker = sb.path("EXEC-RAN")
+    body = f'''
+        import subprocess
+        py("run", lambda: subprocess.run(["/bin/sh", "-c", "echo x > {marker}"]))
+        '''
+    r, o = run_native(sb, SUBPROCESS, body)
+    assert o == {"run": "EPERM"}, r
+    assert not marker.exists()
+    r, o = run_native(sb, SUBPROCESS + "python-api=ALLOW:process-exec\n", body)
+    assert o == {"run": "OK"}, r
+    assert marker.read_text() == "x\n"
+
+
+def test_a_single_process_exec_function_lifts_the_process_rules(sb):
+    """The kernel follows the python-api answer for the category: one
+    granted function (os.fork here) is enough."""
+    r, o = run_native(sb, SUBPROCESS + "python-api=ALLOW:os.fork\n", '''
+        pid = attempt("fork", libc.fork)
+        if pid == 0:
+            os._exit(5)
+        print("child:", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        ''')
+    assert o == {"fork": "OK", "child": "5"}, r
+
+
+def test_ptrace_refused_under_subprocess(sb):
+    victim = subprocess.Popen(["sleep", "30"])
+    try:
+        r, o = run_native(sb, SUBPROCESS + "python-api=ALLOW:process-exec\n", f'''
+            attempt("ptrace attach", libc.ptrace, 16, {victim.pid}, None, None)
+            attempt("ptrace traceme", libc.ptrace, 0, 0, None, None)
+            buf = ctypes.create_string_buffer(8)
+            class iovec(ctypes.Structure):
+                _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+            local, remote = iovec(ctypes.addressof(buf), 8), iovec(0x400000, 8)
+            attempt("process_vm_readv", libc.process_vm_readv, {victim.pid},
+                    ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+            ''')
+        assert o == {"ptrace attach": "EPERM", "ptrace traceme": "EPERM",
+                     "process_vm_readv": "EPERM"}, r
+        with open(f"/proc/{victim.pid}/status") as f:
+            assert "TracerPid:\t0\n" in f.read()
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+SYSCALLS = {"unshare(0)": (272, 0), "io_uring_setup": (425, 0), "bpf": (321, 0),
+            "perf_event_open": (298, 0), "userfaultfd": (323, 0), "keyctl": (250, 0),
+            "mount": (165, 0), "setns": (308, 0), "chroot": (161, 0), "shmget": (29, 0),
+            "semget": (64, 0), "msgsnd": (69, 0), "mq_unlink": (241, 0),
+            "pidfd_getfd": (438, 0), "kexec_load": (246, 0), "quotactl": (179, 0)}
+
+
+def test_attack_surface_refused_under_subprocess(sb):
+    body = "".join(f'attempt({n!r}, libc.syscall, {nr}, {a}, 0, 0, 0)\n'
+                   for n, (nr, a) in SYSCALLS.items())
+    r, o = run_native(sb, SUBPROCESS + "python-api=ALLOW:process-exec\n"
+                      "net=ALLOW|tcp,udp|*|*|IN,OUT\nexpose-rw=.\n", body)
+    assert r.returncode == 0, r
+    assert o == {n: "EPERM" for n in SYSCALLS}, r
+
+
+def test_attack_surface_control_under_none(sb):
+    """The harmless probes succeed or fail for their own reasons without the
+    filter (unshare(0) does nothing and returns 0)."""
+    r, o = run_native(sb, NONE, '''
+        attempt("unshare(0)", libc.syscall, 272, 0)
+        attempt("chroot(NULL)", libc.syscall, 161, 0)
+        ''')
+    assert o == {"unshare(0)": "OK", "chroot(NULL)": "EFAULT"}, r
+
+
+FOREIGN = '''
+import mmap
+if sys.argv[1] == "x32":
+    # An x32 syscall number (bit 30) through the native instruction.
+    libc.syscall(ctypes.c_long(0x40000000 + 39))
+else:
+    # mov eax, 20 (i386 getpid); int 0x80; ret
+    code = bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3])
+    m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    m.write(code)
+    f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
+    f()
+print("SURVIVED")
+'''
+
+
+@pytest.mark.parametrize("abi", ["i386", "x32"])
+def test_foreign_abi_kills_the_process(sb, abi):
+    if os.uname().machine != "x86_64":
+        pytest.skip("x86_64 only")
+    r, _ = run_native(sb, SUBPROCESS, FOREIGN, abi)
+    assert r.returncode == -signal.SIGSYS, r
+    assert "SURVIVED" not in r.stdout
+    assert not list(sb.path().glob("core*"))
+
+
+def test_foreign_abi_control_under_none(sb):
+    if os.uname().machine != "x86_64":
+        pytest.skip("x86_64 only")
+    r, _ = run_native(sb, NONE, FOREIGN, "i386")
+    assert (r.returncode, r.stdout) == (0, "SURVIVED\n"), r
+
+
+def test_explain_describes_the_filter(sb):
+    sb.profile(SUBPROCESS)
+    out = sb.run("--explain", "-c", "pass").stdout
+    assert "#   no Landlock ruleset with this provider" in out
+    assert "#   seccomp: deny (EPERM), reaching into other processes: ptrace," in out
+    assert ("#   seccomp: fork, vfork, clone without CLONE_THREAD refused (python-api does not "
+            "grant process-exec)") in out
+    assert ("AF_UNIX refused (needs an expose-rw rule and py-sandbox=true); "
+            "AF_INET/AF_INET6 refused (no net= rule)") in out
+    sb.mkdir("d")
+    sb.profile("os-sandbox=subprocess\nexpose-rw=./d\nnet=ALLOW|tcp|*|443|OUT\n"
+               "python-api=ALLOW:process-exec\n")
+    out = sb.run("--explain", "-c", "pass").stdout
+    assert ("AF_UNIX allowed (the Python guard checks the socket path); AF_INET/AF_INET6 "
+            "SOCK_STREAM only (no udp net= rule)") in out
+    assert "fork, vfork" not in out and "execve, execveat refused" not in out
+    sb.profile(NONE)
+    out = sb.run("--explain", "-c", "pass").stdout
+    assert "#   no seccomp filter with os-sandbox=none" in out
+    assert "seccomp: deny" not in out
+
+
+# --------------------------------------------------------------------------
+# Fail closed
+
+
+@pytest.mark.parametrize("provider", [pytest.param("landlock", marks=needs_landlock),
+                                      "subprocess"])
+def test_tiny_memory_limit_is_applied_after_the_boundary(sb, provider):
+    """limit-memory is set after the Landlock ruleset and the seccomp filter
+    are in place (building them needs memory), so a tiny limit cannot make
+    python-sb fail while applying its boundary. Whatever the interpreter then
+    manages, it never dies of a signal and never runs outside the filter."""
+    sb.mkdir("rw")
+    r, o = run_native(sb, f"os-sandbox={provider}\npy-sandbox=false\nexpose-rw=./rw\n"
+                      "limit-memory=2MB\n", '''
+        print("RAN")
+        attempt("inet", libc.socket, socket.AF_INET, socket.SOCK_STREAM, 0)
+        ''')
+    assert r.returncode >= 0, r
+    if "RAN" in r.stdout:
+        assert o.get("inet") == "EPERM", r
+    else:
+        assert r.returncode in (1, EXIT_CONFIG), r
