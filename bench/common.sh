@@ -1,14 +1,20 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash disable=SC2016
-# Sourced by bench/startup.sh and bench/instructions.sh (bash, set -euo pipefail).
+# Sourced by bench/startup.sh, bench/instructions.sh, bench/kernel.sh and
+# bench/kernel-breakdown.sh (bash, set -euo pipefail).
 #
 # bench_setup [BUILD_DIR] sets:
 #   sb, ref       absolute paths of python-sb and python-ref
 #   clean_env     `env -i ...` prefix: the one environment every command runs in
+#   env_names     the names clean_env sets (for wrappers that clear the environment)
 #   profile_dir   a temp dir (the cwd from then on) holding .py-sandboxes and
 #                 strict.py-sandboxes
 # It honours PYTHON_SB/PYTHON_REF, PYTHON3, KEEP_BUILD, EXTRA_ENV (described in
 # the scripts' headers) and removes its temp dirs on exit.
+#
+# Helpers: bench_write_profile (more profiles of the same shape),
+# bench_explain_check (which provider --explain reports), bench_out_dir,
+# q (one word for hyperfine -N), bench_ratios (ratios of a hyperfine JSON).
 
 bench_name=$(basename -- "$0")
 die() { echo "$bench_name: $*" >&2; exit 2; }
@@ -77,34 +83,27 @@ bench_profiles() {
     export LANG=${LANG:-C.UTF-8}
     [[ -n ${HOME:-} ]] || die "HOME is not set"
     clean_env=(env -i "HOME=$HOME" "LANG=$LANG" "PATH=$PATH")
-    if [[ -n ${TERM:-} ]]; then clean_env+=("TERM=$TERM"); fi
+    env_names=(HOME LANG PATH)
+    if [[ -n ${TERM:-} ]]; then clean_env+=("TERM=$TERM") env_names+=(TERM); fi
 
     profile_dir=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-profile.XXXXXX")
     bench_cleanup_dirs+=("$profile_dir")
     # The profile a user writes to keep python's own site behaviour: without
     # HOME, site.py imports pwd to find the user base; without LANG, CPython
     # turns on UTF-8 mode and imports encodings.ascii.
-    cat >"$profile_dir/.py-sandboxes" <<'EOF'
-os-sandbox=subprocess
-python-import=*
-env=HOME=${HOME}
-env=LANG=${LANG}
-env=PATH=${PATH}
-EOF
+    # (os-sandbox=subprocess, python-import=*, env=HOME/LANG/PATH and EXTRA_ENV)
+    bench_write_profile "$profile_dir/.py-sandboxes" os-sandbox=subprocess
     # For information: the strict default, no environment passed through.
     printf '%s\n' os-sandbox=subprocess 'python-import=*' >"$profile_dir/strict.py-sandboxes"
     for extra in ${EXTRA_ENV:-}; do
         name=${extra%%=*}
         clean_env+=("$extra")
-        printf 'env=%s=${%s}\n' "$name" "$name" >>"$profile_dir/.py-sandboxes"
+        env_names+=("$name")
         printf 'env=%s=${%s}\n' "$name" "$name" >>"$profile_dir/strict.py-sandboxes"
     done
     cd -- "$profile_dir" || die "cannot enter $profile_dir"
 
-    local explain
-    explain=$("${clean_env[@]}" "$sb" --explain -c pass) || die "$sb --explain failed"
-    grep -q '^#   provider in use: subprocess$' <<<"$explain" ||
-        die "python-sb does not use the subprocess provider with the benchmark profile"
+    bench_explain_check subprocess >/dev/null
 
     # The same site behaviour means the same modules imported at startup;
     # checked, not assumed, so a change that adds imports shows here.
@@ -121,6 +120,142 @@ EOF
 }
 
 bench_setup() {
+    if [[ ${1:-} == -* ]]; then
+        die "usage: $bench_name [BUILD_DIR]; options are environment variables (see the header of $0)"
+    fi
     bench_binaries "$@"
     bench_profiles
+}
+
+# bench_write_profile FILE LINE...: a profile with the given lines (os-sandbox=,
+# limits, expose-*) and the benchmark profile's python-import and env= rules,
+# so every python-sb variant imports the same modules as .py-sandboxes.
+bench_write_profile() {
+    local file=$1 extra name
+    shift
+    {
+        printf '%s\n' "$@" 'python-import=*' 'env=HOME=${HOME}' 'env=LANG=${LANG}' 'env=PATH=${PATH}'
+        for extra in ${EXTRA_ENV:-}; do
+            name=${extra%%=*}
+            printf 'env=%s=${%s}\n' "$name" "$name"
+        done
+    } >"$file"
+}
+
+# bench_explain_check PROVIDER [python-sb option...]: runs python-sb --explain
+# in the benchmark environment (cwd $profile_dir), stops unless it reports
+# PROVIDER as the provider in use, and prints the explanation.
+bench_explain_check() {
+    local want=$1 explain
+    shift
+    explain=$("${clean_env[@]}" "$sb" "$@" --explain -c pass) || die "$sb $* --explain failed"
+    grep -q "^#   provider in use: $want\$" <<<"$explain" ||
+        die "python-sb $* does not use the $want provider:" \
+            "$(grep '^#   provider in use' <<<"$explain" || echo '(no provider line)')"
+    printf '%s\n' "$explain"
+}
+
+# bench_out_dir NAME: sets out to $OUT_DIR (created) or a new temp dir.
+bench_out_dir() {
+    if [[ -n ${OUT_DIR:-} ]]; then
+        mkdir -p -- "$OUT_DIR"
+        out=$(realpath -- "$OUT_DIR")
+    else
+        # shellcheck disable=SC2034  # for the caller
+        out=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-$1.XXXXXX")
+    fi
+}
+
+# One word for hyperfine -N, which splits its command lines like a shell.
+q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# bench_ratios JSON MAX_RATIO GATE PAIR...: prints, for each PAIR "a/b" of
+# hyperfine command names, mean(a) / mean(b) with the standard errors of both
+# means (stddev/sqrt(runs)) propagated, and the ratio of the medians alongside
+# as a check against outliers, the ratio of the fastest runs (the least
+# disturbed by load), and mean(a) - mean(b) in ms; an empty PAIR
+# prints an empty line. GATE is a pair too: exit status 1 when its ratio of
+# the means is above MAX_RATIO.
+bench_ratios() {
+    "$PYTHON3" - "$@" <<'EOF'
+import json, math, sys
+
+results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
+max_ratio = float(sys.argv[2])
+gate, pairs = sys.argv[3], sys.argv[4:]
+
+
+def ratio(pair):
+    a, b = pair.split("/")
+    ra, rb = results[a], results[b]
+    ma, mb = ra["mean"], rb["mean"]
+    sea = ra["stddev"] / math.sqrt(len(ra["times"]))
+    seb = rb["stddev"] / math.sqrt(len(rb["times"]))
+    r = ma / mb
+    return (r, r * math.hypot(sea / ma, seb / mb), ra["median"] / rb["median"],
+            ra["min"] / rb["min"], (ma - mb) * 1000)
+
+
+width = max([32] + [len(p) + 2 for p in pairs + [gate]])
+print()
+print("%-*s %8s %8s %8s %8s %9s" % (width, "ratio", "mean", "± s.e.", "median", "min",
+                                    "Δ mean ms"))
+for pair in pairs:
+    if not pair:
+        print()
+        continue
+    r, se, med, mn, diff = ratio(pair)
+    print("%-*s %8.4f %8.4f %8.4f %8.4f %+9.3f"
+          % (width, pair.replace("/", " / "), r, se, med, mn, diff))
+
+r, se, _, _, _ = ratio(gate)
+label = gate.replace("/", " / ")
+print()
+if r > max_ratio:
+    print("FAIL: %s = %.4f ± %.4f > %.2f" % (label, r, se, max_ratio))
+    sys.exit(1)
+print("OK: %s = %.4f ± %.4f <= %.2f" % (label, r, se, max_ratio))
+EOF
+}
+
+# bench_kernel_profiles: the profiles of the kernel-boundary benchmark, in
+# $profile_dir (same python-import and env= rules as .py-sandboxes):
+#   landlock.py-sandboxes          Landlock + seccomp + resource limits
+#   landlock-timeout.py-sandboxes  the same + timeout=10s (a supervisor fork)
+#   none.py-sandboxes              os-sandbox=none: the launcher and the Python
+#                                  guard, no kernel layer at all
+# Checks with --explain that each gets the provider it names, that the
+# landlock ones load a seccomp filter, and runs each once. Sets
+# landlock_explain (the --explain text) and landlock_rules (the number of
+# paths in the Landlock ruleset, as --explain lists them).
+bench_kernel_profiles() {
+    local rules=(os-sandbox=landlock limit-cpu=5s limit-memory=1GB limit-open-files=256
+        "expose-ro=$profile_dir")
+    local p explain
+    bench_write_profile "$profile_dir/landlock.py-sandboxes" "${rules[@]}"
+    bench_write_profile "$profile_dir/landlock-timeout.py-sandboxes" "${rules[@]}" timeout=10s
+    bench_write_profile "$profile_dir/none.py-sandboxes" os-sandbox=none
+
+    bench_explain_check none --pysandboxes-config "$profile_dir/none.py-sandboxes" >/dev/null
+    for p in landlock landlock-timeout; do
+        explain=$(bench_explain_check landlock --pysandboxes-config "$profile_dir/$p.py-sandboxes")
+        grep -q '^#   seccomp: ' <<<"$explain" || die "$p.py-sandboxes: --explain shows no seccomp filter"
+        grep -q '^#   limit-memory: ' <<<"$explain" || die "$p.py-sandboxes: --explain shows no limits"
+        [[ $p == landlock ]] || grep -q '^#   timeout: 10000 ms$' <<<"$explain" ||
+            die "$p.py-sandboxes: --explain shows no timeout"
+    done
+    # Run once each; and the same modules at startup as python3 (see above).
+    local modules='import sys; print(" ".join(sorted(sys.modules)))' want got
+    want=$("${clean_env[@]}" "$PYTHON3" -c "$modules")
+    for p in landlock landlock-timeout none; do
+        got=$("${clean_env[@]}" "$sb" --pysandboxes-config "$profile_dir/$p.py-sandboxes" -c "$modules") ||
+            die "python-sb with $p.py-sandboxes fails to run (Landlock disabled in this kernel?)"
+        if [[ $got != "$want" ]]; then
+            echo "$bench_name: warning: python-sb with $p.py-sandboxes imports other modules than $PYTHON3:" >&2
+            diff <(tr ' ' '\n' <<<"$want") <(tr ' ' '\n' <<<"$got") >&2 || true
+        fi
+    done
+    landlock_explain=$(bench_explain_check landlock --pysandboxes-config "$profile_dir/landlock.py-sandboxes")
+    # shellcheck disable=SC2034  # for the caller
+    landlock_rules=$(grep -c '^#   r[ow]  ' <<<"$landlock_explain")
 }

@@ -31,16 +31,10 @@ command -v hyperfine >/dev/null ||
     die "hyperfine not found (Debian/Ubuntu: apt-get install hyperfine)"
 
 bench_setup "$@"
-if [[ -n ${OUT_DIR:-} ]]; then
-    mkdir -p -- "$OUT_DIR"
-    out=$(realpath -- "$OUT_DIR")
-else
-    out=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-startup.XXXXXX")
-fi
+bench_out_dir startup
 
 # (c) The measurement. -N: no shell in between, so nothing to subtract. The cwd
 # is $profile_dir, where python-sb finds ./.py-sandboxes as a user's would.
-q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }   # one word for hyperfine -N
 echo "== hyperfine: $RUNS runs after $WARMUP warm-ups per command; cwd $profile_dir" >&2
 "${clean_env[@]}" hyperfine -N --warmup "$WARMUP" --runs "$RUNS" \
     --export-json "$out/startup.json" --export-markdown "$out/startup.md" \
@@ -52,39 +46,10 @@ echo "== hyperfine: $RUNS runs after $WARMUP warm-ups per command; cwd $profile_
     -n python-ref-I "$(q "$ref") -I -c pass" \
     -n python-sb-I "$(q "$sb") -I -c pass"
 
-# (d) Ratios of the means, the standard error of each mean (stddev/sqrt(runs))
-# propagated; the ratio of the medians alongside as a check against outliers.
+# (d) Ratios of the means (standard errors propagated) and of the medians.
 status=0
-"$PYTHON3" - "$out/startup.json" "$MAX_RATIO" <<'EOF' || status=$?
-import json, math, sys
-
-results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-max_ratio = float(sys.argv[2])
-
-
-def ratio(a, b):
-    ra, rb = results[a], results[b]
-    ma, mb = ra["mean"], rb["mean"]
-    sea = ra["stddev"] / math.sqrt(len(ra["times"]))
-    seb = rb["stddev"] / math.sqrt(len(rb["times"]))
-    r = ma / mb
-    return r, r * math.hypot(sea / ma, seb / mb), ra["median"] / rb["median"]
-
-
-print()
-print("%-32s %8s %8s %8s" % ("ratio", "mean", "± s.e.", "median"))
-for a, b in [("python-sb", "python-ref"), ("python-sb", "python3"),
-             ("python-ref", "python3"), ("python-sb-strict", "python-ref"),
-             ("python-sb-I", "python-ref-I"), ("python-sb-I", "python3-I")]:
-    r, se, med = ratio(a, b)
-    print("%-32s %8.4f %8.4f %8.4f" % (a + " / " + b, r, se, med))
-
-r, se, _ = ratio("python-sb", "python-ref")
-print()
-if r > max_ratio:
-    print("FAIL: python-sb / python-ref = %.4f ± %.4f > %.2f" % (r, se, max_ratio))
-    sys.exit(1)
-print("OK: python-sb / python-ref = %.4f ± %.4f <= %.2f" % (r, se, max_ratio))
-EOF
+bench_ratios "$out/startup.json" "$MAX_RATIO" python-sb/python-ref \
+    python-sb/python-ref python-sb/python3 python-ref/python3 \
+    python-sb-strict/python-ref python-sb-I/python-ref-I python-sb-I/python3-I || status=$?
 echo "results: $out/startup.json $out/startup.md" >&2
 exit "$status"

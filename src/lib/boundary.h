@@ -43,9 +43,9 @@ void sb_boundary_done(struct sb_boundary *b);
 int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr);
 
 /* Landlock, then seccomp, then the resource limits (last: building the
- * ruleset and the filter needs memory and descriptors). Must run before any thread exists: Landlock and
- * seccomp only bind the calling thread and what it creates later.
- * 0, or -errno with *reterr; after a failure the program must not run. */
+ * ruleset and the filter needs memory and descriptors). Must run before any thread exists: Landlock
+ * and seccomp only bind the calling thread and what it creates later. 0, or -errno with *reterr;
+ * after a failure the program must not run. */
 int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *report,
 		      char **reterr);
 

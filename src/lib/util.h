@@ -26,6 +26,16 @@
 		_p;                                                                                \
 	})
 
+/* AddressSanitizer reserves terabytes of shadow address space: an
+ * address-space limit cannot be applied to an instrumented build. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SB_HAVE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SB_HAVE_ASAN 1
+#endif
+#endif
+
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 static inline void sb_freep(void *p)

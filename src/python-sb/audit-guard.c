@@ -12,6 +12,9 @@
 /* Every part of the guard, in the order they are prepared and activated. */
 static const struct sb_guard_part *const parts[] = {
     &sb_guard_imports_part,
+    &sb_guard_files_part,
+    &sb_guard_net_part,
+    &sb_guard_api_part,
 };
 
 /* All guard state is plain C data: no Python object holds it, so no

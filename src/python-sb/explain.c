@@ -91,8 +91,29 @@ static int explain_env(const struct sb_profile *p, char *const *envp, struct sb_
 	return r;
 }
 
-#define LAYER_LANDLOCK_FILES "kernel: Landlock; Python guard: not yet"
-#define LAYER_LANDLOCK_NET   "kernel: Landlock (TCP ports only); Python guard: not yet"
+#define LAYER_OFF "not enforced: py-sandbox=false"
+
+/* Which layer enforces a rule of the Python guard, and of the kernel too. */
+static const char *guard_layer(const struct sb_profile *p)
+{
+	return p->py_sandbox ? LAYER_GUARD : LAYER_OFF;
+}
+
+static const char *files_layer(const struct sb_profile *p, bool landlock)
+{
+	if (!landlock)
+		return guard_layer(p);
+	return p->py_sandbox ? "Python guard + kernel: Landlock"
+			     : "kernel: Landlock (py-sandbox=false)";
+}
+
+static const char *net_layer(const struct sb_profile *p, bool landlock)
+{
+	if (!landlock)
+		return guard_layer(p);
+	return p->py_sandbox ? "Python guard + kernel: Landlock (TCP ports)"
+			     : "kernel: Landlock, TCP ports only (py-sandbox=false)";
+}
 
 static int explain_files(const struct sb_profile *p, bool landlock, struct sb_buf *out)
 {
@@ -106,15 +127,14 @@ static int explain_files(const struct sb_profile *p, bool landlock, struct sb_bu
 			     e->resolved && !streq(e->resolved, e->path) ? " -> " : "",
 			     e->resolved && !streq(e->resolved, e->path) ? e->resolved : "") < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, e->origin,
-			      landlock ? LAYER_LANDLOCK_FILES : LAYER_PENDING);
+		r = rule_line(out, text, e->origin, files_layer(p, landlock));
 	}
 	for (size_t i = 0; r >= 0 && i < p->n_ignores; i++) {
 		_cleanup_free_ char *text = NULL;
 
 		if (asprintf(&text, "ignore=%s", p->ignores[i].name) < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, p->ignores[i].origin, LAYER_PENDING);
+		r = rule_line(out, text, p->ignores[i].origin, guard_layer(p));
 	}
 	return r;
 }
@@ -128,8 +148,7 @@ static int explain_net(const struct sb_profile *p, bool landlock, struct sb_buf 
 
 		if (asprintf(&text, "net=%s", p->nets[i].text) < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, p->nets[i].origin,
-			      landlock ? LAYER_LANDLOCK_NET : LAYER_PENDING);
+		r = rule_line(out, text, p->nets[i].origin, net_layer(p, landlock));
 	}
 	return r;
 }
@@ -140,7 +159,7 @@ static int explain_imports(const struct sb_profile *p, struct sb_buf *out)
 				 "charged)\n");
 
 	if (r >= 0 && p->import_all)
-		r = rule_line(out, "python-import=*", p->import_all_origin, LAYER_GUARD);
+		r = rule_line(out, "python-import=*", p->import_all_origin, guard_layer(p));
 	for (size_t i = 0; r >= 0 && i < p->n_imports; i++) {
 		_cleanup_free_ char *text = NULL;
 
@@ -148,7 +167,7 @@ static int explain_imports(const struct sb_profile *p, struct sb_buf *out)
 			return -ENOMEM;
 		r = rule_line(out, text, p->imports[i].origin,
 			      strchr(p->imports[i].name, '.') ? "never matches: dotted name"
-							      : LAYER_GUARD);
+							      : guard_layer(p));
 	}
 	if (r >= 0 && !p->import_all && p->n_imports == 0)
 		r = sb_buf_puts(out, "#   no python-import rule: the program may import nothing\n");
@@ -169,7 +188,7 @@ static int explain_api(const struct sb_profile *p, struct sb_buf *out)
 
 		if (asprintf(&text, "python-api=%s:%s", a->deny ? "DENY" : "ALLOW", target) < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, a->origin, LAYER_PENDING);
+		r = rule_line(out, text, a->origin, guard_layer(p));
 	}
 	for (int c = 0; r >= 0 && c < SB_API_CATEGORY__N; c++) {
 		size_t allowed = 0, total = 0;

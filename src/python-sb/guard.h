@@ -45,6 +45,13 @@ struct sb_guard_part {
 int sb_guard_after_import(void);
 
 extern const struct sb_guard_part sb_guard_imports_part;
+extern const struct sb_guard_part sb_guard_files_part;
+extern const struct sb_guard_part sb_guard_net_part;
+/* Resolves and pins the host names of the net= rules; for the launcher to call
+ * before the kernel boundary (the net part's prepare() does it otherwise).
+ * Warnings ("file:line: message") are for the caller to print. 0 or -errno. */
+int sb_guard_net_resolve(const struct sb_profile *profile, char ***ret_warnings, char **reterr);
+extern const struct sb_guard_part sb_guard_api_part;
 
 /* True once the program's code is about to run (events before that are the
  * runtime's own start-up). */
@@ -68,3 +75,7 @@ int sb_raise_api_denied(const char *qualname, const char *category);
 /* The built-in module "pysandboxes", registered with PyImport_AppendInittab
  * before initialisation. */
 PyObject *sb_pysandboxes_module_init(void);
+
+/* The files part's decision for one path (AF_UNIX socket paths: the network
+ * part): 0, or -1 with the pysandboxes exception set. */
+int sb_guard_file_check(const char *path, bool write);

@@ -11,6 +11,7 @@
 #include "embed.h"
 #include "env-policy.h"
 #include "explain.h"
+#include "guard.h"
 #include "profile.h"
 #include "provider.h"
 #include "usage.h"
@@ -99,31 +100,13 @@ static int report_diags(struct sb_diags *d)
 
 /* Rules this version parses and validates but does not enforce yet: say so on
  * every run that has them, rather than let a user believe they protect. */
-static void warn_unenforced(const struct sb_profile *p, const struct sb_provider *provider)
+static void warn_unenforced(const struct sb_profile *p)
 {
-	/* With Landlock the kernel enforces the grants and the TCP ports. */
-	bool kernel = provider->id == SB_OS_LANDLOCK;
-	const struct {
-		const char *key;
-		size_t count;
-	} kinds[] = {
-	    {"expose-ro/expose-rw", kernel ? 0 : p->n_exposes},
-	    {"ignore", p->n_ignores},
-	    {"net", kernel ? 0 : p->n_nets},
-	    {"python-api", p->n_apis},
-	    {"eval-*", p->eval.any_key ? 1 : 0},
-	};
-	struct sb_buf keys = {0};
-
-	for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
-		if (kinds[i].count)
-			sb_buf_printf(&keys, "%s%s", keys.len ? ", " : "", kinds[i].key);
-	if (keys.len)
+	if (p->eval.any_key)
 		fprintf(stderr,
-			"python-sb: warning: %s rules are parsed but not enforced by the Python "
-			"guard of this version (see --explain)\n",
-			keys.data);
-	sb_buf_reset(&keys);
+			"python-sb: warning: eval-* rules are parsed but the eval layer is "
+			"not in this version: eval/exec/compile of strings stay refused (see "
+			"--explain)\n");
 }
 
 static int fail(const char *what, const char *detail, int r)
@@ -196,8 +179,20 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 		return 0;
 	}
 
-	if (e->profile->py_sandbox)
-		warn_unenforced(e->profile, provider);
+	if (e->profile->py_sandbox) {
+		_cleanup_strv_free_ char **warnings = NULL;
+
+		warn_unenforced(e->profile);
+		/* Host names are resolved and pinned now, while /etc/hosts and DNS
+		 * are still reachable: the boundary may hide both. */
+		r = sb_guard_net_resolve(e->profile, &warnings, &err);
+		for (char **w = warnings; w && *w; w++)
+			fprintf(stderr, "python-sb: warning: %s\n", *w);
+		if (r < 0) {
+			fprintf(stderr, "python-sb: %s\n", err ? err : strerror(-r));
+			return EXIT_CONFIG;
+		}
+	}
 	if (boundary.limits.timeout_ms) {
 		r = sb_supervise(boundary.limits.timeout_ms, &is_child, &status, &timed_out, &err);
 		if (r < 0)

@@ -44,6 +44,22 @@ def _landlock_abi():
 
 
 LANDLOCK_ABI = _landlock_abi()
+
+
+def _is_asan_build():
+    binary = os.environ.get("PYTHON_SB") or shutil.which("python-sb")
+    try:
+        with open(binary, "rb") as f:
+            return b"__asan_init" in f.read()
+    except (OSError, TypeError):
+        return False
+
+
+# An AddressSanitizer build reserves terabytes of address space and needs more
+# descriptors at start: it cannot run under limit-memory or a tight fd limit.
+IS_ASAN = _is_asan_build()
+not_under_asan = pytest.mark.skipif(IS_ASAN, reason="an ASan build cannot bound its address "
+                                    "space or start with a handful of descriptors")
 needs_landlock = pytest.mark.skipif(LANDLOCK_ABI < 1, reason="the kernel has no Landlock")
 
 

@@ -55,7 +55,9 @@ def test_stderr_and_stdout_markers_stay_on_their_stream(sb):
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_death_by_signal_is_propagated(sb, provider, sig):
     marker = sb.path("AFTER")
-    r = sb.run_code(f"os-sandbox={provider}\npython-import=os,signal\n",
+    # os.kill is in python-api's process-control category, denied by default.
+    r = sb.run_code(f"os-sandbox={provider}\npython-import=os,signal\n"
+                    "python-api=ALLOW:os.kill\n",
                     f"import os, signal\nos.kill(os.getpid(), {int(sig)})\n"
                     f"open({str(marker)!r}, 'w')\n")
     # As with python: subprocess sees the same signal, not an exit status.

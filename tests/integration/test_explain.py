@@ -39,8 +39,8 @@ def test_rules_with_origin_and_layer(sb):
     assert rule(out, "os-sandbox=none") == (f"{p}:1", "[none: plain Python in this process]")
     assert rule(out, "python-import=json") == (f"{p}:2", GUARD)
     assert rule(out, "env=FOO=bar") == (f"{p}:3", LAUNCHER)
-    assert rule(out, "net=ALLOW|tcp|127.0.0.1|80|OUT") == (f"{p}:4", PENDING)
-    assert rule(out, "python-api=ALLOW:threads") == (f"{p}:5", PENDING)
+    assert rule(out, "net=ALLOW|tcp|127.0.0.1|80|OUT") == (f"{p}:4", GUARD)
+    assert rule(out, "python-api=ALLOW:threads") == (f"{p}:5", GUARD)
 
 
 def test_defaults_are_marked(sb):
@@ -95,7 +95,8 @@ def test_py_sandbox_false_and_expose(sb):
     p = sb.profile(f"os-sandbox=none\npy-sandbox=false\nexpose-ro={d}\n")
     out = explain(sb)
     assert rule(out, "py-sandbox=false") == (f"{p}:2", "[launcher]")
-    assert rule(out, f"expose-ro={d}") == (f"{p}:3", PENDING)
+    # Nothing enforces it: no guard, and no Landlock with os-sandbox=none.
+    assert rule(out, f"expose-ro={d}") == (f"{p}:3", "[not enforced: py-sandbox=false]")
 
 
 def test_eval_rules_are_shown_in_profile_syntax(sb):

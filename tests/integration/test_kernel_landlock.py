@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock
+from conftest import EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock, not_under_asan
 
 pytestmark = needs_landlock
 
@@ -491,7 +491,10 @@ def test_unix_socket_in_expose_rw_dir_connects(box):
             py("bind in ro", serve_ro)
             ''')
         assert r.returncode == 0, r
-        assert o == {"connect rw socket": "OK", "bind in rw": "OK", "bind in ro": "EACCES"}, r
+        # bind under expose-ro: the guard refuses first (ECONNREFUSED), Landlock
+        # would (EACCES, MAKE_SOCK); either way no socket file appears.
+        assert o["connect rw socket"] == "OK" and o["bind in rw"] == "OK", r
+        assert o["bind in ro"] in ("ECONNREFUSED", "EACCES"), r
         assert accepted(listener)
         assert not box.path("ro/own.sock").exists()
     finally:
@@ -537,7 +540,10 @@ def test_abstract_unix_socket_scoped_to_the_sandbox(box):
             py("own abstract", own)
             ''')
         assert r.returncode == 0, r
-        assert o == {"connect host abstract": "EPERM", "own abstract": "OK"}, r
+        # The guard refuses every abstract socket (spec 3.5) before the kernel's
+        # scope (EPERM, covered by tests/unit/test-landlock.c) is reached.
+        assert o["connect host abstract"] in ("ECONNREFUSED", "EPERM"), r
+        assert o["own abstract"] in ("ECONNREFUSED", "EPERM"), r
         assert not accepted(listener)
     finally:
         listener.close()
@@ -797,6 +803,7 @@ def run_with_parent_fd_limit(sb, nofile, *args):
                           timeout=30, env=sb.env(), stdin=subprocess.DEVNULL)
 
 
+@not_under_asan
 def test_landlock_that_cannot_be_built_fails_closed(box):
     """With 4 descriptors the ruleset is created but the first grant cannot be
     opened (EMFILE): the provider cannot apply its rules, so the program must
@@ -812,6 +819,7 @@ def test_landlock_that_cannot_be_built_fails_closed(box):
     assert not marker.exists()
 
 
+@not_under_asan
 def test_landlock_failure_on_command_line_fails_closed(box):
     marker = box.path("rw/RAN")
     box.profile("os-sandbox=none\npy-sandbox=false\nexpose-rw=./rw\n")
@@ -823,6 +831,7 @@ def test_landlock_failure_on_command_line_fails_closed(box):
     assert not marker.exists()
 
 
+@not_under_asan
 def test_landlock_failure_under_timeout_fails_closed(box):
     """The supervisor's child fails to enter the boundary: the status is 255,
     not the timeout's 124, and nothing ran."""

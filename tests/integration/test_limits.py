@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock
+from conftest import EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock, not_under_asan
 
 pytestmark = needs_landlock
 
@@ -27,6 +27,7 @@ def run(sb, extra, code, **kw):
     return sb.run_code(BASE + extra, code, **kw)
 
 
+@not_under_asan
 def test_memory_limit_gives_memory_error_and_the_program_survives(box):
     r = run(box, "limit-memory=200MB\n", '''
         try:
@@ -40,6 +41,7 @@ def test_memory_limit_gives_memory_error_and_the_program_survives(box):
     assert (r.returncode, r.stdout) == (0, "MemoryError\nSURVIVED 10000000\n"), r
 
 
+@not_under_asan
 def test_memory_limit_is_a_hard_limit(box):
     r = run(box, "limit-memory=200MB\n", '''
         import resource
@@ -125,6 +127,7 @@ def test_open_files_limit(box):
     assert 0 < int(words[3]) < 20, r
 
 
+@not_under_asan
 def test_limits_are_inherited_by_children(box):
     r = run(box, "limit-open-files=20\nlimit-memory=300MB\nexpose-ro=/usr/bin\n"
             "python-api=ALLOW:process-exec\n", '''

@@ -88,7 +88,7 @@ def test_exit_codes(sb_nobody):
 
 
 def test_death_by_signal(sb_nobody):
-    r = sb_nobody.run_code("os-sandbox=subprocess\npython-import=os\n",
+    r = sb_nobody.run_code("os-sandbox=subprocess\npython-import=os\npython-api=ALLOW:os.kill\n",
                            f"import os\nos.kill(os.getpid(), {int(signal.SIGKILL)})\n")
     assert r.returncode == -signal.SIGKILL, r
 

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+#include "file-policy.h"
+
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include "util.h"
+
+static int cmp_grant_longest_first(const void *a, const void *b)
+{
+	const struct sb_fp_grant *x = a, *y = b;
+
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	return strcmp(x->dir, y->dir);
+}
+
+static char *format_origin(struct sb_origin o)
+{
+	char *s;
+
+	if (asprintf(&s, "%s:%u", o.file ? o.file : SB_ORIGIN_CLI, o.line) < 0)
+		return NULL;
+	return s;
+}
+
+int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profile)
+{
+	*p = (struct sb_file_policy){0};
+	if (profile->n_exposes) {
+		p->grants = calloc(profile->n_exposes, sizeof(*p->grants));
+		if (!p->grants)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < profile->n_exposes; i++) {
+		const struct sb_expose_rule *e = &profile->exposes[i];
+		struct sb_fp_grant *g = &p->grants[p->n_grants];
+
+		/* sb_profile_check() refuses a profile whose grant does not
+		 * resolve; an unresolved one grants nothing. */
+		if (!e->resolved)
+			continue;
+		g->dir = strdup(e->resolved);
+		g->written = strdup(e->path);
+		g->origin = format_origin(e->origin);
+		if (!g->dir || !g->written || !g->origin)
+			return -ENOMEM;
+		g->len = strlen(g->dir);
+		while (g->len > 1 && g->dir[g->len - 1] == '/')
+			g->dir[--g->len] = '\0';
+		g->writable = e->writable;
+		p->n_grants++;
+	}
+	/* The longest prefix decides (expose-ro=/a/b inside expose-rw=/a). */
+	if (p->n_grants)
+		qsort(p->grants, p->n_grants, sizeof(*p->grants), cmp_grant_longest_first);
+	if (profile->n_ignores) {
+		p->ignores = calloc(profile->n_ignores, sizeof(*p->ignores));
+		if (!p->ignores)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < profile->n_ignores; i++) {
+		struct sb_fp_ignore *ig = &p->ignores[p->n_ignores];
+
+		ig->pattern = strdup(profile->ignores[i].name);
+		ig->origin = format_origin(profile->ignores[i].origin);
+		if (!ig->pattern || !ig->origin)
+			return -ENOMEM;
+		ig->absolute = ig->pattern[0] == '/';
+		p->n_ignores++;
+	}
+	return 0;
+}
+
+int sb_file_policy_add_implicit(struct sb_file_policy *p, const char *path, bool file,
+				bool writable, const char *why)
+{
+	struct sb_fp_grant *grants, *g;
+	struct stat st;
+	char *real;
+
+	if (!path || !*path)
+		return 0;
+	real = realpath(path, NULL);
+	if (!real)
+		return errno == ENOMEM ? -ENOMEM : 0;
+	if (stat(real, &st) < 0) {
+		free(real);
+		return 0;
+	}
+	/* A zip file on sys.path, or a script: an exact file, not a tree. */
+	file = file || !S_ISDIR(st.st_mode);
+	for (size_t i = 0; i < p->n_implicit; i++)
+		if (p->implicit[i].file == file && p->implicit[i].writable == writable &&
+		    streq(p->implicit[i].dir, real)) {
+			free(real);
+			return 0;
+		}
+	grants = realloc(p->implicit, (p->n_implicit + 1) * sizeof(*grants));
+	if (!grants) {
+		free(real);
+		return -ENOMEM;
+	}
+	p->implicit = grants;
+	g = &grants[p->n_implicit++];
+	*g = (struct sb_fp_grant){
+	    .dir = real,
+	    .len = strlen(real),
+	    .writable = writable,
+	    .implicit = true,
+	    .file = file,
+	    .why = why,
+	};
+	return 0;
+}
+
+static void grant_done(struct sb_fp_grant *g)
+{
+	free(g->dir);
+	free(g->written);
+	free(g->origin);
+}
+
+void sb_file_policy_done(struct sb_file_policy *p)
+{
+	for (size_t i = 0; i < p->n_grants; i++)
+		grant_done(&p->grants[i]);
+	for (size_t i = 0; i < p->n_implicit; i++)
+		grant_done(&p->implicit[i]);
+	for (size_t i = 0; i < p->n_ignores; i++) {
+		free(p->ignores[i].pattern);
+		free(p->ignores[i].origin);
+	}
+	free(p->grants);
+	free(p->implicit);
+	free(p->ignores);
+	*p = (struct sb_file_policy){0};
+}
+
+/* Drops the last component of out ("/a/b" -> "/a", "/a" -> "/"). */
+static void pop_component(char *out, size_t *o)
+{
+	while (*o > 1 && out[*o - 1] != '/')
+		(*o)--;
+	if (*o > 1)
+		(*o)--;
+	out[*o] = '\0';
+}
+
+static int start_at(const char *path, const char *base, char *out, size_t *o)
+{
+	if (path[0] == '/' || !base) {
+		out[0] = '/';
+		out[1] = '\0';
+		*o = 1;
+		return 0;
+	}
+	*o = strlen(base);
+	if (*o >= PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(out, base, *o + 1);
+	while (*o > 1 && out[*o - 1] == '/')
+		out[--*o] = '\0';
+	return 0;
+}
+
+static int push_component(char *out, size_t *o, const char *c, size_t len)
+{
+	if (*o + 1 + len >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (*o > 1)
+		out[(*o)++] = '/';
+	memcpy(out + *o, c, len);
+	*o += len;
+	out[*o] = '\0';
+	return 0;
+}
+
+int sb_path_absolute(const char *path, const char *base, char out[PATH_MAX])
+{
+	const char *p = path;
+	size_t o;
+	int r;
+
+	r = start_at(path, base, out, &o);
+	if (r < 0)
+		return r;
+	while (*p) {
+		const char *c;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		c = p;
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - c);
+		if (len == 0 || (len == 1 && c[0] == '.'))
+			continue;
+		if (len == 2 && c[0] == '.' && c[1] == '.') {
+			pop_component(out, &o);
+			continue;
+		}
+		r = push_component(out, &o, c, len);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int sb_path_resolve(const char *path, const char *base, bool follow_last, char out[PATH_MAX])
+{
+	char rest[PATH_MAX], target[PATH_MAX], tmp[PATH_MAX];
+	const char *p;
+	unsigned links = 0;
+	bool missing = false;
+	size_t o;
+	int r;
+
+	if (strlen(path) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	strcpy(rest, path);
+	r = start_at(path, base, out, &o);
+	if (r < 0)
+		return r;
+	p = rest;
+	for (;;) {
+		const char *c, *q;
+		struct stat st;
+		bool last, trailing_slash;
+		ssize_t n;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		c = p;
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - c);
+		for (q = p; *q == '/'; q++)
+			;
+		last = !*q;
+		trailing_slash = last && *p == '/';
+		if (len == 1 && c[0] == '.')
+			continue;
+		if (len == 2 && c[0] == '.' && c[1] == '.') {
+			pop_component(out, &o);
+			continue;
+		}
+		r = push_component(out, &o, c, len);
+		if (r < 0)
+			return r;
+		if (missing)
+			continue;
+		/* lstat, unlink, rename act on the link itself, not on its
+		 * target; a trailing '/' makes the kernel follow it anyway. */
+		if (last && !follow_last && !trailing_slash)
+			break;
+		if (lstat(out, &st) < 0) {
+			/* Not there (yet): the rest is what would be created. */
+			missing = true;
+			continue;
+		}
+		if (!S_ISLNK(st.st_mode))
+			continue;
+		if (++links > 40)
+			return -ELOOP;
+		n = readlink(out, target, sizeof(target) - 1);
+		if (n < 0) {
+			missing = true;
+			continue;
+		}
+		target[n] = '\0';
+		/* Continue with the link's target followed by what remains:
+		 * a dangling link is followed too, so creating through it is
+		 * decided where the file would really appear. */
+		len = strlen(p);
+		if ((size_t)n + 1 + len >= PATH_MAX)
+			return -ENAMETOOLONG;
+		memcpy(tmp, target, (size_t)n);
+		tmp[n] = '/';
+		memcpy(tmp + n + 1, p, len + 1);
+		memcpy(rest, tmp, (size_t)n + len + 2);
+		p = rest;
+		if (target[0] == '/') {
+			out[0] = '/';
+			out[1] = '\0';
+			o = 1;
+		} else {
+			pop_component(out, &o);
+		}
+	}
+	return 0;
+}
+
+static bool covers(const struct sb_fp_grant *g, const char *path)
+{
+	if (g->file)
+		return streq(g->dir, path);
+	if (g->len == 1 && g->dir[0] == '/')
+		return path[0] == '/';
+	return strncmp(path, g->dir, g->len) == 0 && (path[g->len] == '\0' || path[g->len] == '/');
+}
+
+const struct sb_fp_grant *sb_file_policy_grant_for(const struct sb_file_policy *p,
+						   const char *resolved)
+{
+	for (size_t i = 0; i < p->n_grants; i++)
+		if (covers(&p->grants[i], resolved))
+			return &p->grants[i];
+	for (size_t i = 0; i < p->n_implicit; i++)
+		if (covers(&p->implicit[i], resolved))
+			return &p->implicit[i];
+	return NULL;
+}
+
+static bool match(const char *pattern, const char *text)
+{
+	/* Python's fnmatch: '*' crosses '/', no escapes, dots not special. */
+	return fnmatch(pattern, text, FNM_NOESCAPE) == 0;
+}
+
+/* An absolute pattern hides the path it matches and everything under it. */
+static bool match_path_or_ancestor(const char *pattern, const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (match(pattern, path))
+		return true;
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, path, n + 1);
+	for (size_t i = n; i > 1; i--)
+		if (buf[i - 1] == '/') {
+			buf[i - 1] = '\0';
+			if (match(pattern, buf))
+				return true;
+		}
+	return false;
+}
+
+/* Components of resolved below root_len: a relative pattern naming a
+ * directory hides everything under it, but never the grant's root (nor the
+ * components above it: ignore=.* must not hide a grant of ~/.venv). */
+static bool match_component_below(const char *pattern, const char *resolved, size_t root_len)
+{
+	char comp[NAME_MAX + 1];
+	const char *p = resolved + root_len;
+
+	while (*p) {
+		const char *c;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		c = p;
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - c);
+		if (len == 0 || len >= sizeof(comp))
+			continue;
+		memcpy(comp, c, len);
+		comp[len] = '\0';
+		if (match(pattern, comp))
+			return true;
+	}
+	return false;
+}
+
+static const struct sb_fp_ignore *find_ignore(const struct sb_file_policy *p, const char *base,
+					      const char *abs, const char *resolved)
+{
+	const struct sb_fp_grant *g;
+	size_t root_len = 0;
+
+	if (!p->n_ignores)
+		return NULL;
+	g = sb_file_policy_grant_for(p, resolved);
+	if (g)
+		root_len = g->file ? strlen(resolved) : (g->len == 1 ? 0 : g->len);
+	for (size_t i = 0; i < p->n_ignores; i++) {
+		const struct sb_fp_ignore *ig = &p->ignores[i];
+
+		if (ig->absolute) {
+			if (match_path_or_ancestor(ig->pattern, abs) ||
+			    match_path_or_ancestor(ig->pattern, resolved))
+				return ig;
+			continue;
+		}
+		/* Never a whole exposed root. */
+		if (g && resolved[root_len] == '\0')
+			continue;
+		if ((base && *base && match(ig->pattern, base)) || match(ig->pattern, abs) ||
+		    match(ig->pattern, resolved) ||
+		    match_component_below(ig->pattern, resolved, root_len))
+			return ig;
+	}
+	return NULL;
+}
+
+/* The last component of a raw path, trailing slashes ignored, into buf. */
+static const char *raw_basename(const char *raw, char buf[NAME_MAX + 1])
+{
+	size_t n = strlen(raw), start;
+
+	while (n > 1 && raw[n - 1] == '/')
+		n--;
+	start = n;
+	while (start > 0 && raw[start - 1] != '/')
+		start--;
+	/* "." and ".." name no entry of their own (ignore=.* must not hide
+	 * os.listdir('.')). */
+	if (n - start > NAME_MAX || (n - start == 1 && raw[start] == '.') ||
+	    (n - start == 2 && raw[start] == '.' && raw[start + 1] == '.'))
+		return "";
+	memcpy(buf, raw + start, n - start);
+	buf[n - start] = '\0';
+	return buf;
+}
+
+enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const char *raw,
+					 const char *abs, const char *resolved, bool write,
+					 const struct sb_fp_grant **ret_grant,
+					 const struct sb_fp_ignore **ret_ignore)
+{
+	const struct sb_fp_grant *ro = NULL;
+	const struct sb_fp_ignore *ig;
+	char base[NAME_MAX + 1];
+
+	*ret_grant = NULL;
+	*ret_ignore = NULL;
+	/* Ignore rules come before any grant. */
+	ig = find_ignore(p, raw ? raw_basename(raw, base) : NULL, abs, resolved);
+	if (ig) {
+		*ret_ignore = ig;
+		return SB_FP_IGNORED;
+	}
+	for (size_t i = 0; i < p->n_grants; i++)
+		if (covers(&p->grants[i], resolved)) {
+			*ret_grant = &p->grants[i];
+			return !write || p->grants[i].writable ? SB_FP_ALLOW : SB_FP_READ_ONLY;
+		}
+	/* Implicit grants only add reading (and /dev/null): they never take
+	 * away what an explicit rule gives, whatever their length. */
+	for (size_t i = 0; i < p->n_implicit; i++)
+		if (covers(&p->implicit[i], resolved)) {
+			if (!write || p->implicit[i].writable) {
+				*ret_grant = &p->implicit[i];
+				return SB_FP_ALLOW;
+			}
+			if (!ro)
+				ro = &p->implicit[i];
+		}
+	if (ro) {
+		*ret_grant = ro;
+		return SB_FP_READ_ONLY;
+	}
+	return SB_FP_NOT_EXPOSED;
+}
+
+bool sb_file_policy_entry_ignored(const struct sb_file_policy *p, const char *dir, const char *name,
+				  const struct sb_fp_ignore **ret_ignore)
+{
+	char path[PATH_MAX];
+
+	*ret_ignore = NULL;
+	if (!p->n_ignores)
+		return false;
+	if (snprintf(path, sizeof(path), "%s%s%s", dir, streq(dir, "/") ? "" : "/", name) >=
+	    (int)sizeof(path))
+		return false;
+	*ret_ignore = find_ignore(p, name, path, path);
+	return *ret_ignore != NULL;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The file decisions of the Python guard as plain C data: expose-ro/-rw
+ * grants, ignore= globs and the implicit read-only grants (the interpreter's
+ * own tree, sys.path, CA stores). Built once (this may allocate); decisions
+ * afterwards only walk these arrays and use the caller's stack buffers, so
+ * the hot path neither allocates nor re-parses rules. */
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "profile.h"
+
+enum sb_fp_verdict {
+	SB_FP_ALLOW,
+	SB_FP_NOT_EXPOSED, /* no grant covers the path: ENOENT */
+	SB_FP_IGNORED,	   /* an ignore= rule hides it: ENOENT */
+	SB_FP_READ_ONLY,   /* a write under a read-only grant: EACCES */
+};
+
+struct sb_fp_grant {
+	char *dir; /* resolved, no trailing '/' except for "/" itself */
+	size_t len;
+	bool writable;
+	bool implicit;
+	bool file;	 /* an exact file rather than a directory tree */
+	char *written;	 /* explicit: the rule's path as written */
+	char *origin;	 /* explicit: "file:line" */
+	const char *why; /* implicit: what it is ("the interpreter's files") */
+};
+
+struct sb_fp_ignore {
+	char *pattern;
+	bool absolute; /* starts with '/': matched against full paths */
+	char *origin;  /* "file:line" */
+};
+
+struct sb_file_policy {
+	struct sb_fp_grant *grants; /* explicit, longest dir first */
+	size_t n_grants;
+	struct sb_fp_grant *implicit; /* implicit, any order */
+	size_t n_implicit;
+	struct sb_fp_ignore *ignores;
+	size_t n_ignores;
+};
+
+/* Compiles the profile's expose-ro, expose-rw and ignore rules. 0 or -ENOMEM. */
+int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profile);
+/* Adds an implicit grant of dir (or file) when it exists; path need not be
+ * resolved (it is, here). Missing paths are skipped. 0 or -ENOMEM. */
+int sb_file_policy_add_implicit(struct sb_file_policy *p, const char *path, bool file,
+				bool writable, const char *why);
+void sb_file_policy_done(struct sb_file_policy *p);
+
+/* Lexically absolute: base (an absolute directory) joined with path unless
+ * path is absolute, "." and ".." folded. 0 or -ENAMETOOLONG. */
+int sb_path_absolute(const char *path, const char *base, char out[PATH_MAX]);
+
+/* Resolves path as the kernel would (relative to base), following every
+ * symbolic link, and the last component too when follow_last. A missing tail
+ * (a file about to be created) is appended lexically after its deepest
+ * existing ancestor, after following a dangling link there, so that a link
+ * that points outside cannot be used to create a file outside. An ancestor
+ * that cannot be inspected (EACCES, ENOTDIR) ends the walk the same way: the
+ * kernel will not get further either. 0, -ELOOP or -ENAMETOOLONG. */
+int sb_path_resolve(const char *path, const char *base, bool follow_last, char out[PATH_MAX]);
+
+/* The decision for one path. raw is the path as given (for the basename
+ * rule), abs its lexical absolute form, resolved the result of
+ * sb_path_resolve(). *ret_grant is the grant that decided (for messages),
+ * *ret_ignore the ignore rule that hid it. */
+enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const char *raw,
+					 const char *abs, const char *resolved, bool write,
+					 const struct sb_fp_grant **ret_grant,
+					 const struct sb_fp_ignore **ret_ignore);
+
+/* Whether the entry name of directory dir (resolved) is hidden by an ignore=
+ * rule, for filtering listings; *ret_ignore as above. */
+bool sb_file_policy_entry_ignored(const struct sb_file_policy *p, const char *dir, const char *name,
+				  const struct sb_fp_ignore **ret_ignore);
+
+/* The grant (explicit first, then implicit) that covers a resolved path, NULL
+ * when none does. */
+const struct sb_fp_grant *sb_file_policy_grant_for(const struct sb_file_policy *p,
+						   const char *resolved);

@@ -1,0 +1,1198 @@
+/* SPDX-License-Identifier: MIT */
+/* python-api=: the sensitive-API registry (spec section 4). The rules are
+ * flattened before the interpreter exists into one decision per registry
+ * function; after arming, a call is refused where it happens:
+ *
+ *  - through the audit events CPython raises for it (os.system, os.exec,
+ *    subprocess.Popen, ctypes.dlopen, sys._getframe, gc.get_objects...);
+ *  - through C wrappers put in place of the functions that raise no event
+ *    (os.setuid, signal.alarm, threading.Thread.start, pickle.loads...), in
+ *    every module that holds them, including modules loaded later.
+ *
+ * A function that has both (os.system and posix.system raise the same event)
+ * is wrapped too: the event cannot tell which spelling was called, the
+ * wrapper can. The wrapper then "claims" the event it is about to cause, and
+ * the event handler only judges unclaimed events, i.e. calls that reached the
+ * original by some path around the wrappers. */
+#include "guard.h"
+
+#include <frameobject.h>
+
+#include "api-registry.h"
+#include "util.h"
+
+/* Audit-event families a wrapper can claim. */
+enum ev_family {
+	EV_NONE,
+	EV_SYSTEM,
+	EV_EXEC,
+	EV_POSIX_SPAWN,
+	EV_FORK,
+	EV_FORKPTY,
+	EV_KILL,
+	EV_KILLPG,
+	EV_SETRLIMIT,
+	EV_PRLIMIT,
+	EV_STRING_AT,
+	EV_WSTRING_AT,
+	EV_DYNAMIC,
+	EV__N,
+};
+
+enum {
+	/* Not judged when the caller is the interpreter's library or
+	 * site-packages: code generation (dataclasses, namedtuple, typing) and
+	 * frame access (logging, warnings) are the runtime's own business. */
+	F_EXEMPT_LIBRARY = 1 << 0,
+	/* Installed on a class (guarded through an instancemethod, so that
+	 * instances bind it and isinstance/subclassing are untouched). */
+	F_METHOD = 1 << 1,
+	/* Not a registry function: a hook into the import system, so that a
+	 * module created behind builtins.__import__'s back is wrapped before
+	 * anyone can call its functions. */
+	F_IMP_HOOK = 1 << 2,
+	F_AFTER_IMPORT = 1 << 3,
+	/* Either name grants it (one function under two names); a refusal
+	 * names the alias, the canonical one. */
+	F_ANY_OF = 1 << 4,
+};
+
+struct wrap_entry {
+	const char *module; /* key in sys.modules */
+	const char *cls;    /* NULL for a module-level function */
+	const char *attr;
+	const char *qualname; /* registry name; NULL for the import hooks */
+	const char *alias;    /* another registry name for the same thing */
+	enum ev_family family;
+	unsigned flags;
+};
+
+#define FN(m, a, fam)                                                                              \
+	{                                                                                          \
+		m, NULL, a, m "." a, NULL, fam, 0                                                  \
+	}
+#define FNX(m, a, fam)                                                                             \
+	{                                                                                          \
+		m, NULL, a, m "." a, NULL, fam, F_EXEMPT_LIBRARY                                   \
+	}
+/* posix functions are copied into os by `from posix import *`: both dicts
+ * hold the original, and both spellings are registry names. */
+#define OS(a, fam) FN("posix", a, fam), FN("os", a, fam)
+#define METHOD(m, c, a, q, alias)                                                                  \
+	{                                                                                          \
+		m, c, a, q, alias, EV_NONE, F_METHOD                                               \
+	}
+
+static const struct wrap_entry entries[] = {
+    /* process-exec */
+    OS("system", EV_SYSTEM),
+    FN("os", "popen", EV_NONE),
+    OS("execv", EV_EXEC),
+    OS("execve", EV_EXEC),
+    FN("os", "execl", EV_NONE),
+    FN("os", "execle", EV_NONE),
+    FN("os", "execlp", EV_NONE),
+    FN("os", "execlpe", EV_NONE),
+    FN("os", "execvp", EV_NONE),
+    FN("os", "execvpe", EV_NONE),
+    FN("os", "spawnv", EV_NONE),
+    FN("os", "spawnve", EV_NONE),
+    FN("os", "spawnvp", EV_NONE),
+    FN("os", "spawnvpe", EV_NONE),
+    FN("os", "spawnl", EV_NONE),
+    FN("os", "spawnle", EV_NONE),
+    FN("os", "spawnlp", EV_NONE),
+    FN("os", "spawnlpe", EV_NONE),
+    OS("posix_spawn", EV_POSIX_SPAWN),
+    OS("posix_spawnp", EV_POSIX_SPAWN),
+    OS("fork", EV_FORK),
+    OS("forkpty", EV_FORKPTY),
+    FN("subprocess", "run", EV_NONE),
+    FN("subprocess", "call", EV_NONE),
+    FN("subprocess", "check_call", EV_NONE),
+    FN("subprocess", "check_output", EV_NONE),
+    FN("subprocess", "getoutput", EV_NONE),
+    FN("subprocess", "getstatusoutput", EV_NONE),
+    /* subprocess's own reference to _posixsubprocess.fork_exec (Debian's
+     * 3.11 has it too): the spec's "ALLOW:subprocess.Popen also needs
+     * ALLOW:_posixsubprocess.fork_exec" must hold through it. */
+    {"subprocess", NULL, "_fork_exec", "subprocess._fork_exec", "_posixsubprocess.fork_exec",
+     EV_NONE, F_ANY_OF},
+    FN("_posixsubprocess", "fork_exec", EV_NONE),
+    FN("pty", "spawn", EV_NONE),
+    FN("pty", "fork", EV_NONE),
+    METHOD("multiprocessing.process", "BaseProcess", "start",
+	   "multiprocessing.process.BaseProcess.start", NULL),
+    /* multiprocessing.Process is multiprocessing.context.Process: one class,
+     * two registry names, both must be allowed. */
+    METHOD("multiprocessing.context", "Process", "start", "multiprocessing.context.Process.start",
+	   "multiprocessing.Process.start"),
+    METHOD("multiprocessing.context", "ForkProcess", "start",
+	   "multiprocessing.context.ForkProcess.start", NULL),
+    METHOD("multiprocessing.context", "SpawnProcess", "start",
+	   "multiprocessing.context.SpawnProcess.start", NULL),
+    METHOD("multiprocessing.context", "ForkServerProcess", "start",
+	   "multiprocessing.context.ForkServerProcess.start", NULL),
+    FN("_xxsubinterpreters", "create", EV_NONE),
+    FN("_interpreters", "create", EV_NONE),
+    FN("concurrent.interpreters", "create", EV_NONE),
+
+    /* process-control */
+    OS("kill", EV_KILL),
+    OS("killpg", EV_KILLPG),
+    OS("nice", EV_NONE),
+    OS("setpriority", EV_NONE),
+    OS("abort", EV_NONE),
+    OS("setsid", EV_NONE),
+    OS("setpgid", EV_NONE),
+    OS("setpgrp", EV_NONE),
+    FN("_signal", "alarm", EV_NONE),
+    FN("signal", "alarm", EV_NONE),
+    FN("_signal", "setitimer", EV_NONE),
+    FN("signal", "setitimer", EV_NONE),
+    FN("_signal", "raise_signal", EV_NONE),
+    FN("signal", "raise_signal", EV_NONE),
+    FN("_signal", "pthread_kill", EV_NONE),
+    FN("signal", "pthread_kill", EV_NONE),
+    FN("resource", "setrlimit", EV_SETRLIMIT),
+    FN("resource", "prlimit", EV_PRLIMIT),
+
+    /* privileges */
+    OS("setuid", EV_NONE),
+    OS("setgid", EV_NONE),
+    OS("seteuid", EV_NONE),
+    OS("setegid", EV_NONE),
+    OS("setreuid", EV_NONE),
+    OS("setregid", EV_NONE),
+    OS("setresuid", EV_NONE),
+    OS("setresgid", EV_NONE),
+    OS("setgroups", EV_NONE),
+    OS("initgroups", EV_NONE),
+    OS("umask", EV_NONE),
+    OS("unshare", EV_NONE),
+    OS("setns", EV_NONE),
+
+    /* threads: no audit event before 3.13 */
+    FN("_thread", "start_new_thread", EV_NONE),
+    FN("_thread", "start_new", EV_NONE),
+    FN("_thread", "start_joinable_thread", EV_NONE),
+    FN("_thread", "interrupt_main", EV_NONE),
+    FN("_thread", "stack_size", EV_NONE),
+    FN("threading", "_start_new_thread", EV_NONE),
+    FN("threading", "_start_joinable_thread", EV_NONE),
+    FN("threading", "settrace", EV_NONE),
+    FN("threading", "setprofile", EV_NONE),
+    FN("threading", "settrace_all_threads", EV_NONE),
+    FN("threading", "setprofile_all_threads", EV_NONE),
+    FN("threading", "stack_size", EV_NONE),
+    FN("sys", "_settraceallthreads", EV_NONE),
+    FN("sys", "_setprofileallthreads", EV_NONE),
+    METHOD("threading", "Thread", "start", "threading.Thread.start", NULL),
+
+    /* native; ctypes.CDLL is judged on the ctypes.dlopen event */
+    FN("ctypes", "cast", EV_NONE),
+    FN("ctypes", "string_at", EV_STRING_AT),
+    FN("ctypes", "wstring_at", EV_WSTRING_AT),
+
+    /* introspection; inspect's helpers call sys._getframe from the library,
+     * which the sys._getframe event exempts, so they need their own guard. */
+    FN("importlib", "reload", EV_NONE),
+    FNX("inspect", "currentframe", EV_NONE),
+    FNX("inspect", "stack", EV_NONE),
+    FNX("inspect", "trace", EV_NONE),
+    FN("faulthandler", "enable", EV_NONE),
+
+    /* dynamic-code */
+    FNX("builtins", "eval", EV_DYNAMIC),
+    FNX("builtins", "exec", EV_DYNAMIC),
+    FNX("builtins", "compile", EV_DYNAMIC),
+
+    /* deserialization */
+    FN("_pickle", "loads", EV_NONE),
+    FN("_pickle", "load", EV_NONE),
+    FN("pickle", "loads", EV_NONE),
+    FN("pickle", "load", EV_NONE),
+    FN("pickle", "_loads", EV_NONE),
+    FN("pickle", "_load", EV_NONE),
+    METHOD("pickle", "_Unpickler", "__init__", "pickle._Unpickler", NULL),
+
+    /* import hooks, no decision of their own */
+    {"_imp", NULL, "create_builtin", NULL, NULL, EV_NONE, F_IMP_HOOK},
+    {"_imp", NULL, "exec_builtin", NULL, NULL, EV_NONE, F_IMP_HOOK},
+    {"_imp", NULL, "create_dynamic", NULL, NULL, EV_NONE, F_IMP_HOOK},
+    {"_imp", NULL, "exec_dynamic", NULL, NULL, EV_NONE, F_IMP_HOOK},
+    {"importlib", NULL, "import_module", NULL, NULL, EV_NONE, F_AFTER_IMPORT},
+};
+
+#define N_ENTRIES   ELEMENTSOF(entries)
+#define MAX_TRACKED 40
+
+/* Registry names an unclaimed event of each family stands for: the event
+ * does not say which spelling was called, so every one must be allowed. */
+static const char *const family_names[EV__N][4] = {
+    [EV_SYSTEM] = {"os.system", "posix.system"},
+    [EV_POSIX_SPAWN] = {"os.posix_spawn", "posix.posix_spawn", "os.posix_spawnp",
+			"posix.posix_spawnp"},
+    [EV_FORK] = {"os.fork", "posix.fork"},
+    [EV_FORKPTY] = {"os.forkpty", "posix.forkpty"},
+    [EV_KILL] = {"os.kill", "posix.kill"},
+    [EV_KILLPG] = {"os.killpg", "posix.killpg"},
+    [EV_SETRLIMIT] = {"resource.setrlimit"},
+    [EV_PRLIMIT] = {"resource.prlimit"},
+    [EV_STRING_AT] = {"ctypes.string_at"},
+    [EV_WSTRING_AT] = {"ctypes.wstring_at"},
+};
+
+/* Events a wrapper is about to cause, per thread: a count, restored when the
+ * wrapped call returns. */
+static _Thread_local unsigned claims[EV__N];
+
+struct tracked_module {
+	const char *name;
+	PyObject *key;	/* interned name */
+	PyObject *done; /* the module object every entry was installed on */
+};
+
+static struct {
+	bool *allowed;				   /* indexed like sb_api_registry */
+	const struct sb_api_rule **decider;	   /* NULL: the implicit default */
+	bool category_allowed[SB_API_CATEGORY__N]; /* for names outside the registry */
+	bool any_deserialization;		   /* some unpickling entry point granted */
+	bool eval_keys; /* eval-* present: the eval layer, not a grant, decides */
+	int entry_index[N_ENTRIES], entry_alias[N_ENTRIES];
+	int family_index[EV__N][4];
+	/* Named events with one registry function each. */
+	int i_popen, i_cdll, i_getframe, i_getframemodulename, i_current_frames,
+	    i_current_exceptions, i_settrace, i_setprofile, i_addaudithook, i_get_objects,
+	    i_get_referrers, i_get_referents, i_subinterp, i_eval, i_exec, i_compile,
+	    i_pickle_loads;
+	int exec_index[2][2]; /* [with env][os, posix] */
+
+	PyObject *original[N_ENTRIES]; /* strong; only C holds them */
+	PyObject *wrapper[N_ENTRIES];
+	struct tracked_module tracked[MAX_TRACKED];
+	size_t n_tracked;
+	uint64_t modules_version;
+	Py_ssize_t modules_size;
+	bool pending; /* a tracked module was still initialising at the last scan */
+	PyObject *exc_class;
+	char **site_dirs;
+	size_t n_site_dirs;
+} api;
+
+static PyMethodDef defs[N_ENTRIES];
+
+static bool is_our_wrapper(PyObject *o, size_t *ret_index)
+{
+	PyCFunctionObject *f = (PyCFunctionObject *)o;
+
+	if (!o || !PyCFunction_Check(o) || f->m_ml < defs || f->m_ml >= defs + N_ENTRIES)
+		return false;
+	if (ret_index)
+		*ret_index = (size_t)(f->m_ml - defs);
+	return true;
+}
+
+/* ---- decisions ---------------------------------------------------------- */
+
+static int resolve(const char *qualname, int *ret, char **reterr)
+{
+	const struct sb_api_function *fn = sb_api_lookup(qualname);
+
+	if (!fn) {
+		/* A table typo would silently leave a function unguarded. */
+		if (asprintf(reterr, "internal error: '%s' is not in the API registry", qualname) <
+		    0)
+			*reterr = NULL;
+		return -EINVAL;
+	}
+	*ret = (int)(fn - sb_api_registry);
+	return 0;
+}
+
+static bool caller_is_library(void)
+{
+	PyFrameObject *frame;
+	PyCodeObject *code;
+	const char *file;
+	bool library = false;
+
+	if (sb_guard_caller_is_runtime())
+		return true;
+	frame = PyEval_GetFrame(); /* borrowed */
+	if (!frame || api.n_site_dirs == 0)
+		return false;
+	code = PyFrame_GetCode(frame);
+	file = PyUnicode_AsUTF8(code->co_filename);
+	if (!file)
+		PyErr_Clear();
+	for (size_t i = 0; file && !library && i < api.n_site_dirs; i++) {
+		const char *rest = startswith(file, api.site_dirs[i]);
+
+		library = rest && *rest == '/';
+	}
+	Py_DECREF(code);
+	return library;
+}
+
+static PyObject *raise_with(const char *qualname, const char *category, const char *message)
+{
+	PyObject *exc, *q, *c;
+	int r;
+
+	if (!api.exc_class) {
+		PyErr_SetString(PyExc_PermissionError, message);
+		return NULL;
+	}
+	exc = PyObject_CallFunction(api.exc_class, "is", EPERM, message);
+	if (!exc)
+		return NULL;
+	q = PyUnicode_FromString(qualname);
+	c = PyUnicode_FromString(category);
+	r = q && c && PyObject_SetAttrString(exc, "qualname", q) == 0 &&
+		    PyObject_SetAttrString(exc, "category", c) == 0
+		? 0
+		: -1;
+	Py_XDECREF(q);
+	Py_XDECREF(c);
+	if (r == 0)
+		PyErr_SetObject(api.exc_class, exc);
+	Py_DECREF(exc);
+	return NULL;
+}
+
+/* -1 with RuleApiPermissionError set. */
+static int deny(int index)
+{
+	const struct sb_api_function *fn = &sb_api_registry[index];
+	const char *category = sb_api_category_name(fn->category);
+	_cleanup_free_ char *message = NULL;
+
+	if (fn->category != SB_API_DYNAMIC_CODE || !api.eval_keys)
+		return sb_raise_api_denied(fn->qualname, category);
+	/* The profile asks for guarded evaluation, which a later version
+	 * provides: refusing is the only safe answer until then. */
+	if (asprintf(&message,
+		     "%s() is denied (category: %s): '%s' has eval-* keys, which ask for the eval "
+		     "guard, and the eval layer is not available yet in this version of "
+		     "python-sb. Remove the eval-* keys and add `python-api=ALLOW:%s` to run it "
+		     "unguarded",
+		     fn->qualname, category, sb_guard_profile_path(), fn->qualname) < 0) {
+		message = NULL;
+		PyErr_NoMemory();
+		return -1;
+	}
+	raise_with(fn->qualname, category, message);
+	return -1;
+}
+
+/* For guarded operations that are not registry functions (marshal.loads,
+ * code-object construction, frame attributes): only a category or `*` rule
+ * can grant them, so the message names the category alone. */
+static int deny_outside_registry(const char *what, enum sb_api_category category)
+{
+	const char *name = sb_api_category_name(category);
+	_cleanup_free_ char *message = NULL;
+
+	if (asprintf(&message,
+		     "%s is denied by the API guard (category: %s). Add `python-api=ALLOW:%s` to "
+		     "'%s' to allow the whole category",
+		     what, name, name, sb_guard_profile_path()) < 0) {
+		message = NULL;
+		PyErr_NoMemory();
+		return -1;
+	}
+	raise_with(what, name, message);
+	return -1;
+}
+
+static inline int check(int index)
+{
+	return api.allowed[index] ? 0 : deny(index);
+}
+
+static int check_entry(size_t i)
+{
+	if (!sb_guard_armed() || !entries[i].qualname)
+		return 0;
+	if ((entries[i].flags & F_EXEMPT_LIBRARY) && caller_is_library())
+		return 0;
+	if (entries[i].flags & F_ANY_OF)
+		return api.allowed[api.entry_index[i]] ? 0 : check(api.entry_alias[i]);
+	if (check(api.entry_index[i]) < 0)
+		return -1;
+	if (api.entry_alias[i] >= 0 && check(api.entry_alias[i]) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- wrappers ----------------------------------------------------------- */
+
+static int install_on_module(const char *name, PyObject *module);
+
+static PyObject *module_name_of(PyObject *module)
+{
+	return PyModule_Check(module) ? PyModule_GetNameObject(module) : NULL;
+}
+
+/* After _imp created or executed a module: wrap its functions before the
+ * module is handed to anyone. */
+static int imp_hook_done(PyObject *module)
+{
+	PyObject *name;
+	const char *s;
+	int r = 0;
+
+	if (!module || !PyModule_Check(module))
+		return 0;
+	name = module_name_of(module);
+	if (!name) {
+		PyErr_Clear();
+		return 0;
+	}
+	s = PyUnicode_AsUTF8(name);
+	if (s)
+		r = install_on_module(s, module);
+	else
+		PyErr_Clear();
+	Py_DECREF(name);
+	return r;
+}
+
+static unsigned dynamic_budget(size_t i, PyObject *const *args, Py_ssize_t nargs)
+{
+	/* eval/exec of a string compile then run (two events); of a code
+	 * object, run only; compile() raises one. */
+	if (streq(entries[i].attr, "compile"))
+		return 1;
+	return nargs > 0 && PyCode_Check(args[0]) ? 1 : 2;
+}
+
+static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	enum ev_family family = entries[i].family;
+	PyObject *original = api.original[i], *result;
+	unsigned saved = 0;
+
+	if (!original) {
+		PyErr_Format(PyExc_RuntimeError, "%s is not available", entries[i].attr);
+		return NULL;
+	}
+	if (check_entry(i) < 0)
+		return NULL;
+	if (family != EV_NONE) {
+		saved = claims[family];
+		claims[family] = family == EV_DYNAMIC ? dynamic_budget(i, args, nargs) : 1;
+	}
+	/* The original may be released by a re-wrap while it runs. */
+	Py_INCREF(original);
+	result = PyObject_Vectorcall(original, args, (size_t)nargs, kwnames);
+	Py_DECREF(original);
+	if (family != EV_NONE)
+		claims[family] = saved;
+	if (result && (entries[i].flags & F_IMP_HOOK)) {
+		/* create_*() returns the new module, exec_*() takes it. */
+		PyObject *module = startswith(entries[i].attr, "create") ? result
+				   : nargs > 0				 ? args[0]
+									 : NULL;
+
+		if (imp_hook_done(module) < 0)
+			Py_CLEAR(result);
+	}
+	if (result && (entries[i].flags & F_AFTER_IMPORT) && sb_guard_armed() &&
+	    sb_guard_after_import() < 0)
+		Py_CLEAR(result);
+	return result;
+}
+
+/* One C function per entry, so that a wrapper needs no m_self: nothing
+ * reachable from it (gc.get_referents, __self__) leads to the original. */
+#define TRAMP(b, k)                                                                                \
+	static PyObject *tramp_##b##_##k(PyObject *self _unused_, PyObject *const *args,           \
+					 Py_ssize_t nargs, PyObject *kwnames)                      \
+	{                                                                                          \
+		return call_entry(8 * (b) + (k), args, nargs, kwnames);                            \
+	}
+#define TRAMP8(b)                                                                                  \
+	TRAMP(b, 0)                                                                                \
+	TRAMP(b, 1)                                                                                \
+	TRAMP(b, 2) TRAMP(b, 3) TRAMP(b, 4) TRAMP(b, 5) TRAMP(b, 6) TRAMP(b, 7)
+#define P8(b)                                                                                      \
+	tramp_##b##_0, tramp_##b##_1, tramp_##b##_2, tramp_##b##_3, tramp_##b##_4, tramp_##b##_5,  \
+	    tramp_##b##_6, tramp_##b##_7
+
+TRAMP8(0)
+TRAMP8(1)
+TRAMP8(2)
+TRAMP8(3)
+TRAMP8(4)
+TRAMP8(5)
+TRAMP8(6)
+TRAMP8(7)
+TRAMP8(8)
+TRAMP8(9)
+TRAMP8(10)
+TRAMP8(11)
+TRAMP8(12)
+TRAMP8(13)
+TRAMP8(14)
+TRAMP8(15)
+TRAMP8(16)
+TRAMP8(17)
+
+typedef PyObject *(*tramp_fn)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);
+static const tramp_fn tramps[] = {P8(0),  P8(1),  P8(2),  P8(3),  P8(4),  P8(5),
+				  P8(6),  P8(7),  P8(8),  P8(9),  P8(10), P8(11),
+				  P8(12), P8(13), P8(14), P8(15), P8(16), P8(17)};
+_Static_assert(ELEMENTSOF(tramps) >= ELEMENTSOF(entries), "add TRAMP8 rows");
+
+/* Puts entry i's wrapper on target (a module or a class). 0 also when the
+ * attribute does not exist in this Python version. */
+static int install(size_t i, PyObject *target)
+{
+	PyObject *current, *original, *value;
+	size_t j;
+	int r;
+
+	current = PyObject_GetAttrString(target, entries[i].attr);
+	if (!current) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (is_our_wrapper(current, &j) && j == i) {
+		Py_DECREF(current);
+		return 0;
+	}
+	/* Another spelling's wrapper (signal.alarm copied from the wrapped
+	 * _signal): wrap the original behind it, so that each spelling needs
+	 * its own grant and no more. */
+	original = is_our_wrapper(current, &j) ? api.original[j] : current;
+	if (!original) {
+		Py_DECREF(current);
+		return 0;
+	}
+	Py_INCREF(original);
+	Py_XSETREF(api.original[i], original);
+	Py_DECREF(current);
+	if (!api.wrapper[i]) {
+		PyObject *modname = PyUnicode_FromString(entries[i].module);
+
+		if (!modname)
+			return -1;
+		api.wrapper[i] = PyCFunction_NewEx(&defs[i], NULL, modname);
+		Py_DECREF(modname);
+		if (!api.wrapper[i])
+			return -1;
+	}
+	if (entries[i].flags & F_METHOD) {
+		value = PyInstanceMethod_New(api.wrapper[i]);
+		if (!value)
+			return -1;
+	} else {
+		value = Py_NewRef(api.wrapper[i]);
+	}
+	r = PyObject_SetAttrString(target, entries[i].attr, value);
+	Py_DECREF(value);
+	return r;
+}
+
+/* Module-level entries only when the module may not be complete (_imp's
+ * create step); the classes come with the after_import scan. */
+static int install_on_module(const char *name, PyObject *module)
+{
+	for (size_t i = 0; i < N_ENTRIES; i++) {
+		if (!streq(entries[i].module, name) || (entries[i].flags & F_METHOD))
+			continue;
+		if (install(i, module) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int install_all(const char *name, PyObject *module)
+{
+	for (size_t i = 0; i < N_ENTRIES; i++) {
+		PyObject *cls;
+		int r;
+
+		if (!streq(entries[i].module, name))
+			continue;
+		if (!(entries[i].flags & F_METHOD)) {
+			if (install(i, module) < 0)
+				return -1;
+			continue;
+		}
+		cls = PyObject_GetAttrString(module, entries[i].cls);
+		if (!cls) {
+			PyErr_Clear();
+			continue;
+		}
+		r = PyType_Check(cls) ? install(i, cls) : 0;
+		Py_DECREF(cls);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool module_initializing(PyObject *module)
+{
+	PyObject *spec = PyObject_GetAttrString(module, "__spec__"), *flag = NULL;
+	bool initializing = false;
+
+	if (spec && spec != Py_None)
+		flag = PyObject_GetAttrString(spec, "_initializing");
+	if (flag)
+		initializing = PyObject_IsTrue(flag) > 0;
+	PyErr_Clear();
+	Py_XDECREF(flag);
+	Py_XDECREF(spec);
+	return initializing;
+}
+
+static int scan_modules(void)
+{
+	PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+
+	api.pending = false;
+	for (size_t t = 0; t < api.n_tracked; t++) {
+		struct tracked_module *m = &api.tracked[t];
+		PyObject *module = PyDict_GetItemWithError(modules, m->key); /* borrowed */
+
+		if (!module) {
+			if (PyErr_Occurred())
+				return -1;
+			continue;
+		}
+		if (module == m->done)
+			continue;
+		/* A module still running its body (an import inside it) gets
+		 * its functions later: come back after the next import. */
+		if (module_initializing(module)) {
+			api.pending = true;
+			continue;
+		}
+		if (install_all(m->name, module) < 0)
+			return -1;
+		Py_INCREF(module);
+		Py_XSETREF(m->done, module);
+	}
+	return 0;
+}
+
+/* Called after every import through builtins.__import__: nothing to do
+ * unless sys.modules changed since the last look. */
+static int api_after_import(void)
+{
+	PyObject *modules = PyImport_GetModuleDict();
+#if PY_VERSION_HEX < 0x030C0000
+	uint64_t version = ((PyDictObject *)modules)->ma_version_tag;
+#else
+	/* No version tag: the size catches new modules; a deletion followed by
+	 * a re-import is still caught by the _imp hooks for C modules. */
+	uint64_t version = (uint64_t)PyDict_Size(modules);
+#endif
+
+	if (version == api.modules_version && !api.pending)
+		return 0;
+	api.modules_version = version;
+	return scan_modules();
+}
+
+/* ---- audit events -------------------------------------------------------- */
+
+/* An event a wrapper announced passes; any other must have every spelling
+ * of its family allowed. */
+static int check_family(enum ev_family family)
+{
+	if (claims[family] > 0) {
+		claims[family]--;
+		return 0;
+	}
+	for (size_t k = 0; k < ELEMENTSOF(api.family_index[family]); k++) {
+		int idx = api.family_index[family][k];
+
+		if (idx >= 0 && check(idx) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int on_system(PyObject *args _unused_)
+{
+	return check_family(EV_SYSTEM);
+}
+
+static int on_exec(PyObject *args)
+{
+	/* os.exec passes (path, args, env): env is None for execv. */
+	PyObject *env = PyTuple_Size(args) >= 3 ? PyTuple_GET_ITEM(args, 2) : Py_None;
+	const int *names = api.exec_index[env != Py_None];
+
+	PyErr_Clear();
+	if (claims[EV_EXEC] > 0) {
+		claims[EV_EXEC]--;
+		return 0;
+	}
+	return check(names[0]) < 0 || check(names[1]) < 0 ? -1 : 0;
+}
+
+static int on_posix_spawn(PyObject *args _unused_)
+{
+	return check_family(EV_POSIX_SPAWN);
+}
+
+static int on_fork(PyObject *args _unused_)
+{
+	return check_family(EV_FORK);
+}
+
+static int on_forkpty(PyObject *args _unused_)
+{
+	return check_family(EV_FORKPTY);
+}
+
+static int on_kill(PyObject *args _unused_)
+{
+	return check_family(EV_KILL);
+}
+
+static int on_killpg(PyObject *args _unused_)
+{
+	return check_family(EV_KILLPG);
+}
+
+static int on_setrlimit(PyObject *args _unused_)
+{
+	return check_family(EV_SETRLIMIT);
+}
+
+static int on_prlimit(PyObject *args _unused_)
+{
+	return check_family(EV_PRLIMIT);
+}
+
+static int on_string_at(PyObject *args _unused_)
+{
+	return check_family(EV_STRING_AT);
+}
+
+static int on_wstring_at(PyObject *args _unused_)
+{
+	return check_family(EV_WSTRING_AT);
+}
+
+static int on_popen(PyObject *args _unused_)
+{
+	return check(api.i_popen);
+}
+
+/* ctypes.CDLL and PyDLL (and _ctypes.dlopen) all open through this. */
+static int on_dlopen(PyObject *args _unused_)
+{
+	return check(api.i_cdll);
+}
+
+static int on_getframe(PyObject *args _unused_)
+{
+	/* typing, logging, namedtuple, enum... read their caller's frame. */
+	return caller_is_library() ? 0 : check(api.i_getframe);
+}
+
+static int on_getframemodulename(PyObject *args _unused_)
+{
+	return caller_is_library() ? 0 : check(api.i_getframemodulename);
+}
+
+static int on_current_frames(PyObject *args _unused_)
+{
+	return check(api.i_current_frames);
+}
+
+static int on_current_exceptions(PyObject *args _unused_)
+{
+	return check(api.i_current_exceptions);
+}
+
+static int on_settrace(PyObject *args _unused_)
+{
+	return check(api.i_settrace);
+}
+
+static int on_setprofile(PyObject *args _unused_)
+{
+	return check(api.i_setprofile);
+}
+
+/* A second hook could not remove ours, but it could observe every event
+ * (and the arguments of refused calls). */
+static int on_addaudithook(PyObject *args _unused_)
+{
+	return check(api.i_addaudithook);
+}
+
+static int on_get_objects(PyObject *args _unused_)
+{
+	return check(api.i_get_objects);
+}
+
+static int on_get_referrers(PyObject *args _unused_)
+{
+	return check(api.i_get_referrers);
+}
+
+static int on_get_referents(PyObject *args _unused_)
+{
+	return check(api.i_get_referents);
+}
+
+static int on_subinterpreter(PyObject *args _unused_)
+{
+	return check(api.i_subinterp);
+}
+
+static int on_dynamic(bool is_compile)
+{
+	if (claims[EV_DYNAMIC] > 0) {
+		claims[EV_DYNAMIC]--;
+		return 0;
+	}
+	/* No Python frame: python-sb running the script, -c or the REPL. */
+	if (caller_is_library())
+		return 0;
+	return check(is_compile ? api.i_compile : api.i_exec);
+}
+
+static int on_compile(PyObject *args _unused_)
+{
+	return on_dynamic(true);
+}
+
+static int on_exec_code(PyObject *args _unused_)
+{
+	return on_dynamic(false);
+}
+
+/* Any global a pickle names (the gadget's os.system) is looked up here,
+ * whichever unpickler runs, pickle.Unpickler included. Plain data needs no
+ * lookup. Granting any unpickling entry point grants the lookups. */
+static int on_find_class(PyObject *args _unused_)
+{
+	if (api.any_deserialization)
+		return 0;
+	return check(api.i_pickle_loads);
+}
+
+static int on_marshal(PyObject *args _unused_)
+{
+	/* importlib reads every .pyc with marshal.loads. */
+	if (api.category_allowed[SB_API_DESERIALIZATION] || caller_is_library())
+		return 0;
+	return deny_outside_registry("marshal.loads()", SB_API_DESERIALIZATION);
+}
+
+static int on_code_new(PyObject *args _unused_)
+{
+	if (api.category_allowed[SB_API_DYNAMIC_CODE] || caller_is_library())
+		return 0;
+	return deny_outside_registry("code.__new__() (building a code object)",
+				     SB_API_DYNAMIC_CODE);
+}
+
+static int on_function_new(PyObject *args _unused_)
+{
+	if (api.category_allowed[SB_API_DYNAMIC_CODE] || caller_is_library())
+		return 0;
+	return deny_outside_registry("function.__new__() (a function from a code object)",
+				     SB_API_DYNAMIC_CODE);
+}
+
+static int on_setattr(PyObject *args)
+{
+	PyObject *obj, *name;
+
+	if (PyTuple_Size(args) < 2) {
+		PyErr_Clear();
+		return 0;
+	}
+	obj = PyTuple_GET_ITEM(args, 0);
+	name = PyTuple_GET_ITEM(args, 1);
+	if (!PyFunction_Check(obj) || !PyUnicode_Check(name) ||
+	    PyUnicode_CompareWithASCIIString(name, "__code__") != 0)
+		return 0;
+	if (api.category_allowed[SB_API_DYNAMIC_CODE] || caller_is_library())
+		return 0;
+	return deny_outside_registry("setting function.__code__", SB_API_DYNAMIC_CODE);
+}
+
+/* Frames reached through tracebacks and generators are as good as
+ * sys._getframe(). */
+static int on_getattr(PyObject *args)
+{
+	static const char *const frame_attrs[] = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"};
+	PyObject *name;
+	_cleanup_free_ char *what = NULL;
+
+	if (PyTuple_Size(args) < 2) {
+		PyErr_Clear();
+		return 0;
+	}
+	name = PyTuple_GET_ITEM(args, 1);
+	if (!PyUnicode_Check(name))
+		return 0;
+	for (size_t k = 0; k < ELEMENTSOF(frame_attrs); k++) {
+		if (PyUnicode_CompareWithASCIIString(name, frame_attrs[k]) != 0)
+			continue;
+		if (api.allowed[api.i_getframe] || caller_is_library())
+			return 0;
+		if (asprintf(&what, "reading %s.%s", Py_TYPE(PyTuple_GET_ITEM(args, 0))->tp_name,
+			     frame_attrs[k]) < 0) {
+			what = NULL;
+			PyErr_NoMemory();
+			return -1;
+		}
+		return deny_outside_registry(what, SB_API_INTROSPECTION);
+	}
+	return 0;
+}
+
+static const struct sb_audit_handler api_handlers[] = {
+    {"os.system", on_system},
+    {"os.exec", on_exec},
+    {"os.posix_spawn", on_posix_spawn},
+    {"os.fork", on_fork},
+    {"os.forkpty", on_forkpty},
+    {"os.kill", on_kill},
+    {"os.killpg", on_killpg},
+    {"resource.setrlimit", on_setrlimit},
+    {"resource.prlimit", on_prlimit},
+    {"ctypes.string_at", on_string_at},
+    {"ctypes.wstring_at", on_wstring_at},
+    {"subprocess.Popen", on_popen},
+    {"ctypes.dlopen", on_dlopen},
+    {"sys._getframe", on_getframe},
+    {"sys._getframemodulename", on_getframemodulename},
+    {"sys._current_frames", on_current_frames},
+    {"sys._current_exceptions", on_current_exceptions},
+    {"sys.settrace", on_settrace},
+    {"sys.setprofile", on_setprofile},
+    {"sys.addaudithook", on_addaudithook},
+    {"gc.get_objects", on_get_objects},
+    {"gc.get_referrers", on_get_referrers},
+    {"gc.get_referents", on_get_referents},
+    {"cpython.PyInterpreterState_New", on_subinterpreter},
+    {"compile", on_compile},
+    {"exec", on_exec_code},
+    {"pickle.find_class", on_find_class},
+    {"marshal.loads", on_marshal},
+    {"marshal.load", on_marshal},
+    {"code.__new__", on_code_new},
+    {"function.__new__", on_function_new},
+    {"object.__setattr__", on_setattr},
+    {"object.__getattr__", on_getattr},
+};
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+static int api_prepare(const struct sb_profile *profile,
+		       const struct sb_interp_paths *interp _unused_, char **reterr)
+{
+	static const struct {
+		int *index;
+		const char *qualname;
+	} named[] = {
+	    {&api.i_popen, "subprocess.Popen"},
+	    {&api.i_cdll, "ctypes.CDLL"},
+	    {&api.i_getframe, "sys._getframe"},
+	    {&api.i_getframemodulename, "sys._getframemodulename"},
+	    {&api.i_current_frames, "sys._current_frames"},
+	    {&api.i_current_exceptions, "sys._current_exceptions"},
+	    {&api.i_settrace, "sys.settrace"},
+	    {&api.i_setprofile, "sys.setprofile"},
+	    {&api.i_addaudithook, "sys.addaudithook"},
+	    {&api.i_get_objects, "gc.get_objects"},
+	    {&api.i_get_referrers, "gc.get_referrers"},
+	    {&api.i_get_referents, "gc.get_referents"},
+	    {&api.i_subinterp, "_xxsubinterpreters.create"},
+	    {&api.i_eval, "builtins.eval"},
+	    {&api.i_exec, "builtins.exec"},
+	    {&api.i_compile, "builtins.compile"},
+	    {&api.i_pickle_loads, "pickle.loads"},
+	    {&api.exec_index[0][0], "os.execv"},
+	    {&api.exec_index[0][1], "posix.execv"},
+	    {&api.exec_index[1][0], "os.execve"},
+	    {&api.exec_index[1][1], "posix.execve"},
+	};
+	int r;
+
+	api.allowed = calloc(sb_api_registry_size, sizeof(*api.allowed));
+	api.decider = calloc(sb_api_registry_size, sizeof(*api.decider));
+	if (!api.allowed || !api.decider)
+		return -ENOMEM;
+	api.eval_keys = profile->eval.any_key;
+	/* One decision per function, computed once: the hot path is an array
+	 * read. */
+	for (size_t i = 0; i < sb_api_registry_size; i++) {
+		const struct sb_api_function *fn = &sb_api_registry[i];
+
+		api.allowed[i] =
+		    sb_api_is_allowed(profile->apis, profile->n_apis, fn, &api.decider[i]);
+		if (fn->category == SB_API_DYNAMIC_CODE && api.eval_keys)
+			api.allowed[i] = false;
+		if (fn->category == SB_API_DESERIALIZATION && api.allowed[i])
+			api.any_deserialization = true;
+	}
+	/* A name no function rule can match: the category and `*` rules
+	 * decide. */
+	for (size_t c = 0; c < SB_API_CATEGORY__N; c++) {
+		const struct sb_api_function outside = {"", (enum sb_api_category)c};
+
+		api.category_allowed[c] =
+		    sb_api_is_allowed(profile->apis, profile->n_apis, &outside, NULL);
+	}
+	if (api.eval_keys)
+		api.category_allowed[SB_API_DYNAMIC_CODE] = false;
+
+	for (size_t i = 0; i < ELEMENTSOF(named); i++) {
+		r = resolve(named[i].qualname, named[i].index, reterr);
+		if (r < 0)
+			return r;
+	}
+	for (size_t f = 0; f < EV__N; f++)
+		for (size_t k = 0; k < ELEMENTSOF(family_names[f]); k++) {
+			api.family_index[f][k] = -1;
+			if (family_names[f][k]) {
+				r = resolve(family_names[f][k], &api.family_index[f][k], reterr);
+				if (r < 0)
+					return r;
+			}
+		}
+	for (size_t i = 0; i < N_ENTRIES; i++) {
+		size_t t;
+
+		api.entry_index[i] = api.entry_alias[i] = -1;
+		if (entries[i].qualname) {
+			r = resolve(entries[i].qualname, &api.entry_index[i], reterr);
+			if (r < 0)
+				return r;
+		}
+		if (entries[i].alias) {
+			r = resolve(entries[i].alias, &api.entry_alias[i], reterr);
+			if (r < 0)
+				return r;
+		}
+		defs[i] = (PyMethodDef){
+		    .ml_name = entries[i].attr,
+		    .ml_meth = (PyCFunction)(void (*)(void))tramps[i],
+		    .ml_flags = METH_FASTCALL | METH_KEYWORDS,
+		    .ml_doc = "Guarded by the python-api= rules of py-sandboxes.",
+		};
+		for (t = 0; t < api.n_tracked; t++)
+			if (streq(api.tracked[t].name, entries[i].module))
+				break;
+		if (t == api.n_tracked) {
+			if (api.n_tracked == MAX_TRACKED)
+				return -E2BIG;
+			api.tracked[api.n_tracked++].name = entries[i].module;
+		}
+	}
+	return 0;
+}
+
+/* site-packages and dist-packages on sys.path: code there generates code
+ * (attrs, pydantic) and reads frames like the standard library does. */
+static int collect_site_dirs(void)
+{
+	PyObject *path = PySys_GetObject("path"); /* borrowed */
+	Py_ssize_t n;
+
+	if (!path || !PyList_Check(path))
+		return 0;
+	n = PyList_GET_SIZE(path);
+	api.site_dirs = calloc((size_t)n + 1, sizeof(char *));
+	if (!api.site_dirs)
+		return -ENOMEM;
+	for (Py_ssize_t k = 0; k < n; k++) {
+		PyObject *item = PyList_GET_ITEM(path, k);
+		const char *dir = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+		const char *base;
+		size_t len;
+
+		if (!dir) {
+			PyErr_Clear();
+			continue;
+		}
+		len = strlen(dir);
+		while (len > 1 && dir[len - 1] == '/')
+			len--;
+		base = memrchr(dir, '/', len);
+		base = base ? base + 1 : dir;
+		if (strncmp(base, "site-packages", (size_t)(dir + len - base)) != 0 &&
+		    strncmp(base, "dist-packages", (size_t)(dir + len - base)) != 0)
+			continue;
+		if ((size_t)(dir + len - base) != strlen("site-packages"))
+			continue;
+		api.site_dirs[api.n_site_dirs] = strndup(dir, len);
+		if (!api.site_dirs[api.n_site_dirs])
+			return -ENOMEM;
+		api.n_site_dirs++;
+	}
+	return 0;
+}
+
+static int api_activate(char **reterr)
+{
+	PyObject *module;
+	int r;
+
+	r = collect_site_dirs();
+	if (r < 0)
+		return r;
+	module = PyImport_ImportModule("pysandboxes");
+	if (module) {
+		api.exc_class = PyObject_GetAttrString(module, "RuleApiPermissionError");
+		Py_DECREF(module);
+	}
+	if (!api.exc_class) {
+		PyErr_Clear();
+		*reterr = strdup("cannot find pysandboxes.RuleApiPermissionError");
+		return -EIO;
+	}
+	for (size_t t = 0; t < api.n_tracked; t++) {
+		api.tracked[t].key = PyUnicode_InternFromString(api.tracked[t].name);
+		if (!api.tracked[t].key)
+			goto fail;
+	}
+	/* Everything the runtime loaded so far (os, posix, _thread, builtins,
+	 * _imp...); the rest as it is imported. */
+	if (scan_modules() < 0)
+		goto fail;
+	api.modules_version = (uint64_t)-1;
+	return 0;
+fail:
+	PyErr_Clear();
+	*reterr = strdup("cannot install the API guard");
+	return -EIO;
+}
+
+static void api_release(void)
+{
+	free(api.allowed);
+	free(api.decider);
+	for (size_t i = 0; i < api.n_site_dirs; i++)
+		free(api.site_dirs[i]);
+	free(api.site_dirs);
+	/* The Python objects belonged to the finalized interpreter: drop them,
+	 * don't DECREF. */
+	memset(&api, 0, sizeof(api));
+}
+
+const struct sb_guard_part sb_guard_api_part = {
+    .name = "api",
+    .prepare = api_prepare,
+    .activate = api_activate,
+    .release = api_release,
+    .handlers = api_handlers,
+    .n_handlers = ELEMENTSOF(api_handlers),
+    .after_import = api_after_import,
+};

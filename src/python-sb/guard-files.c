@@ -1,0 +1,1378 @@
+/* SPDX-License-Identifier: MIT */
+/* expose-ro=, expose-rw=, ignore=: the files part of the guard.
+ *
+ * Decisions are taken on the resolved path (src/lib/file-policy.c), from the
+ * audit events CPython raises ("open", "os.remove", ...). Where CPython 3.11
+ * raises none (os.stat, lstat, access, readlink, statvfs, pathconf, chroot,
+ * mkfifo, mknod: gh-115322) or raises one whose path is relative to a
+ * directory fd it does not report ("open" from os.open(dir_fd=)), C wrappers
+ * replace the functions in both the posix and os modules. Every wrapper also
+ * turns a path-like or buffer argument into str/bytes once, before the
+ * original sees it: the audit event then carries the very string the system
+ * call gets, so a __fspath__ that answers differently on its second call, or
+ * a bytearray changed by a warning filter, cannot split check and use. */
+#include "guard.h"
+
+#include <fcntl.h>
+#include <frameobject.h>
+#include <sys/stat.h>
+
+#include "file-policy.h"
+#include "util.h"
+
+static const char *const ca_stores[] = {
+    "/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates", "/usr/share/pki",
+};
+
+static struct {
+	struct sb_file_policy policy;
+	bool prepared;
+} files;
+
+/* ---- decisions ---------------------------------------------------------- */
+
+/* The directory a dir_fd stands for, through /proc/self/fd; -EBADF when it
+ * cannot be named (not a directory, deleted, no /proc): such fds are refused. */
+static int dir_fd_path(int fd, char out[PATH_MAX])
+{
+	char link[64];
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+		return -EBADF;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, out, PATH_MAX - 1);
+	if (n <= 0 || out[0] != '/')
+		return -EBADF;
+	out[n] = '\0';
+	if (n > 10 && streq(out + n - 10, " (deleted)"))
+		return -EBADF;
+	return 0;
+}
+
+static int refuse_unresolvable(const char *raw, const char *why)
+{
+	_cleanup_free_ char *text = NULL;
+
+	if (asprintf(&text,
+		     "Access to '%s' must be accepted by a rule: %s, so the guard cannot tell "
+		     "which file it names. Add 'expose-ro=<dir>' to '%s' and use a path",
+		     raw, why, sb_guard_profile_path()) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_file_not_found(raw, text);
+}
+
+static bool is_directory(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Raises the refusal for a verdict. Only on the refusal path: may allocate. */
+static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struct sb_fp_ignore *ig,
+		  const char *raw, const char *abs, const char *resolved, bool write)
+{
+	_cleanup_free_ char *text = NULL, *dir = NULL;
+	const char *key = write ? "expose-rw" : "expose-ro";
+	int r = -1;
+
+	switch (v) {
+	case SB_FP_IGNORED:
+		r = asprintf(&text, "Access to '%s' is ignored by rule 'ignore=%s' from %s", raw,
+			     ig->pattern, ig->origin);
+		break;
+	case SB_FP_READ_ONLY:
+		if (g->implicit)
+			r = asprintf(&text,
+				     "Cannot write to '%s%s'. It is exposed read-only without a "
+				     "rule (%s). Add 'expose-rw=%s' to '%s' to allow writing",
+				     g->dir, g->file || streq(g->dir, "/") ? "" : "/", g->why,
+				     g->dir, sb_guard_profile_path());
+		else
+			r = asprintf(&text,
+				     "Cannot write to '%s%s'. Rule 'expose-ro=%s' from %s. Use "
+				     "'expose-rw=%s' instead to allow writing",
+				     g->dir, streq(g->dir, "/") ? "" : "/", g->written, g->origin,
+				     g->written);
+		break;
+	case SB_FP_NOT_EXPOSED:
+	default:
+		/* A symbolic link that leads outside: name the path the program
+		 * used, not where the link points (readlink would not tell). */
+		if (!streq(abs, resolved) && !is_directory(abs) &&
+		    strncmp(abs, resolved, strlen(abs)) != 0) {
+			_cleanup_free_ char *parent = sb_path_dirname(abs);
+
+			if (parent && sb_file_policy_grant_for(&files.policy, parent))
+				r = asprintf(
+				    &text,
+				    "Access to '%s' must be accepted by a rule: it leads "
+				    "through a symbolic link outside the exposed directories. "
+				    "Add '%s=<the link target's directory>' to '%s'",
+				    abs, key, sb_guard_profile_path());
+		}
+		if (r < 0) {
+			/* Reading a directory exposes it; a file, its directory. */
+			dir = is_directory(resolved) && !write ? strdup(resolved)
+							       : sb_path_dirname(resolved);
+			if (!dir)
+				break;
+			r = asprintf(
+			    &text, "Access to '%s' must be accepted by a rule. Add '%s=%s' to '%s'",
+			    abs, key, dir, sb_guard_profile_path());
+		}
+		break;
+	}
+	if (r < 0) {
+		text = NULL;
+		PyErr_NoMemory();
+		return -1;
+	}
+	if (v == SB_FP_READ_ONLY)
+		return sb_raise_permission(EACCES, raw, text);
+	return sb_raise_file_not_found(raw, text);
+}
+
+/* The decision for one raw path (relative to dir_fd when >= 0, else to the
+ * cwd). resolved_out, when given, receives the resolved path. 0, or -1 with
+ * the exception set. */
+static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char *resolved_out)
+{
+	char base[PATH_MAX], abs[PATH_MAX], resolved[PATH_MAX];
+	const struct sb_fp_grant *g;
+	const struct sb_fp_ignore *ig;
+	enum sb_fp_verdict v;
+	const char *basep = NULL;
+
+	if (raw[0] != '/') {
+		if (dir_fd >= 0) {
+			if (dir_fd_path(dir_fd, base) < 0)
+				return refuse_unresolvable(raw,
+							   "its dir_fd is not a directory that "
+							   "/proc/self/fd can name");
+		} else if (!getcwd(base, sizeof(base))) {
+			return refuse_unresolvable(raw, "the current directory cannot be named");
+		}
+		basep = base;
+	}
+	if (sb_path_absolute(raw, basep, abs) < 0 ||
+	    sb_path_resolve(raw, basep, follow, resolved) < 0)
+		return refuse_unresolvable(raw, "it is too long or loops");
+	v = sb_file_policy_decide(&files.policy, raw, abs, resolved, write, &g, &ig);
+	if (resolved_out)
+		memcpy(resolved_out, resolved, strlen(resolved) + 1);
+	if (v == SB_FP_ALLOW)
+		return 0;
+	return refuse(v, g, ig, raw, abs, resolved, write);
+}
+
+enum path_kind {
+	PATH_STRING,	  /* *ret is the path, owned by the object or *keep */
+	PATH_FD,	  /* a held descriptor: a capability */
+	PATH_NONE,	  /* None: the current directory for listdir() and friends */
+	PATH_UNCHECKABLE, /* a type whose value could change between check and use */
+	PATH_ERROR,	  /* an exception is set */
+};
+
+/* The bytes of a path argument. A str is encoded as CPython encodes it for
+ * the system call; a path-like object only when from_python (the event comes
+ * from Python code that will call os functions, which are wrapped). */
+static enum path_kind path_bytes(PyObject *o, bool allow_pathlike, const char **ret,
+				 PyObject **keep)
+{
+	*keep = NULL;
+	if (!o || o == Py_None)
+		return PATH_NONE;
+	if (PyLong_Check(o) || (!PyUnicode_Check(o) && !PyBytes_Check(o) && PyIndex_Check(o)))
+		return PATH_FD;
+	if (!PyUnicode_Check(o) && !PyBytes_Check(o)) {
+		if (!allow_pathlike)
+			return PATH_UNCHECKABLE;
+		*keep = PyOS_FSPath(o);
+		if (!*keep)
+			return PyErr_ExceptionMatches(PyExc_TypeError)
+				   ? (PyErr_Clear(), PATH_UNCHECKABLE)
+				   : PATH_ERROR;
+		o = *keep;
+	}
+	if (PyUnicode_Check(o)) {
+		Py_ssize_t n;
+		const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+
+		/* UTF-8 is the file system encoding here (UTF-8 mode or a UTF-8
+		 * locale); undecodable bytes (surrogateescape) need the real
+		 * encoder. */
+		if (!s) {
+			PyObject *b;
+
+			PyErr_Clear();
+			b = PyUnicode_EncodeFSDefault(o);
+			Py_XDECREF(*keep);
+			*keep = b;
+			if (!b)
+				return PATH_ERROR;
+			o = b;
+		} else {
+			if ((size_t)n != strlen(s))
+				return PATH_UNCHECKABLE;
+			*ret = s;
+			return PATH_STRING;
+		}
+	}
+	*ret = PyBytes_AS_STRING(o);
+	if ((size_t)PyBytes_GET_SIZE(o) != strlen(*ret))
+		return PATH_UNCHECKABLE;
+	return PATH_STRING;
+}
+
+static int refuse_uncheckable(PyObject *o)
+{
+	_cleanup_free_ char *text = NULL;
+
+	if (asprintf(&text,
+		     "A path given as a %s object cannot be checked by the guard; pass a str or "
+		     "bytes path (os.fspath(p))",
+		     Py_TYPE(o)->tp_name) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_permission(EACCES, NULL, text);
+}
+
+/* Checks one path argument of an event or wrapper: held fds pass (a
+ * capability), None means the current directory. */
+static int check_obj(PyObject *o, int dir_fd, bool write, bool follow, bool allow_pathlike)
+{
+	PyObject *keep;
+	const char *raw = NULL;
+	int r;
+
+	switch (path_bytes(o, allow_pathlike, &raw, &keep)) {
+	case PATH_FD:
+		return 0;
+	case PATH_NONE:
+		return check_raw(".", -1, write, follow, NULL);
+	case PATH_UNCHECKABLE:
+		return refuse_uncheckable(o);
+	case PATH_ERROR:
+		return -1;
+	case PATH_STRING:
+		break;
+	}
+	r = check_raw(raw, dir_fd, write, follow, NULL);
+	Py_XDECREF(keep);
+	return r;
+}
+
+/* Attribute changes (chmod, chown, utime, xattrs, link sources): the event
+ * does not say whether follow_symlinks was given, so both the link and its
+ * target must be writable. */
+static int check_obj_both(PyObject *o, int dir_fd, bool allow_pathlike)
+{
+	if (check_obj(o, dir_fd, true, true, allow_pathlike) < 0)
+		return -1;
+	return check_obj(o, dir_fd, true, false, allow_pathlike);
+}
+
+int sb_guard_file_check(const char *path, bool write)
+{
+	if (!files.prepared || !sb_guard_armed())
+		return 0;
+	return check_raw(path, -1, write, true, NULL);
+}
+
+/* ---- audit events ------------------------------------------------------- */
+
+static PyObject *arg(PyObject *args, Py_ssize_t i)
+{
+	return PyTuple_Check(args) && PyTuple_GET_SIZE(args) > i ? PyTuple_GET_ITEM(args, i) : NULL;
+}
+
+static int arg_fd(PyObject *args, Py_ssize_t i)
+{
+	PyObject *o = arg(args, i);
+	long fd;
+
+	if (!o || !PyLong_Check(o))
+		return -1;
+	fd = PyLong_AsLong(o);
+	if (fd == -1 && PyErr_Occurred())
+		PyErr_Clear();
+	/* The events report a missing dir_fd as -1; AT_FDCWD is the cwd too. */
+	return fd < 0 || fd > INT_MAX ? -1 : (int)fd;
+}
+
+static bool open_writes(PyObject *mode, PyObject *flags)
+{
+	if (mode && PyUnicode_Check(mode)) {
+		const char *m = PyUnicode_AsUTF8(mode);
+
+		if (!m || strpbrk(m, "wax+"))
+			return true;
+	}
+	if (flags && PyLong_Check(flags)) {
+		long f = PyLong_AsLong(flags);
+
+		if (f == -1 && PyErr_Occurred()) {
+			PyErr_Clear();
+			return true;
+		}
+		if ((f & O_ACCMODE) != O_RDONLY || (f & (O_CREAT | O_TRUNC | O_APPEND)))
+			return true;
+#ifdef O_TMPFILE
+		if ((f & O_TMPFILE) == O_TMPFILE)
+			return true;
+#endif
+	}
+	return false;
+}
+
+/* open(), io.open(), os.open(), io.FileIO, io.open_code(): (path, mode, flags).
+ * A path-like object reaches this event only through io.FileIO() called
+ * directly (open() and os.open() are wrapped and pass a str): FileIO has
+ * already called its __fspath__, and a second call could answer otherwise. */
+static int on_open(PyObject *args)
+{
+	return check_obj(arg(args, 0), -1, open_writes(arg(args, 1), arg(args, 2)), true, false);
+}
+
+static int on_read(PyObject *args)
+{
+	return check_obj(arg(args, 0), -1, false, true, false);
+}
+
+/* os.listdir/os.scandir with None: the cwd. */
+static int on_list(PyObject *args)
+{
+	return check_obj(arg(args, 0), -1, false, true, false);
+}
+
+/* (path, ..., dir_fd) with dir_fd at index i */
+static int on_attr_change(PyObject *args, Py_ssize_t dir_fd_index)
+{
+	return check_obj_both(arg(args, 0), dir_fd_index ? arg_fd(args, dir_fd_index) : -1, false);
+}
+
+static int on_chmod(PyObject *args)
+{
+	return on_attr_change(args, 2);
+}
+
+static int on_chown(PyObject *args)
+{
+	return on_attr_change(args, 3);
+}
+
+static int on_utime(PyObject *args)
+{
+	return on_attr_change(args, 3);
+}
+
+static int on_xattr_write(PyObject *args)
+{
+	return on_attr_change(args, 0);
+}
+
+static int on_create_or_remove(PyObject *args, Py_ssize_t dir_fd_index)
+{
+	return check_obj(arg(args, 0), arg_fd(args, dir_fd_index), true, false, false);
+}
+
+static int on_mkdir(PyObject *args)
+{
+	return on_create_or_remove(args, 2);
+}
+
+static int on_remove(PyObject *args)
+{
+	return on_create_or_remove(args, 1);
+}
+
+static int on_truncate(PyObject *args)
+{
+	return check_obj(arg(args, 0), -1, true, true, false);
+}
+
+static int on_rename(PyObject *args)
+{
+	if (check_obj(arg(args, 0), arg_fd(args, 2), true, false, false) < 0)
+		return -1;
+	return check_obj(arg(args, 1), arg_fd(args, 3), true, false, false);
+}
+
+/* A hard link to a file is a second name with the same permissions: linking
+ * a read-only file into a writable directory would make it writable. */
+static int on_link(PyObject *args)
+{
+	if (check_obj_both(arg(args, 0), arg_fd(args, 2), false) < 0)
+		return -1;
+	return check_obj(arg(args, 1), arg_fd(args, 3), true, false, false);
+}
+
+/* os.symlink(target, link, dir_fd): the link's place must be writable, and
+ * its target, resolved from the link's directory as the kernel will, within
+ * the grants: a link to /etc in a writable directory is refused. */
+static int on_symlink(PyObject *args)
+{
+	char where[PATH_MAX];
+	PyObject *keep = NULL;
+	const char *target = NULL;
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	switch (path_bytes(arg(args, 1), false, &target, &keep)) {
+	case PATH_STRING:
+		break;
+	case PATH_ERROR:
+		return -1;
+	default:
+		return refuse_uncheckable(arg(args, 1));
+	}
+	r = check_raw(target, arg_fd(args, 2), true, false, where);
+	Py_XDECREF(keep);
+	if (r < 0)
+		return -1;
+	switch (path_bytes(arg(args, 0), false, &target, &keep)) {
+	case PATH_STRING:
+		break;
+	case PATH_ERROR:
+		return -1;
+	default:
+		return refuse_uncheckable(arg(args, 0));
+	}
+	dir = sb_path_dirname(where);
+	if (!dir) {
+		Py_XDECREF(keep);
+		PyErr_NoMemory();
+		return -1;
+	}
+	if (target[0] == '/') {
+		r = check_raw(target, -1, false, true, NULL);
+	} else {
+		char joined[PATH_MAX];
+
+		if (snprintf(joined, sizeof(joined), "%s/%s", dir, target) >= (int)sizeof(joined))
+			r = refuse_unresolvable(target, "it is too long");
+		else
+			r = check_raw(joined, -1, false, true, NULL);
+	}
+	Py_XDECREF(keep);
+	return r;
+}
+
+/* shutil and sqlite3 events come from Python code with the program's own
+ * arguments (str or path-like): checked early for a clear message, the os
+ * calls they make are checked again on str paths. */
+static int on_copy(PyObject *args)
+{
+	if (check_obj(arg(args, 0), -1, false, true, true) < 0)
+		return -1;
+	return check_obj(arg(args, 1), -1, true, true, true);
+}
+
+static int on_rmtree(PyObject *args)
+{
+	return check_obj(arg(args, 0), arg_fd(args, 1), true, false, true);
+}
+
+static int on_move(PyObject *args)
+{
+	if (check_obj(arg(args, 0), -1, true, false, true) < 0)
+		return -1;
+	return check_obj(arg(args, 1), -1, true, true, true);
+}
+
+static int on_shutil_chown(PyObject *args)
+{
+	return check_obj(arg(args, 0), -1, true, true, true);
+}
+
+static int on_make_archive(PyObject *args)
+{
+	if (check_obj(arg(args, 0), -1, true, true, true) < 0)
+		return -1;
+	return check_obj(arg(args, 2), -1, false, true, true);
+}
+
+static int on_unpack_archive(PyObject *args)
+{
+	if (check_obj(arg(args, 0), -1, false, true, true) < 0)
+		return -1;
+	return check_obj(arg(args, 1), -1, true, true, true);
+}
+
+/* sqlite3.connect(database): ':memory:' and '' open no file; a 'file:' URI
+ * is checked on its path part too (the event does not say whether uri=True). */
+static int on_sqlite_connect(PyObject *args)
+{
+	PyObject *keep = NULL;
+	const char *db = NULL;
+	int r = 0;
+
+	switch (path_bytes(arg(args, 0), true, &db, &keep)) {
+	case PATH_STRING:
+		break;
+	case PATH_ERROR:
+		return -1;
+	case PATH_UNCHECKABLE:
+		return refuse_uncheckable(arg(args, 0));
+	default:
+		return 0;
+	}
+	if (*db && !streq(db, ":memory:") && !strstr(db, "mode=memory")) {
+		const char *uri = startswith(db, "file:");
+		bool ro = uri && strstr(db, "mode=ro");
+
+		/* The URI's path first: that is the file uri=True opens, and
+		 * the one to name in the message. */
+		if (uri) {
+			char path[PATH_MAX];
+			size_t n;
+
+			if (startswith(uri, "//")) {
+				uri += 2;
+				uri = startswith(uri, "localhost") ? uri + 9 : uri;
+			}
+			n = strcspn(uri, "?#");
+			if (n > 0 && n < sizeof(path)) {
+				memcpy(path, uri, n);
+				path[n] = '\0';
+				r = check_raw(path, -1, !ro, true, NULL);
+			}
+		}
+		if (r >= 0)
+			r = check_raw(db, -1, !ro, true, NULL);
+	}
+	Py_XDECREF(keep);
+	return r;
+}
+
+static const struct sb_audit_handler file_handlers[] = {
+    {"open", on_open},
+    {"os.chdir", on_read},
+    {"os.chmod", on_chmod},
+    {"os.chown", on_chown},
+    {"os.getxattr", on_read},
+    {"os.link", on_link},
+    {"os.listdir", on_list},
+    {"os.listxattr", on_list},
+    {"os.mkdir", on_mkdir},
+    {"os.removexattr", on_xattr_write},
+    {"os.remove", on_remove},
+    {"os.rename", on_rename},
+    {"os.rmdir", on_remove},
+    {"os.scandir", on_list},
+    {"os.setxattr", on_xattr_write},
+    {"os.symlink", on_symlink},
+    {"os.truncate", on_truncate},
+    {"os.utime", on_utime},
+    {"shutil.chown", on_shutil_chown},
+    {"shutil.copyfile", on_copy},
+    {"shutil.copymode", on_copy},
+    {"shutil.copystat", on_copy},
+    {"shutil.copytree", on_copy},
+    {"shutil.make_archive", on_make_archive},
+    {"shutil.move", on_move},
+    {"shutil.rmtree", on_rmtree},
+    {"shutil.unpack_archive", on_unpack_archive},
+    {"sqlite3.connect", on_sqlite_connect},
+};
+
+/* ---- wrappers ------------------------------------------------------------ */
+
+enum wrap_kind {
+	WRAP_CONVERT,  /* raises its own event: only make the path a str/bytes */
+	WRAP_OPEN,     /* os.open: the "open" event lacks dir_fd */
+	WRAP_READ,     /* no event: decide here */
+	WRAP_WRITE,    /* no event, creates a node: decide here */
+	WRAP_READLINK, /* no event, and the answer must not name an outside path */
+	WRAP_LIST,     /* listdir/scandir: hide ignored entries */
+};
+
+struct wrapped {
+	const char *module; /* "posix" (also set in os), "_io" (also io, builtins) */
+	const char *name;
+	enum wrap_kind kind;
+	unsigned n_paths; /* path arguments: positions 0..n-1 */
+	const char *kw[2];
+	bool follow;	    /* default of follow_symlinks */
+	bool probe;	    /* a metadata probe the import machinery makes */
+	PyObject *original; /* a strong reference, reachable from C only */
+	PyMethodDef def;
+};
+
+enum {
+	W_OPEN,
+	W_IO_OPEN,
+	W_STAT,
+	W_LSTAT,
+	W_ACCESS,
+	W_STATVFS,
+	W_PATHCONF,
+	W_CHROOT,
+	W_READLINK,
+	W_MKFIFO,
+	W_MKNOD,
+	W_LISTDIR,
+	W_SCANDIR,
+	W_CHDIR,
+	W_CHMOD,
+	W_CHOWN,
+	W_LCHOWN,
+	W_MKDIR,
+	W_REMOVE,
+	W_UNLINK,
+	W_RMDIR,
+	W_RENAME,
+	W_REPLACE,
+	W_LINK,
+	W_SYMLINK,
+	W_TRUNCATE,
+	W_UTIME,
+	W_GETXATTR,
+	W_SETXATTR,
+	W_LISTXATTR,
+	W_REMOVEXATTR,
+	W__N,
+};
+
+static struct wrapped wrapped[W__N] = {
+    [W_OPEN] = {"posix", "open", WRAP_OPEN, 1, {"path"}, true},
+    [W_IO_OPEN] = {"_io", "open", WRAP_CONVERT, 1, {"file"}, true},
+    [W_STAT] = {"posix", "stat", WRAP_READ, 1, {"path"}, true, true},
+    [W_LSTAT] = {"posix", "lstat", WRAP_READ, 1, {"path"}, false, true},
+    [W_ACCESS] = {"posix", "access", WRAP_READ, 1, {"path"}, true, true},
+    [W_STATVFS] = {"posix", "statvfs", WRAP_READ, 1, {"path"}, true},
+    [W_PATHCONF] = {"posix", "pathconf", WRAP_READ, 1, {"path"}, true},
+    [W_CHROOT] = {"posix", "chroot", WRAP_READ, 1, {"path"}, true},
+    [W_READLINK] = {"posix", "readlink", WRAP_READLINK, 1, {"path"}, false},
+    [W_MKFIFO] = {"posix", "mkfifo", WRAP_WRITE, 1, {"path"}, false},
+    [W_MKNOD] = {"posix", "mknod", WRAP_WRITE, 1, {"path"}, false},
+    [W_LISTDIR] = {"posix", "listdir", WRAP_LIST, 1, {"path"}, true},
+    [W_SCANDIR] = {"posix", "scandir", WRAP_LIST, 1, {"path"}, true},
+    [W_CHDIR] = {"posix", "chdir", WRAP_CONVERT, 1, {"path"}, true},
+    [W_CHMOD] = {"posix", "chmod", WRAP_CONVERT, 1, {"path"}, true},
+    [W_CHOWN] = {"posix", "chown", WRAP_CONVERT, 1, {"path"}, true},
+    [W_LCHOWN] = {"posix", "lchown", WRAP_CONVERT, 1, {"path"}, false},
+    [W_MKDIR] = {"posix", "mkdir", WRAP_CONVERT, 1, {"path"}, false},
+    [W_REMOVE] = {"posix", "remove", WRAP_CONVERT, 1, {"path"}, false},
+    [W_UNLINK] = {"posix", "unlink", WRAP_CONVERT, 1, {"path"}, false},
+    [W_RMDIR] = {"posix", "rmdir", WRAP_CONVERT, 1, {"path"}, false},
+    [W_RENAME] = {"posix", "rename", WRAP_CONVERT, 2, {"src", "dst"}, false},
+    [W_REPLACE] = {"posix", "replace", WRAP_CONVERT, 2, {"src", "dst"}, false},
+    [W_LINK] = {"posix", "link", WRAP_CONVERT, 2, {"src", "dst"}, true},
+    [W_SYMLINK] = {"posix", "symlink", WRAP_CONVERT, 2, {"src", "dst"}, false},
+    [W_TRUNCATE] = {"posix", "truncate", WRAP_CONVERT, 1, {"path"}, true},
+    [W_UTIME] = {"posix", "utime", WRAP_CONVERT, 1, {"path"}, true},
+    [W_GETXATTR] = {"posix", "getxattr", WRAP_CONVERT, 1, {"path"}, true},
+    [W_SETXATTR] = {"posix", "setxattr", WRAP_CONVERT, 1, {"path"}, true},
+    [W_LISTXATTR] = {"posix", "listxattr", WRAP_CONVERT, 1, {"path"}, true},
+    [W_REMOVEXATTR] = {"posix", "removexattr", WRAP_CONVERT, 1, {"path"}, true},
+};
+
+/* The import machinery stats every sys.path directory and candidate file on
+ * each import: exempting those probes (only stat/lstat/access, only when the
+ * innermost frame is importlib's bootstrap) keeps imports as fast as
+ * without the guard. What it then opens is still checked ("open"), and a
+ * probe tells the program nothing: importlib only uses it to pick a file. */
+static bool caller_is_import_machinery(void)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	const char *file;
+	bool r;
+
+	if (!frame)
+		return false;
+	code = PyFrame_GetCode(frame);
+	file = PyUnicode_AsUTF8(code->co_filename);
+	r = file && startswith(file, "<frozen importlib._bootstrap");
+	if (!file)
+		PyErr_Clear();
+	Py_DECREF(code);
+	return r;
+}
+
+/* A path-like or buffer argument as the str/bytes the original will use. */
+static PyObject *convert(PyObject *o)
+{
+	if (PyUnicode_Check(o) || PyBytes_Check(o) || PyLong_Check(o) || o == Py_None)
+		return Py_NewRef(o);
+	if (PyObject_HasAttrString((PyObject *)Py_TYPE(o), "__fspath__"))
+		return PyOS_FSPath(o);
+	/* bytearray, memoryview: copied now, so a warning filter run by the
+	 * original (DeprecationWarning) cannot change it after the check. */
+	if (PyObject_CheckBuffer(o))
+		return PyBytes_FromObject(o);
+	return Py_NewRef(o);
+}
+
+static int kw_int(PyObject *kw, const char *name, int dflt, bool *present)
+{
+	PyObject *o = kw ? PyDict_GetItemString(kw, name) : NULL; /* borrowed */
+	long v;
+
+	if (present)
+		*present = o && o != Py_None;
+	if (!o || o == Py_None)
+		return dflt;
+	v = PyLong_AsLong(o);
+	if (v == -1 && PyErr_Occurred()) {
+		PyErr_Clear();
+		return dflt;
+	}
+	return v < INT_MIN || v > INT_MAX ? dflt : (int)v;
+}
+
+static bool kw_true(PyObject *kw, const char *name, bool dflt)
+{
+	PyObject *o = kw ? PyDict_GetItemString(kw, name) : NULL;
+	int r;
+
+	if (!o)
+		return dflt;
+	r = PyObject_IsTrue(o);
+	if (r < 0) {
+		PyErr_Clear();
+		return dflt;
+	}
+	return r;
+}
+
+/* ---- filtered scandir ---- */
+
+typedef struct {
+	PyObject_HEAD PyObject *it;
+	char *dir; /* the resolved directory, NULL when unknown */
+} filtered_scandir;
+
+static bool entry_hidden(const char *dir, PyObject *name)
+{
+	const struct sb_fp_ignore *ig;
+	PyObject *keep;
+	const char *s = NULL;
+	bool hidden = false;
+
+	if (path_bytes(name, false, &s, &keep) == PATH_STRING)
+		hidden = sb_file_policy_entry_ignored(&files.policy, dir ? dir : "/", s, &ig);
+	Py_XDECREF(keep);
+	PyErr_Clear();
+	return hidden;
+}
+
+static PyObject *fs_next(filtered_scandir *self)
+{
+	for (;;) {
+		PyObject *entry = PyIter_Next(self->it), *name;
+		bool hidden;
+
+		if (!entry)
+			return NULL;
+		name = PyObject_GetAttrString(entry, "name");
+		if (!name)
+			return entry;
+		hidden = entry_hidden(self->dir, name);
+		Py_DECREF(name);
+		if (!hidden)
+			return entry;
+		Py_DECREF(entry);
+	}
+}
+
+static PyObject *fs_close(filtered_scandir *self, PyObject *unused _unused_)
+{
+	return PyObject_CallMethod(self->it, "close", NULL);
+}
+
+static PyObject *fs_enter(filtered_scandir *self, PyObject *unused _unused_)
+{
+	return Py_NewRef(self);
+}
+
+static PyObject *fs_exit(filtered_scandir *self, PyObject *args _unused_)
+{
+	PyObject *r = PyObject_CallMethod(self->it, "close", NULL);
+
+	if (!r)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_FALSE;
+}
+
+static void fs_dealloc(filtered_scandir *self)
+{
+	Py_XDECREF(self->it);
+	free(self->dir);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef fs_methods[] = {
+    {"close", (PyCFunction)fs_close, METH_NOARGS, NULL},
+    {"__enter__", (PyCFunction)fs_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)fs_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject filtered_scandir_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "posix.ScandirIterator",
+    .tp_basicsize = sizeof(filtered_scandir),
+    .tp_dealloc = (destructor)fs_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)fs_next,
+    .tp_methods = fs_methods,
+};
+
+/* The resolved directory a listing is of (for entry names); NULL when it
+ * cannot be named. */
+static char *listed_dir(PyObject *path)
+{
+	char resolved[PATH_MAX], base[PATH_MAX];
+	PyObject *keep;
+	const char *raw = ".";
+
+	switch (path_bytes(path, false, &raw, &keep)) {
+	case PATH_FD: {
+		long fd = PyLong_AsLong(path);
+
+		if (fd == -1 && PyErr_Occurred())
+			PyErr_Clear();
+		return fd >= 0 && fd <= INT_MAX && dir_fd_path((int)fd, resolved) == 0
+			   ? strdup(resolved)
+			   : NULL;
+	}
+	case PATH_NONE:
+	case PATH_STRING:
+		break;
+	default:
+		PyErr_Clear();
+		return NULL;
+	}
+	if (!getcwd(base, sizeof(base)) || sb_path_resolve(raw, base, true, resolved) < 0) {
+		Py_XDECREF(keep);
+		return NULL;
+	}
+	Py_XDECREF(keep);
+	return strdup(resolved);
+}
+
+static PyObject *filter_listing(PyObject *path, PyObject *result, bool scandir)
+{
+	_cleanup_free_ char *dir = NULL;
+	PyObject *out;
+
+	if (!result || !files.policy.n_ignores)
+		return result;
+	dir = listed_dir(path);
+	if (scandir) {
+		filtered_scandir *fs = PyObject_New(filtered_scandir, &filtered_scandir_type);
+
+		if (!fs) {
+			Py_DECREF(result);
+			return NULL;
+		}
+		fs->it = result;
+		fs->dir = TAKE_PTR(dir);
+		return (PyObject *)fs;
+	}
+	if (!PyList_Check(result))
+		return result;
+	out = PyList_New(0);
+	for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(result); i++) {
+		PyObject *name = PyList_GET_ITEM(result, i);
+
+		if (!entry_hidden(dir, name) && PyList_Append(out, name) < 0)
+			Py_CLEAR(out);
+	}
+	Py_DECREF(result);
+	return out;
+}
+
+/* "/proc/self/fd/N/rel" in the type of rel (str or bytes). */
+static PyObject *through_proc(int dir_fd, PyObject *rel)
+{
+	if (PyBytes_Check(rel))
+		return PyBytes_FromFormat("/proc/self/fd/%d/%s", dir_fd, PyBytes_AS_STRING(rel));
+	return PyUnicode_FromFormat("/proc/self/fd/%d/%U", dir_fd, rel);
+}
+
+static PyObject *call_wrapped(struct wrapped *w, PyObject *args, PyObject *kw)
+{
+	PyObject *new_args = NULL, *new_kw = NULL, *paths[2] = {NULL, NULL}, *result = NULL;
+	Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+	bool armed = sb_guard_armed();
+	int dir_fd;
+	bool has_dir_fd;
+
+	if (!files.prepared || !w->original)
+		return PyErr_Format(PyExc_RuntimeError, "%s is not available", w->name);
+	new_args = PyTuple_GetSlice(args, 0, nargs);
+	if (!new_args)
+		return NULL;
+	if (kw) {
+		new_kw = PyDict_Copy(kw);
+		if (!new_kw)
+			goto out;
+	}
+	for (unsigned i = 0; i < w->n_paths; i++) {
+		PyObject *o = (Py_ssize_t)i < nargs
+				  ? PyTuple_GET_ITEM(new_args, i)
+				  : (new_kw ? PyDict_GetItemString(new_kw, w->kw[i]) : NULL);
+
+		if (!o)
+			continue;
+		paths[i] = convert(o);
+		if (!paths[i])
+			goto out;
+		if (paths[i] == o)
+			continue;
+		if ((Py_ssize_t)i < nargs) {
+			Py_INCREF(paths[i]);
+			PyTuple_SET_ITEM(new_args, i, paths[i]);
+			Py_DECREF(o);
+		} else if (PyDict_SetItemString(new_kw, w->kw[i], paths[i]) < 0) {
+			goto out;
+		}
+	}
+	dir_fd = kw_int(new_kw, "dir_fd", -1, &has_dir_fd);
+	if (armed && paths[0]) {
+		bool follow = kw_true(new_kw, "follow_symlinks", w->follow);
+
+		switch (w->kind) {
+		case WRAP_READ:
+		case WRAP_READLINK:
+			if (w->probe && caller_is_import_machinery())
+				break;
+			if (check_obj(paths[0], dir_fd, false, follow, false) < 0)
+				goto out;
+			break;
+		case WRAP_WRITE:
+			if (check_obj(paths[0], dir_fd, true, false, false) < 0)
+				goto out;
+			break;
+		case WRAP_OPEN:
+			/* The "open" event only has the relative name: hand the
+			 * original a path through the descriptor instead, which
+			 * names the same directory and which the event can
+			 * resolve. A dir_fd that /proc cannot name is refused. */
+			if (has_dir_fd && (PyUnicode_Check(paths[0]) || PyBytes_Check(paths[0]))) {
+				char base[PATH_MAX];
+				const char *raw = PyUnicode_Check(paths[0])
+						      ? PyUnicode_AsUTF8(paths[0])
+						      : PyBytes_AS_STRING(paths[0]);
+				PyObject *rewritten;
+
+				if (!raw)
+					goto out;
+				if (raw[0] == '/')
+					break;
+				if (dir_fd_path(dir_fd, base) < 0) {
+					refuse_unresolvable(raw,
+							    "its dir_fd is not a directory that "
+							    "/proc/self/fd can name");
+					goto out;
+				}
+				rewritten = through_proc(dir_fd, paths[0]);
+				if (!rewritten)
+					goto out;
+				if (nargs > 0) {
+					PyObject *old = PyTuple_GET_ITEM(new_args, 0);
+
+					PyTuple_SET_ITEM(new_args, 0, rewritten);
+					Py_DECREF(old);
+				} else if (PyDict_SetItemString(new_kw, "path", rewritten) < 0) {
+					Py_DECREF(rewritten);
+					goto out;
+				} else {
+					Py_DECREF(rewritten);
+				}
+				if (PyDict_DelItemString(new_kw, "dir_fd") < 0)
+					goto out;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	result = PyObject_Call(w->original, new_args, new_kw);
+	if (!result || !armed)
+		goto out;
+	if (w->kind == WRAP_LIST) {
+		result = filter_listing(paths[0], result, w - wrapped == W_SCANDIR);
+	} else if (w->kind == WRAP_READLINK && (PyUnicode_Check(result) || PyBytes_Check(result))) {
+		/* Where the link points is itself information: refused, as
+		 * for reading the target, when it leads outside. */
+		char where[PATH_MAX], joined[PATH_MAX];
+		PyObject *keep;
+		const char *raw = NULL, *target = NULL;
+		_cleanup_free_ char *dir = NULL;
+		int r = 0;
+
+		if (path_bytes(paths[0], false, &raw, &keep) != PATH_STRING)
+			goto out;
+		Py_XDECREF(keep);
+		if (check_raw(raw, dir_fd, false, false, where) < 0 ||
+		    path_bytes(result, false, &target, &keep) != PATH_STRING) {
+			Py_CLEAR(result);
+			goto out;
+		}
+		dir = sb_path_dirname(where);
+		if (!dir)
+			r = -1;
+		else if (target[0] == '/')
+			r = snprintf(joined, sizeof(joined), "%s", target);
+		else
+			r = snprintf(joined, sizeof(joined), "%s/%s", dir, target);
+		Py_XDECREF(keep);
+		if (r < 0 || r >= (int)sizeof(joined) ||
+		    check_raw(joined, -1, false, true, NULL) < 0) {
+			if (!PyErr_Occurred())
+				refuse_unresolvable(raw, "its target is too long");
+			else if (PyErr_ExceptionMatches(PyExc_FileNotFoundError)) {
+				/* Name the link, not its target. */
+				PyErr_Clear();
+				refuse_unresolvable(raw, "it is a symbolic link that leads outside "
+							 "the exposed directories");
+			}
+			Py_CLEAR(result);
+		}
+	}
+out:
+	Py_XDECREF(paths[0]);
+	Py_XDECREF(paths[1]);
+	Py_XDECREF(new_args);
+	Py_XDECREF(new_kw);
+	return result;
+}
+
+/* One C function per wrapper: with m_self NULL (so that gc.get_referents()
+ * of a wrapper does not lead to the original), the function itself must
+ * know which entry it stands for. */
+#define WRAPPER(idx)                                                                               \
+	static PyObject *wrap_##idx(PyObject *self _unused_, PyObject *args, PyObject *kw)         \
+	{                                                                                          \
+		return call_wrapped(&wrapped[idx], args, kw);                                      \
+	}
+WRAPPER(W_OPEN)
+WRAPPER(W_IO_OPEN)
+WRAPPER(W_STAT)
+WRAPPER(W_LSTAT)
+WRAPPER(W_ACCESS)
+WRAPPER(W_STATVFS)
+WRAPPER(W_PATHCONF)
+WRAPPER(W_CHROOT)
+WRAPPER(W_READLINK)
+WRAPPER(W_MKFIFO)
+WRAPPER(W_MKNOD)
+WRAPPER(W_LISTDIR)
+WRAPPER(W_SCANDIR)
+WRAPPER(W_CHDIR)
+WRAPPER(W_CHMOD)
+WRAPPER(W_CHOWN)
+WRAPPER(W_LCHOWN)
+WRAPPER(W_MKDIR)
+WRAPPER(W_REMOVE)
+WRAPPER(W_UNLINK)
+WRAPPER(W_RMDIR)
+WRAPPER(W_RENAME)
+WRAPPER(W_REPLACE)
+WRAPPER(W_LINK)
+WRAPPER(W_SYMLINK)
+WRAPPER(W_TRUNCATE)
+WRAPPER(W_UTIME)
+WRAPPER(W_GETXATTR)
+WRAPPER(W_SETXATTR)
+WRAPPER(W_LISTXATTR)
+WRAPPER(W_REMOVEXATTR)
+
+static PyObject *(*const wrapper_fn[W__N])(PyObject *, PyObject *, PyObject *) = {
+    [W_OPEN] = wrap_W_OPEN,
+    [W_IO_OPEN] = wrap_W_IO_OPEN,
+    [W_STAT] = wrap_W_STAT,
+    [W_LSTAT] = wrap_W_LSTAT,
+    [W_ACCESS] = wrap_W_ACCESS,
+    [W_STATVFS] = wrap_W_STATVFS,
+    [W_PATHCONF] = wrap_W_PATHCONF,
+    [W_CHROOT] = wrap_W_CHROOT,
+    [W_READLINK] = wrap_W_READLINK,
+    [W_MKFIFO] = wrap_W_MKFIFO,
+    [W_MKNOD] = wrap_W_MKNOD,
+    [W_LISTDIR] = wrap_W_LISTDIR,
+    [W_SCANDIR] = wrap_W_SCANDIR,
+    [W_CHDIR] = wrap_W_CHDIR,
+    [W_CHMOD] = wrap_W_CHMOD,
+    [W_CHOWN] = wrap_W_CHOWN,
+    [W_LCHOWN] = wrap_W_LCHOWN,
+    [W_MKDIR] = wrap_W_MKDIR,
+    [W_REMOVE] = wrap_W_REMOVE,
+    [W_UNLINK] = wrap_W_UNLINK,
+    [W_RMDIR] = wrap_W_RMDIR,
+    [W_RENAME] = wrap_W_RENAME,
+    [W_REPLACE] = wrap_W_REPLACE,
+    [W_LINK] = wrap_W_LINK,
+    [W_SYMLINK] = wrap_W_SYMLINK,
+    [W_TRUNCATE] = wrap_W_TRUNCATE,
+    [W_UTIME] = wrap_W_UTIME,
+    [W_GETXATTR] = wrap_W_GETXATTR,
+    [W_SETXATTR] = wrap_W_SETXATTR,
+    [W_LISTXATTR] = wrap_W_LISTXATTR,
+    [W_REMOVEXATTR] = wrap_W_REMOVEXATTR,
+};
+
+/* Replaces name in every module that exports the original object under it:
+ * posix and os (os re-exports posix's functions), _io, io and builtins. */
+static int install(struct wrapped *w, size_t idx)
+{
+	static const char *const posix_homes[] = {"posix", "os", NULL};
+	static const char *const io_homes[] = {"_io", "io", "builtins", NULL};
+	const char *const *homes = streq(w->module, "_io") ? io_homes : posix_homes;
+	PyObject *module, *doc, *sig, *modname, *fn;
+	int r = -1;
+
+	module = PyImport_ImportModule(w->module);
+	if (!module)
+		return -1;
+	w->original = PyObject_GetAttrString(module, w->name);
+	Py_DECREF(module);
+	if (!w->original) {
+		/* Not built on this platform: nothing to wrap. */
+		PyErr_Clear();
+		return 0;
+	}
+	/* Keep the original's docstring and text signature (inspect.signature). */
+	doc = PyObject_GetAttrString(w->original, "__doc__");
+	if (!doc)
+		PyErr_Clear();
+	sig = PyObject_GetAttrString(w->original, "__text_signature__");
+	if (!sig)
+		PyErr_Clear();
+	w->def.ml_name = w->name;
+	w->def.ml_meth = (PyCFunction)(void (*)(void))wrapper_fn[idx];
+	w->def.ml_flags = METH_VARARGS | METH_KEYWORDS;
+	w->def.ml_doc = NULL;
+	if (doc && PyUnicode_Check(doc)) {
+		const char *d = PyUnicode_AsUTF8(doc);
+		const char *t = sig && PyUnicode_Check(sig) ? PyUnicode_AsUTF8(sig) : NULL;
+		char *text = NULL;
+
+		/* CPython's layout: "name(sig)\n--\n\n" then the text. The
+		 * wrapper has no module as self: "($module, /, path)" becomes
+		 * "(path)". */
+		const char *rest = t ? startswith(t, "($module, /, ") : NULL;
+		int n = 0;
+
+		if (d && rest)
+			n = asprintf(&text, "%s(%s\n--\n\n%s", w->name, rest, d);
+		else if (d && t)
+			n = asprintf(&text, "%s%s\n--\n\n%s", w->name, t, d);
+		else if (d)
+			text = strdup(d);
+		if (n < 0)
+			text = NULL;
+		w->def.ml_doc = text;
+	}
+	Py_XDECREF(doc);
+	Py_XDECREF(sig);
+	PyErr_Clear();
+	modname = PyUnicode_FromString(w->module);
+	fn = modname ? PyCFunction_NewEx(&w->def, NULL, modname) : NULL;
+	Py_XDECREF(modname);
+	if (!fn)
+		return -1;
+	for (const char *const *h = homes; *h; h++) {
+		PyObject *m = PyImport_ImportModule(*h), *cur;
+
+		if (!m)
+			goto out;
+		cur = PyObject_GetAttrString(m, w->name);
+		/* Only where it is the same function (os.open is posix.open;
+		 * builtins.open is _io.open). */
+		if (cur == w->original && PyObject_SetAttrString(m, w->name, fn) < 0) {
+			Py_DECREF(cur);
+			Py_DECREF(m);
+			goto out;
+		}
+		Py_XDECREF(cur);
+		PyErr_Clear();
+		Py_DECREF(m);
+	}
+	r = 0;
+out:
+	Py_DECREF(fn);
+	return r;
+}
+
+/* ---- part ----------------------------------------------------------------- */
+
+static int files_prepare(const struct sb_profile *profile, const struct sb_interp_paths *interp,
+			 char **reterr _unused_)
+{
+	int r;
+
+	r = sb_file_policy_init(&files.policy, profile);
+	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++)
+		r = sb_file_policy_add_implicit(&files.policy, *d, false, false,
+						"the interpreter's files");
+	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++) {
+		/* Each link of the chain (readlink of it) and its target. */
+		char hop[PATH_MAX];
+
+		r = sb_file_policy_add_implicit(&files.policy, *f, true, false,
+						"the interpreter's files");
+		if (r >= 0 && sb_path_resolve(*f, "/", false, hop) == 0) {
+			/* The link itself: an exact grant of its own path. */
+			struct sb_fp_grant *grants = realloc(
+			    files.policy.implicit, (files.policy.n_implicit + 1) * sizeof(*grants));
+			char *copy = strdup(hop);
+
+			if (!grants || !copy) {
+				free(copy);
+				if (grants)
+					files.policy.implicit = grants;
+				r = -ENOMEM;
+				break;
+			}
+			files.policy.implicit = grants;
+			grants[files.policy.n_implicit++] = (struct sb_fp_grant){
+			    .dir = copy,
+			    .len = strlen(copy),
+			    .implicit = true,
+			    .file = true,
+			    .why = "the interpreter's files",
+			};
+		}
+	}
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_stores); i++)
+		r = sb_file_policy_add_implicit(&files.policy, ca_stores[i], false, false,
+						"a CA store");
+	/* What the kernel boundary grants too: harmless, and needed by
+	 * subprocess.DEVNULL, os.urandom fallbacks, and the like. */
+	if (r >= 0)
+		r = sb_file_policy_add_implicit(&files.policy, "/dev/null", true, true, "a device");
+	if (r >= 0)
+		r = sb_file_policy_add_implicit(&files.policy, "/dev/zero", true, false,
+						"a device");
+	if (r >= 0)
+		r = sb_file_policy_add_implicit(&files.policy, "/dev/urandom", true, false,
+						"a device");
+	if (r >= 0)
+		r = sb_file_policy_add_implicit(&files.policy, "/dev/random", true, false,
+						"a device");
+	if (r < 0)
+		return r;
+	files.prepared = true;
+	return 0;
+}
+
+static int add_sys_path(void)
+{
+	PyObject *path = PySys_GetObject("path"); /* borrowed */
+	char cwd[PATH_MAX];
+
+	if (!path || !PyList_Check(path))
+		return 0;
+	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); i++) {
+		PyObject *item = PyList_GET_ITEM(path, i), *keep;
+		const char *dir = NULL;
+		enum path_kind k = path_bytes(item, false, &dir, &keep);
+		int r = 0;
+
+		if (k == PATH_STRING) {
+			/* '' is the current directory (-c, -m, the REPL). */
+			if (!*dir)
+				dir = getcwd(cwd, sizeof(cwd));
+			r = sb_file_policy_add_implicit(&files.policy, dir, false, false,
+							"a sys.path entry");
+		}
+		Py_XDECREF(keep);
+		PyErr_Clear();
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The entry Py_RunMain() will put first in sys.path, after activate(): the
+ * script's directory, or the current directory for -m, -c, stdin and the
+ * REPL; none with -P/-I (safe_path). Imports from it must keep working. */
+static int add_sys_path0(void)
+{
+	PyObject *flags = PySys_GetObject("flags"), *argv = PySys_GetObject("argv"); /* borrowed */
+	PyObject *safe = flags ? PyObject_GetAttrString(flags, "safe_path") : NULL, *keep;
+	const char *arg0 = NULL;
+	char cwd[PATH_MAX];
+	int r = 0;
+
+	if (safe && PyObject_IsTrue(safe) == 1) {
+		Py_DECREF(safe);
+		return 0;
+	}
+	Py_XDECREF(safe);
+	PyErr_Clear();
+	if (!argv || !PyList_Check(argv) || PyList_GET_SIZE(argv) < 1 ||
+	    path_bytes(PyList_GET_ITEM(argv, 0), false, &arg0, &keep) != PATH_STRING) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (!*arg0 || streq(arg0, "-m") || streq(arg0, "-c") || streq(arg0, "-")) {
+		if (getcwd(cwd, sizeof(cwd)))
+			r = sb_file_policy_add_implicit(&files.policy, cwd, false, false,
+							"a sys.path entry");
+	} else {
+		_cleanup_free_ char *real = realpath(arg0, NULL), *dir = NULL;
+
+		dir = real ? sb_path_dirname(real) : NULL;
+		if (dir)
+			r = sb_file_policy_add_implicit(&files.policy, dir, false, false,
+							"a sys.path entry");
+	}
+	Py_XDECREF(keep);
+	return r;
+}
+
+static int files_activate(char **reterr)
+{
+	int r;
+
+	r = add_sys_path0();
+	if (r >= 0)
+		r = add_sys_path();
+	if (r < 0)
+		return r;
+	if (PyType_Ready(&filtered_scandir_type) < 0)
+		goto fail;
+	for (size_t i = 0; i < W__N; i++)
+		if (install(&wrapped[i], i) < 0)
+			goto fail;
+	return 0;
+fail:
+	PyErr_Clear();
+	*reterr = strdup("cannot install the files guard");
+	return -EIO;
+}
+
+static void files_release(void)
+{
+	for (size_t i = 0; i < W__N; i++) {
+		free((char *)wrapped[i].def.ml_doc);
+		/* The originals belonged to the finalized interpreter: drop,
+		 * don't DECREF. */
+		wrapped[i].original = NULL;
+		wrapped[i].def = (PyMethodDef){0};
+	}
+	sb_file_policy_done(&files.policy);
+	files.prepared = false;
+}
+
+const struct sb_guard_part sb_guard_files_part = {
+    .name = "files",
+    .prepare = files_prepare,
+    .activate = files_activate,
+    .release = files_release,
+    .handlers = file_handlers,
+    .n_handlers = ELEMENTSOF(file_handlers),
+};

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+#include <sys/stat.h>
+
+#include "file-policy.h"
+#include "tap.h"
+#include "util.h"
+
+static char root[PATH_MAX];
+
+static char *at(const char *rel)
+{
+	static char buf[4][PATH_MAX + NAME_MAX + 2];
+	static unsigned n;
+	char *b = buf[n++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "%s/%s", root, rel);
+	return b;
+}
+
+static void touch(const char *rel)
+{
+	FILE *f = fopen(at(rel), "w");
+
+	if (f)
+		fclose(f);
+}
+
+static const char *resolve(const char *path, bool follow)
+{
+	static char out[PATH_MAX];
+
+	if (sb_path_resolve(path, root, follow, out) < 0)
+		return "(error)";
+	return out + strlen(root);
+}
+
+static enum sb_fp_verdict decide(const struct sb_file_policy *p, const char *rel, bool write)
+{
+	char abs[PATH_MAX], res[PATH_MAX];
+	const struct sb_fp_grant *g;
+	const struct sb_fp_ignore *ig;
+
+	if (sb_path_absolute(rel, root, abs) < 0 || sb_path_resolve(rel, root, true, res) < 0)
+		return (enum sb_fp_verdict) - 1;
+	return sb_file_policy_decide(p, rel, abs, res, write, &g, &ig);
+}
+
+static void test_resolve(void)
+{
+	char out[PATH_MAX];
+
+	TAP_IS_INT(sb_path_absolute("a/./b/../c//", "/x/y", out), 0, "absolute");
+	tap_ok(streq(out, "/x/y/a/c"), "absolute folds . and .. (%s)", out);
+	sb_path_absolute("../../../..", "/x", out);
+	tap_ok(streq(out, "/"), "absolute stops at / (%s)", out);
+
+	tap_ok(streq(resolve("ro/f", true), "/ro/f"), "plain file");
+	tap_ok(streq(resolve("rw/new/deeper", true), "/rw/new/deeper"), "missing tail appended");
+	tap_ok(streq(resolve("rw/out", true), "/out/secret"), "symlink followed");
+	tap_ok(streq(resolve("rw/out", false), "/rw/out"), "last link not followed");
+	tap_ok(streq(resolve("rw/dangling", true), "/out/created"), "dangling link followed");
+	tap_ok(streq(resolve("rw/rel/f", true), "/ro/f"), "relative link to a directory");
+	tap_ok(streq(resolve("rw/rel/../rw", true), "/rw"), ".. after a link is physical");
+	TAP_IS_INT(sb_path_resolve("rw/loop", root, true, out), -ELOOP, "link loop");
+}
+
+static void test_decide(void)
+{
+	struct sb_profile prof = {0};
+	struct sb_expose_rule ex[2] = {
+	    {.path = "ro", .resolved = at("ro"), .writable = false, .origin = {"p", 1}},
+	    {.path = "rw", .resolved = at("rw"), .writable = true, .origin = {"p", 2}},
+	};
+	struct sb_name_rule ig[2] = {{.name = ".env", .origin = {"p", 3}},
+				     {.name = "*.key", .origin = {"p", 4}}};
+	struct sb_file_policy p;
+	const struct sb_fp_ignore *hit;
+
+	prof.exposes = ex;
+	prof.n_exposes = 2;
+	prof.ignores = ig;
+	prof.n_ignores = 2;
+	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init");
+	TAP_IS_INT(decide(&p, "ro/f", false), SB_FP_ALLOW, "read under ro");
+	TAP_IS_INT(decide(&p, "ro/f", true), SB_FP_READ_ONLY, "write under ro");
+	TAP_IS_INT(decide(&p, "rw/x", true), SB_FP_ALLOW, "write under rw");
+	TAP_IS_INT(decide(&p, "out/secret", false), SB_FP_NOT_EXPOSED, "outside");
+	TAP_IS_INT(decide(&p, "rw/out", false), SB_FP_NOT_EXPOSED, "symlink out");
+	TAP_IS_INT(decide(&p, "rw/dangling", true), SB_FP_NOT_EXPOSED, "dangling link out");
+	TAP_IS_INT(decide(&p, "ro/.env", false), SB_FP_IGNORED, "ignored basename");
+	TAP_IS_INT(decide(&p, "ro/.env/inner", false), SB_FP_IGNORED, "under an ignored dir");
+	TAP_IS_INT(decide(&p, "rw/a.key", false), SB_FP_IGNORED, "ignored glob");
+	TAP_IS_INT(decide(&p, "ro/.", false), SB_FP_ALLOW, "'.' is no name of its own");
+	tap_ok(sb_file_policy_entry_ignored(&p, at("rw"), ".env", &hit) && hit == &p.ignores[0],
+	       "listing hides .env");
+	tap_ok(!sb_file_policy_entry_ignored(&p, at("rw"), "env", &hit), "listing keeps env");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("out"), false, false, "test"), 0, "implicit");
+	TAP_IS_INT(decide(&p, "out/secret", false), SB_FP_ALLOW, "implicit read");
+	TAP_IS_INT(decide(&p, "out/secret", true), SB_FP_READ_ONLY, "implicit is read-only");
+	sb_file_policy_done(&p);
+
+	/* A relative pattern never hides a whole root: a grant named like it. */
+	ex[0] =
+	    (struct sb_expose_rule){.path = ".env", .resolved = at("ro/.env"), .origin = {"p", 1}};
+	prof.n_exposes = 1;
+	prof.n_ignores = 1;
+	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init 2");
+	TAP_IS_INT(decide(&p, "ro/.env/inner", false), SB_FP_ALLOW, "root named like a pattern");
+	sb_file_policy_done(&p);
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/sb-fp-XXXXXX";
+
+	if (!mkdtemp(tmpl))
+		return tap_skip_all("no temporary directory");
+	if (!realpath(tmpl, root))
+		return tap_skip_all("cannot resolve the temporary directory");
+	mkdir(at("ro"), 0755);
+	mkdir(at("rw"), 0755);
+	mkdir(at("out"), 0755);
+	mkdir(at("ro/.env"), 0755);
+	touch("ro/f");
+	touch("out/secret");
+	if (symlink(at("out/secret"), at("rw/out")) < 0 ||
+	    symlink(at("out/created"), at("rw/dangling")) < 0 ||
+	    symlink("../ro", at("rw/rel")) < 0 || symlink("loop", at("rw/loop")) < 0)
+		return tap_skip_all("cannot create symbolic links");
+
+	test_resolve();
+	test_decide();
+
+	{
+		char cmd[PATH_MAX + 16];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+		if (system(cmd) != 0)
+			tap_diag("cannot remove %s", root);
+	}
+	return tap_done();
+}
