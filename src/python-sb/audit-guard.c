@@ -168,7 +168,7 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 int sb_guard_activate(char **reterr)
 {
 	unsigned long before = guard.selftest_hits;
-	PyObject *stdlib_dir, *module;
+	PyObject *stdlib_dir;
 	int r;
 
 	if (!guard.enabled)
@@ -193,15 +193,6 @@ int sb_guard_activate(char **reterr)
 		}
 	}
 	PyErr_Clear();
-	/* Loaded now, before arming: the exception classes must exist when the
-	 * first refusal happens. */
-	module = PyImport_ImportModule("pysandboxes");
-	if (!module) {
-		PyErr_Clear();
-		*reterr = strdup("cannot create the pysandboxes module");
-		return -EIO;
-	}
-	Py_DECREF(module);
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
 		r = parts[i]->activate(reterr);
 		if (r < 0)

@@ -275,7 +275,6 @@ static struct {
 	uint64_t modules_version;
 	Py_ssize_t modules_size;
 	bool pending; /* a tracked module was still initialising at the last scan */
-	PyObject *exc_class;
 	char **site_dirs;
 	size_t n_site_dirs;
 } api;
@@ -340,11 +339,13 @@ static PyObject *raise_with(const char *qualname, const char *category, const ch
 	PyObject *exc, *q, *c;
 	int r;
 
-	if (!api.exc_class) {
+	PyObject *cls = sb_pysandboxes_api_error();
+
+	if (!cls) {
 		PyErr_SetString(PyExc_PermissionError, message);
 		return NULL;
 	}
-	exc = PyObject_CallFunction(api.exc_class, "is", EPERM, message);
+	exc = PyObject_CallFunction(cls, "is", EPERM, message);
 	if (!exc)
 		return NULL;
 	q = PyUnicode_FromString(qualname);
@@ -356,7 +357,7 @@ static PyObject *raise_with(const char *qualname, const char *category, const ch
 	Py_XDECREF(q);
 	Py_XDECREF(c);
 	if (r == 0)
-		PyErr_SetObject(api.exc_class, exc);
+		PyErr_SetObject(cls, exc);
 	Py_DECREF(exc);
 	return NULL;
 }
@@ -1142,22 +1143,11 @@ static int collect_site_dirs(void)
 
 static int api_activate(char **reterr)
 {
-	PyObject *module;
 	int r;
 
 	r = collect_site_dirs();
 	if (r < 0)
 		return r;
-	module = PyImport_ImportModule("pysandboxes");
-	if (module) {
-		api.exc_class = PyObject_GetAttrString(module, "RuleApiPermissionError");
-		Py_DECREF(module);
-	}
-	if (!api.exc_class) {
-		PyErr_Clear();
-		*reterr = strdup("cannot find pysandboxes.RuleApiPermissionError");
-		return -EIO;
-	}
 	for (size_t t = 0; t < api.n_tracked; t++) {
 		api.tracked[t].key = PyUnicode_InternFromString(api.tracked[t].name);
 		if (!api.tracked[t].key)

@@ -1123,6 +1123,20 @@ static PyObject *(*const wrapper_fn[W__N])(PyObject *, PyObject *, PyObject *) =
     [W_REMOVEXATTR] = wrap_W_REMOVEXATTR,
 };
 
+/* The module if the runtime loaded it already (new reference), else NULL
+ * without an exception: a lookup in sys.modules, not an import, which would
+ * go through the guarded __import__ and cost a few microseconds each. */
+static PyObject *loaded_module(const char *name)
+{
+	PyObject *key = PyUnicode_FromString(name), *m;
+
+	if (!key)
+		return NULL;
+	m = PyImport_GetModule(key);
+	Py_DECREF(key);
+	return m;
+}
+
 /* Replaces name in every module that exports the original object under it:
  * posix and os (os re-exports posix's functions), _io, io and builtins. */
 static int install(struct wrapped *w, size_t idx)
@@ -1133,9 +1147,9 @@ static int install(struct wrapped *w, size_t idx)
 	PyObject *module, *doc, *sig, *modname, *fn;
 	int r = -1;
 
-	module = PyImport_ImportModule(w->module);
+	module = loaded_module(w->module);
 	if (!module)
-		return -1;
+		return PyErr_Occurred() ? -1 : 0;
 	w->original = PyObject_GetAttrString(module, w->name);
 	Py_DECREF(module);
 	if (!w->original) {
@@ -1184,10 +1198,13 @@ static int install(struct wrapped *w, size_t idx)
 	if (!fn)
 		return -1;
 	for (const char *const *h = homes; *h; h++) {
-		PyObject *m = PyImport_ImportModule(*h), *cur;
+		PyObject *m = loaded_module(*h), *cur;
 
-		if (!m)
-			goto out;
+		if (!m) {
+			if (PyErr_Occurred())
+				goto out;
+			continue;
+		}
 		cur = PyObject_GetAttrString(m, w->name);
 		/* Only where it is the same function (os.open is posix.open;
 		 * builtins.open is _io.open). */

@@ -243,13 +243,17 @@ static int resolve_target(struct target *t, int family)
 	return 0;
 }
 
+static int ensure_socket_guard(void);
+
 /* The family and the kind (tcp/udp) of a socket, read from the C object:
  * a subclass overriding .family or .type cannot change what is checked.
  * 0, or -1 with an exception. */
 static int socket_kind(PyObject *sock, int *ret_family, unsigned *ret_kind, int *ret_type)
 {
-	int type;
+	int type = 0;
 
+	if (ensure_socket_guard() < 0)
+		return -1;
 	if (!net.sock_type || !PyObject_TypeCheck(sock, net.sock_type))
 		return raise_refused("Guard network connection DENIED: not a socket object");
 	*ret_family = *(int *)((char *)sock + net.off_family);
@@ -320,10 +324,10 @@ static int check_address(PyObject *sock, PyObject *address, unsigned direction, 
 	const struct sb_net_policy_rule *rule = NULL;
 	struct target t;
 	PyObject *host, *port;
-	unsigned kind;
+	unsigned kind = 0;
 	size_t index = 0;
 	long p;
-	int family, type, r;
+	int family = 0, type = 0, r;
 
 	if (socket_kind(sock, &family, &kind, &type) < 0)
 		return -1;
@@ -747,8 +751,8 @@ static PyObject *guarded_gethostbyname_ex(PyObject *self _unused_, PyObject *arg
 static PyObject *guarded_listen(PyObject *self, PyObject *args)
 {
 	PyObject *call_args, *result, *fd_obj;
-	unsigned kind;
-	int family, type;
+	unsigned kind = 0;
+	int family = 0, type = 0;
 
 	if (sb_guard_armed()) {
 		struct sockaddr_storage ss;
@@ -846,6 +850,8 @@ static int net_after_import(void)
 	static const char *const names[] = {"_socket", "socket"};
 	PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
 
+	if (ensure_socket_guard() < 0)
+		return -1;
 	if (!net.wrappers[0])
 		return 0;
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
@@ -874,15 +880,14 @@ static int member_offset(PyTypeObject *type, const char *name, Py_ssize_t *ret)
 	return 0;
 }
 
-static int net_activate(char **reterr)
+/* Reads what the checks need from _socket and installs the wrappers; done
+ * when _socket is first loaded (it is not, for most programs). */
+static int install_socket_guard(PyObject *mod, const char **ret_what)
 {
-	PyObject *mod = NULL, *type = NULL, *descr = NULL;
-	const char *what = "cannot import _socket";
+	PyObject *type = NULL, *descr = NULL;
+	const char *what = "cannot use _socket";
 	PyMethodDef *defs[] = {&getaddrinfo_def, &gethostbyname_def, &gethostbyname_ex_def};
 
-	mod = PyImport_ImportModule("_socket");
-	if (!mod)
-		goto fail;
 	what = "_socket.socket is not the expected type";
 	type = PyObject_GetAttrString(mod, "socket");
 	if (!type || !PyType_Check(type))
@@ -926,16 +931,46 @@ static int net_activate(char **reterr)
 		goto fail;
 	PyType_Modified(net.sock_type);
 	Py_CLEAR(descr);
-	if (net_after_import() < 0)
-		goto fail;
-	Py_DECREF(mod);
 	return 0;
 fail:
 	Py_XDECREF(descr);
-	Py_XDECREF(mod);
-	PyErr_Clear();
-	*reterr = strdup(what);
-	return -EIO;
+	*ret_what = what;
+	return -1;
+}
+
+/* 0 when _socket is not loaded yet or the guard is installed; -1 with a
+ * Python exception otherwise. */
+static int ensure_socket_guard(void)
+{
+	PyObject *key, *mod;
+	const char *what = NULL;
+	int r;
+
+	if (net.wrappers[0])
+		return 0;
+	key = PyUnicode_FromString("_socket");
+	mod = key ? PyImport_GetModule(key) : NULL;
+	Py_XDECREF(key);
+	if (!mod)
+		return PyErr_Occurred() ? -1 : 0;
+	r = install_socket_guard(mod, &what);
+	Py_DECREF(mod);
+	if (r < 0 && !PyErr_Occurred())
+		PyErr_Format(PyExc_RuntimeError, "python-sb network guard: %s", what);
+	return r;
+}
+
+static int net_activate(char **reterr)
+{
+	/* _socket is loaded on demand: importing it here would cost every
+	 * program a few per cent of its start-up. The import wrapper and the
+	 * _imp wrappers call net_after_import() when it appears. */
+	if (ensure_socket_guard() < 0 || net_after_import() < 0) {
+		PyErr_Clear();
+		*reterr = strdup("cannot install the network guard");
+		return -EIO;
+	}
+	return 0;
 }
 
 static void print_warnings(char **warnings)

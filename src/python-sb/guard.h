@@ -72,6 +72,10 @@ int sb_raise_connection_refused(const char *message);
 int sb_raise_module_not_found(const char *name, const char *message);
 int sb_raise_api_denied(const char *qualname, const char *category);
 
+/* pysandboxes.RuleApiPermissionError (borrowed), creating the classes on
+ * first use; NULL with an exception set if that fails. */
+PyObject *sb_pysandboxes_api_error(void);
+
 /* The built-in module "pysandboxes", registered with PyImport_AppendInittab
  * before initialisation. */
 PyObject *sb_pysandboxes_module_init(void);

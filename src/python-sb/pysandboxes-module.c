@@ -199,6 +199,30 @@ PyObject *sb_pysandboxes_module_init(void)
 	return module;
 }
 
+/* The classes are made on first use (a refusal, or `import pysandboxes`):
+ * creating a dozen exception types costs about 3 % of a `-c pass` start-up. */
+static int ensure_classes(void)
+{
+	PyObject *module;
+
+	if (sandbox_error)
+		return 0;
+	module = PyImport_ImportModule("pysandboxes");
+	if (!module)
+		return -1;
+	Py_DECREF(module);
+	if (!sandbox_error) {
+		PyErr_SetString(PyExc_RuntimeError, "pysandboxes exception classes missing");
+		return -1;
+	}
+	return 0;
+}
+
+PyObject *sb_pysandboxes_api_error(void)
+{
+	return ensure_classes() < 0 ? NULL : rule_api_permission;
+}
+
 static int raise_oserror(PyObject *cls, int errnum, const char *path, const char *message)
 {
 	PyObject *exc;
@@ -215,23 +239,33 @@ static int raise_oserror(PyObject *cls, int errnum, const char *path, const char
 
 int sb_raise_file_not_found(const char *path, const char *message)
 {
+	if (ensure_classes() < 0)
+		return -1;
 	return raise_oserror(rule_file_not_found, ENOENT, path, message);
 }
 
 int sb_raise_permission(int errnum, const char *path, const char *message)
 {
+	if (ensure_classes() < 0)
+		return -1;
 	return raise_oserror(rule_permission, errnum, path, message);
 }
 
 int sb_raise_connection_refused(const char *message)
 {
+	if (ensure_classes() < 0)
+		return -1;
 	return raise_oserror(rule_connection_refused, ECONNREFUSED, NULL, message);
 }
 
 int sb_raise_module_not_found(const char *name, const char *message)
 {
-	PyObject *msg = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
-	PyObject *n = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
+	PyObject *msg, *n;
+
+	if (ensure_classes() < 0)
+		return -1;
+	msg = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
+	n = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
 
 	if (msg && n)
 		PyErr_SetImportErrorSubclass(rule_module_not_found, msg, n, NULL);
@@ -245,6 +279,8 @@ int sb_raise_api_denied(const char *qualname, const char *category)
 	PyObject *exc;
 	_cleanup_free_ char *message = NULL;
 
+	if (ensure_classes() < 0)
+		return -1;
 	if (asprintf(&message,
 		     "%s() is denied by the API guard (category: %s). Add `python-api=ALLOW:%s` "
 		     "to '%s' to allow this function, or `python-api=ALLOW:%s` for the whole "
