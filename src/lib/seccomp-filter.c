@@ -383,7 +383,8 @@ static int set_attr(scmp_filter_ctx ctx, enum scmp_filter_attr attr, uint32_t va
 	return 0;
 }
 
-int sb_seccomp_apply(const struct sb_seccomp_policy *policy, char **reterr)
+/* The libseccomp context of a policy, ready to load or export. */
+static int build(const struct sb_seccomp_policy *policy, scmp_filter_ctx *ret, char **reterr)
 {
 	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
@@ -444,11 +445,56 @@ int sb_seccomp_apply(const struct sb_seccomp_policy *policy, char **reterr)
 		r = add_unknown_syscalls(ctx, reterr);
 	if (r < 0)
 		return r;
+	*ret = TAKE_PTR(ctx);
+	return 0;
+}
 
+int sb_seccomp_apply_dynamic(const struct sb_seccomp_policy *policy, char **reterr)
+{
+	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
+	int r;
+
+	r = build(policy, &ctx, reterr);
+	if (r < 0)
+		return r;
 	r = seccomp_load(ctx);
 	if (r < 0)
 		return sb_error(reterr, r, "seccomp_load: %s", strerror(-r));
 	return 0;
+}
+
+int sb_seccomp_export(const struct sb_seccomp_policy *policy, int fd, char **reterr)
+{
+	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
+	int r;
+
+	r = build(policy, &ctx, reterr);
+	if (r < 0)
+		return r;
+	r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return sb_error(reterr, r, "seccomp_export_bpf: %s", strerror(-r));
+	return 0;
+}
+
+unsigned sb_seccomp_policy_key(const struct sb_seccomp_policy *policy)
+{
+	/* UDP without inet sockets means nothing: one key for both. */
+	return (policy->allow_inet ? 1u : 0u) |
+	       (policy->allow_inet && policy->allow_udp ? 2u : 0u) |
+	       (policy->allow_unix_socket ? 4u : 0u) | (policy->allow_exec ? 8u : 0u) |
+	       (policy->allow_fork ? 16u : 0u);
+}
+
+void sb_seccomp_policy_from_key(unsigned key, struct sb_seccomp_policy *ret)
+{
+	*ret = (struct sb_seccomp_policy){
+	    .allow_inet = key & 1u,
+	    .allow_udp = (key & 1u) && (key & 2u),
+	    .allow_unix_socket = key & 4u,
+	    .allow_exec = key & 8u,
+	    .allow_fork = key & 16u,
+	};
 }
 
 int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *out)

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* The programs compiled into python-sb at build time are exactly what
+ * libseccomp builds now for the same policy: a stale table would load a
+ * filter nobody reviewed. */
+#include <sys/mman.h>
+
+#include "seccomp-filter.h"
+#include "tap.h"
+
+int main(void)
+{
+	for (unsigned key = 0; key < SB_SECCOMP_N_KEYS; key++) {
+		const struct sb_seccomp_program *prog = &sb_seccomp_programs[key];
+		struct sb_seccomp_policy policy;
+		_cleanup_free_ char *err = NULL, *data = NULL;
+		_cleanup_close_ int fd = -1;
+		long size;
+
+		sb_seccomp_policy_from_key(key, &policy);
+		if (sb_seccomp_policy_key(&policy) != key) {
+			tap_ok(prog->n_insns == 0, "key %u is not canonical: no program", key);
+			continue;
+		}
+		fd = memfd_create("bpf", MFD_CLOEXEC);
+		if (!tap_ok(fd >= 0 && sb_seccomp_export(&policy, fd, &err) == 0,
+			    "key %u: libseccomp exports (%s)", key, err ? err : "ok"))
+			continue;
+		size = lseek(fd, 0, SEEK_END);
+		data = malloc(size > 0 ? (size_t)size : 1);
+		tap_ok(data && size == (long)prog->n_insns * 8 &&
+			   pread(fd, data, (size_t)size, 0) == size &&
+			   memcmp(data, prog->code, (size_t)size) == 0,
+		       "key %u (inet %d udp %d unix %d exec %d fork %d): compiled program matches "
+		       "(%u instructions)",
+		       key, policy.allow_inet, policy.allow_udp, policy.allow_unix_socket,
+		       policy.allow_exec, policy.allow_fork, prog->n_insns);
+	}
+	return tap_done();
+}
