@@ -27,6 +27,10 @@ setup build-test --buildtype=debugoptimized
 meson compile -C build-test
 meson test -C build-test --print-errorlogs
 
+echo "== release build (what scripts/install.sh builds: -O3 shows warnings -O2 does not)"
+setup build-release-check --buildtype=release
+meson compile -C build-release-check
+
 echo "== build and unit tests (clang, ASan + UBSan)"
 CC=clang setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 meson compile -C build-asan
