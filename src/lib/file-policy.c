@@ -208,7 +208,8 @@ int sb_path_absolute(const char *path, const char *base, char out[PATH_MAX])
 	return 0;
 }
 
-int sb_path_resolve(const char *path, const char *base, bool follow_last, char out[PATH_MAX])
+int sb_path_resolve_ex(const char *path, const char *base, bool follow_last, char out[PATH_MAX],
+		       bool *complete)
 {
 	char rest[PATH_MAX], target[PATH_MAX], tmp[PATH_MAX];
 	const char *p;
@@ -292,7 +293,14 @@ int sb_path_resolve(const char *path, const char *base, bool follow_last, char o
 			pop_component(out, &o);
 		}
 	}
+	if (complete)
+		*complete = !missing;
 	return 0;
+}
+
+int sb_path_resolve(const char *path, const char *base, bool follow_last, char out[PATH_MAX])
+{
+	return sb_path_resolve_ex(path, base, follow_last, out, NULL);
 }
 
 static bool covers(const struct sb_fp_grant *g, const char *path)

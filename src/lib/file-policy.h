@@ -66,6 +66,10 @@ int sb_path_absolute(const char *path, const char *base, char out[PATH_MAX]);
  * that cannot be inspected (EACCES, ENOTDIR) ends the walk the same way: the
  * kernel will not get further either. 0, -ELOOP or -ENAMETOOLONG. */
 int sb_path_resolve(const char *path, const char *base, bool follow_last, char out[PATH_MAX]);
+/* The same; *complete (when given) tells whether every component that was
+ * inspected existed, i.e. no tail was appended lexically. */
+int sb_path_resolve_ex(const char *path, const char *base, bool follow_last, char out[PATH_MAX],
+		       bool *complete);
 
 /* The decision for one path. raw is the path as given (for the basename
  * rule), abs its lexical absolute form, resolved the result of

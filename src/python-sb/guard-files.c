@@ -13,6 +13,7 @@
  * a bytearray changed by a warning filter, cannot split check and use. */
 #include "guard.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <frameobject.h>
 #include <sys/stat.h>
@@ -28,6 +29,12 @@ static struct {
 	struct sb_file_policy policy;
 	bool prepared;
 } files;
+
+/* Interned keyword names, made once by files_activate(): looking a C string
+ * up in a dict would create a str object on every call. */
+static struct {
+	PyObject *dir_fd, *follow_symlinks, *fspath;
+} keys;
 
 /* ---- decisions ---------------------------------------------------------- */
 
@@ -48,6 +55,370 @@ static int dir_fd_path(int fd, char out[PATH_MAX])
 	out[n] = '\0';
 	if (n > 10 && streq(out + n - 10, " (deleted)"))
 		return -EBADF;
+	return 0;
+}
+
+/* ---- resolution cache ------------------------------------------------------
+ *
+ * Resolving a path (sb_path_resolve: one lstat per component) costs several
+ * system calls, and a program that reads many files (or imports many modules)
+ * resolves the same directories again and again. The cache remembers, for an
+ * absolute lexical path without "..", what the resolver answered, so that a
+ * repeated decision needs no system call and the first decision in a known
+ * directory needs one lstat (of the last component), or none once the
+ * directory's links are listed (dir_has_link()), instead of one per
+ * component. Decisions (grants, ignore= rules) are still taken each time on
+ * the resolved path; only the resolution is remembered. All storage is static
+ * (a fixed table and a fixed string arena): nothing is allocated on the hot
+ * path, and a full cache is emptied, not grown.
+ *
+ * Why this is safe: the resolved path of P can only change when the file
+ * system namespace changes along P: a symbolic link created, replaced or
+ * retargeted, or a rename onto a path that exists (creating a node where there
+ * was none, or removing one that is not a link, leaves the resolver's answer
+ * the same: a missing tail is appended lexically). Every such change a guarded
+ * program can make goes through a write decision of this part (the "os.*"
+ * events and the C wrappers: symlink, rename/replace, remove/unlink, rmdir,
+ * mkdir, link, mkfifo, mknod, open for writing, chmod and the other attribute
+ * changes, shutil, sqlite3), and every write decision empties the cache
+ * before the change is made. Entries are only added by read decisions, and
+ * only for resolutions whose components all existed (the last one may be
+ * missing when the directory listing showed it is no link: making it one is a
+ * write decision too). Changes of the current
+ * directory ("os.chdir", raised by chdir and fchdir) and of the root (chroot)
+ * drop the cached cwd.
+ *
+ * That argument needs the program to be the only actor: a second thread or a
+ * forked child could change the namespace between another thread's write
+ * decision and its system call, after which a stale entry would live on. So
+ * the cache is switched off for good as soon as the program starts a thread
+ * ("_thread.start_new_thread") or a process ("os.fork", "os.forkpty",
+ * "os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen":
+ * a child could be another guarded python-sb changing a shared directory), it
+ * is not used while the interpreter has more than one thread state, and it is
+ * off from the start when the profile grants any function of the threads,
+ * process-exec or process-control categories (python-api=), since not every
+ * way to start one raises an event (_posixsubprocess.fork_exec). Processes
+ * outside the sandbox can change a shared directory at any time: they race
+ * the uncached resolver as well (check and use are two system calls); the
+ * kernel layer (Landlock), which checks at use, is the defence against them. */
+
+#define RC_SLOTS  16384u     /* a power of two; at most half used */
+#define RC_ARENA  (2u << 20) /* key and value strings */
+#define RC_PROBES 16u
+
+struct rc_slot {
+	uint32_t gen; /* valid when == rc.gen */
+	uint32_t hash;
+	uint32_t key;	  /* offset of the key (absolute lexical path) */
+	uint32_t val;	  /* offset of the resolved path */
+	uint16_t key_len; /* PATH_MAX fits */
+	uint16_t val_len;
+	bool follow;
+	bool allowed; /* a read decision on it allowed (only without ignore=) */
+	/* For a directory entry: its symbolic links, listed once (see
+	 * dir_has_link()), so that names in it need no lstat. */
+	uint8_t dir_state; /* DIR_UNSCANNED, DIR_SCANNED or DIR_UNSCANNABLE */
+	uint8_t misses;	   /* lstat-needing decisions before the scan */
+	uint16_t links_len;
+	uint32_t links; /* offset of the link names, each NUL-terminated */
+};
+
+enum { DIR_UNSCANNED, DIR_SCANNED, DIR_UNSCANNABLE };
+
+static struct {
+	struct rc_slot slots[RC_SLOTS];
+	char arena[RC_ARENA];
+	uint32_t used; /* bytes of arena in use */
+	uint32_t n;    /* entries */
+	uint32_t gen;  /* 0 = never valid */
+	bool off;      /* threads or fork seen: never again */
+	bool cwd_valid;
+	size_t cwd_len;
+	char cwd[PATH_MAX];
+} rc; /* zero: in .bss, not in the binary; files_prepare() sets gen */
+
+static void rc_clear(void)
+{
+	/* A new generation invalidates every slot without touching them. */
+	if (++rc.gen == 0)
+		rc.gen = 1, memset(rc.slots, 0, sizeof(rc.slots));
+	rc.used = 0;
+	rc.n = 0;
+	rc.cwd_valid = false;
+}
+
+static void rc_disable(void)
+{
+	rc.off = true;
+	rc_clear();
+}
+
+/* Only while this thread is the program's only one (see above). */
+static bool rc_usable(void)
+{
+	PyThreadState *t;
+
+	if (rc.off)
+		return false;
+	t = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
+	return t && !PyThreadState_Next(t);
+}
+
+/* Eight bytes at a time: a collision only costs a probe (keys are compared
+ * in full), so speed matters more than quality here. */
+static uint32_t rc_hash(const char *s, size_t n, bool follow)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 1 | follow), w;
+
+	for (; n >= 8; s += 8, n -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	if (n) {
+		w = 0;
+		for (size_t i = 0; i < n; i++)
+			w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return (uint32_t)(h ^ (h >> 29));
+}
+
+static struct rc_slot *rc_find(const char *abs, size_t n, bool follow)
+{
+	uint32_t h = rc_hash(abs, n, follow);
+
+	for (uint32_t i = 0; i < RC_PROBES; i++) {
+		struct rc_slot *sl = &rc.slots[(h + i) & (RC_SLOTS - 1)];
+
+		if (sl->gen != rc.gen)
+			return NULL;
+		if (sl->hash == h && sl->follow == follow && sl->key_len == n &&
+		    memcmp(rc.arena + sl->key, abs, n) == 0)
+			return sl;
+	}
+	return NULL;
+}
+
+/* The resolved path of (abs, follow) into out; NULL when not cached. */
+static struct rc_slot *rc_get(const char *abs, size_t n, bool follow, char out[PATH_MAX])
+{
+	struct rc_slot *sl = rc_find(abs, n, follow);
+
+	if (sl) {
+		memcpy(out, rc.arena + sl->val, sl->val_len);
+		out[sl->val_len] = '\0';
+	}
+	return sl;
+}
+
+static struct rc_slot *rc_put(const char *abs, size_t n, bool follow, const char *resolved)
+{
+	size_t m = strlen(resolved);
+	uint32_t h = rc_hash(abs, n, follow);
+
+	if (n >= PATH_MAX || m >= PATH_MAX)
+		return NULL;
+	if (rc.n >= RC_SLOTS / 2 || rc.used + n + m > RC_ARENA) {
+		bool cwd_valid = rc.cwd_valid;
+
+		rc_clear();
+		rc.cwd_valid = cwd_valid; /* still the cwd: only the table is full */
+	}
+	for (uint32_t i = 0; i < RC_PROBES; i++) {
+		struct rc_slot *sl = &rc.slots[(h + i) & (RC_SLOTS - 1)];
+
+		if (sl->gen == rc.gen)
+			continue;
+		memcpy(rc.arena + rc.used, abs, n);
+		memcpy(rc.arena + rc.used + n, resolved, m);
+		*sl = (struct rc_slot){.gen = rc.gen,
+				       .hash = h,
+				       .key = rc.used,
+				       .val = rc.used + (uint32_t)n,
+				       .key_len = (uint16_t)n,
+				       .val_len = (uint16_t)m,
+				       .follow = follow};
+		rc.used += (uint32_t)(n + m);
+		rc.n++;
+		return sl;
+	}
+	return NULL;
+}
+
+/* Lists the symbolic links of directory dir (resolved) into the arena for
+ * its entry ds: a few getdents64 calls instead of an lstat per name. Gives
+ * up (DIR_UNSCANNABLE: lstat as before) on a large directory, on more than a
+ * few links, or when the file system does not report types (DT_UNKNOWN). */
+static void dir_scan(struct rc_slot *ds, const char *dir)
+{
+	char buf[16384] __attribute__((aligned(8)));
+	uint32_t start = rc.used, total = 0;
+	unsigned calls = 0, links = 0;
+	ssize_t n;
+	int fd;
+
+	ds->dir_state = DIR_UNSCANNABLE;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = getdents64(fd, buf, sizeof(buf))) > 0) {
+		if (++calls > 8)
+			goto out;
+		for (ssize_t off = 0; off < n;) {
+			const struct dirent64 *e = (const struct dirent64 *)(buf + off);
+			size_t len;
+
+			off += e->d_reclen;
+			if (e->d_type == DT_UNKNOWN)
+				goto out;
+			if (e->d_type != DT_LNK)
+				continue;
+			len = strlen(e->d_name) + 1;
+			if (++links > 16 || total + len > 1024 || start + total + len > RC_ARENA)
+				goto out;
+			memcpy(rc.arena + start + total, e->d_name, len);
+			total += (uint32_t)len;
+		}
+	}
+	if (n == 0) {
+		rc.used += total;
+		ds->links = start;
+		ds->links_len = (uint16_t)total;
+		ds->dir_state = DIR_SCANNED;
+	}
+out:
+	close(fd);
+}
+
+/* Whether name in the directory of entry ds (resolved dir) is a symbolic
+ * link: 1 or 0, -1 when unknown (the caller lstats). A directory is listed on
+ * its second unknown name: a package directory whose one .pyc is opened
+ * costs no more than before. The list is as valid as the entry: a link can
+ * only appear or go through a write decision, which empties the cache. */
+static int dir_has_link(struct rc_slot *ds, const char *dir, const char *name)
+{
+	if (!ds)
+		return -1;
+	if (ds->dir_state == DIR_UNSCANNED && ++ds->misses >= 2)
+		dir_scan(ds, dir);
+	if (ds->dir_state != DIR_SCANNED)
+		return -1;
+	for (uint32_t off = 0; off < ds->links_len;) {
+		const char *l = rc.arena + ds->links + off;
+
+		if (streq(l, name))
+			return 1;
+		off += (uint32_t)strlen(l) + 1;
+	}
+	return 0;
+}
+
+/* The current directory, from the cache when it is valid. */
+static bool cwd_get(char out[PATH_MAX])
+{
+	if (rc.cwd_valid && rc_usable()) {
+		memcpy(out, rc.cwd, rc.cwd_len + 1);
+		return true;
+	}
+	if (!getcwd(out, PATH_MAX))
+		return false;
+	if (rc_usable()) {
+		rc.cwd_len = strlen(out);
+		memcpy(rc.cwd, out, rc.cwd_len + 1);
+		rc.cwd_valid = true;
+	}
+	return true;
+}
+
+/* Whether raw has a ".." component: the resolver applies ".." to the
+ * resolved path (after a link, the link target's parent), while abs folds it
+ * lexically, so such paths are not looked up by abs. */
+static bool has_dotdot(const char *raw)
+{
+	for (const char *p = raw; (p = strstr(p, "..")); p += 2)
+		if ((p == raw || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+			return true;
+	return false;
+}
+
+/* sb_path_resolve(raw, base, follow) through the cache. abs is
+ * sb_path_absolute(raw, base); base is a physical directory (getcwd, or
+ * /proc/self/fd of a dir_fd), so without ".." resolving raw from base and
+ * abs from "/" walk the same components. A trailing '/' makes the resolver
+ * follow the last component: it is part of the key as follow. 0, or < 0 when
+ * the caller must use the resolver itself. */
+static int resolve_cached(const char *raw, const char *abs, bool follow, char out[PATH_MAX],
+			  struct rc_slot **ret_slot)
+{
+	char dir[PATH_MAX], rdir[PATH_MAX];
+	struct rc_slot *ds;
+	size_t n = strlen(abs), len = strlen(raw), d, rn, name_len;
+	bool complete;
+	struct stat st;
+
+	*ret_slot = NULL;
+	if (!*raw || has_dotdot(raw) || !rc_usable())
+		return -1;
+	if (raw[len - 1] == '/')
+		follow = true;
+	if (n == 1) { /* "/" */
+		out[0] = '/', out[1] = '\0';
+		return 0;
+	}
+	if ((*ret_slot = rc_get(abs, n, follow, out)))
+		return 0;
+	/* The parent directory: cached, or resolved (and cached when all of
+	 * its components exist). The resolver follows every component but the
+	 * last, so abs resolves as its parent's resolution plus the name. */
+	for (d = n; abs[d - 1] != '/'; d--)
+		;
+	name_len = n - d;
+	d = d > 1 ? d - 1 : 1;
+	memcpy(dir, abs, d);
+	dir[d] = '\0';
+	ds = rc_get(dir, d, true, rdir);
+	if (!ds) {
+		if (sb_path_resolve_ex(dir, "/", true, rdir, &complete) < 0)
+			return -1;
+		if (!complete) /* not cached: the resolver appends lexically */
+			return -1;
+		ds = rc_put(dir, d, true, rdir);
+	}
+	rn = strlen(rdir);
+	if (rn + 1 + name_len >= PATH_MAX)
+		return -1;
+	if (follow) {
+		/* A link is left to the resolver. Otherwise the name resolves
+		 * to itself: the resolver's lstat of it either finds no link
+		 * or fails, and a missing name is appended as it is. */
+		switch (dir_has_link(ds, rdir, abs + n - name_len)) {
+		case 1:
+			return -1;
+		case 0:
+			break;
+		default:
+			/* The one system call of a first decision in a known
+			 * directory; a missing name is not cached. */
+			if (rn > 1)
+				rdir[rn++] = '/';
+			memcpy(rdir + rn, abs + n - name_len, name_len + 1);
+			if (lstat(rdir, &st) < 0)
+				return -1;
+			if (S_ISLNK(st.st_mode))
+				return -1;
+			memcpy(out, rdir, strlen(rdir) + 1);
+			*ret_slot = rc_put(abs, n, follow, out);
+			return 0;
+		}
+	}
+	if (rn > 1)
+		rdir[rn++] = '/';
+	memcpy(rdir + rn, abs + n - name_len, name_len + 1);
+	memcpy(out, rdir, strlen(rdir) + 1);
+	*ret_slot = rc_put(abs, n, follow, out);
 	return 0;
 }
 
@@ -147,22 +518,46 @@ static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char 
 	const struct sb_fp_ignore *ig;
 	enum sb_fp_verdict v;
 	const char *basep = NULL;
+	struct rc_slot *slot = NULL;
+	size_t n;
 
+	/* The hot path: a read of an absolute path that was allowed before,
+	 * with nothing changed since (see the resolution cache). Keys are
+	 * sb_path_absolute() forms (no "//", "." or ".." component, no
+	 * trailing '/'), so a raw path equal to a key is its own abs. Without
+	 * ignore= rules a read decision depends on the resolved path alone,
+	 * which the entry stands for. */
+	if (!write && !resolved_out && !files.policy.n_ignores && raw[0] == '/' &&
+	    (n = strlen(raw)) < PATH_MAX && rc_usable()) {
+		slot = rc_find(raw, n, follow);
+		if (slot && slot->allowed)
+			return 0;
+	}
 	if (raw[0] != '/') {
 		if (dir_fd >= 0) {
 			if (dir_fd_path(dir_fd, base) < 0)
 				return refuse_unresolvable(raw,
 							   "its dir_fd is not a directory that "
 							   "/proc/self/fd can name");
-		} else if (!getcwd(base, sizeof(base))) {
+		} else if (!cwd_get(base)) {
 			return refuse_unresolvable(raw, "the current directory cannot be named");
 		}
 		basep = base;
 	}
+	/* A write may change the namespace: forget every resolution before it
+	 * happens, and remember none made for it (see the resolution cache). */
+	if (write)
+		rc_clear();
+	slot = NULL;
 	if (sb_path_absolute(raw, basep, abs) < 0 ||
-	    sb_path_resolve(raw, basep, follow, resolved) < 0)
+	    ((write || resolve_cached(raw, abs, follow, resolved, &slot) < 0) &&
+	     sb_path_resolve(raw, basep, follow, resolved) < 0))
 		return refuse_unresolvable(raw, "it is too long or loops");
 	v = sb_file_policy_decide(&files.policy, raw, abs, resolved, write, &g, &ig);
+	/* Only an entry this very resolution came from (slot is NULL when the
+	 * resolver itself answered, e.g. for a path with ".."). */
+	if (slot && v == SB_FP_ALLOW && !write && !files.policy.n_ignores)
+		slot->allowed = true;
 	if (resolved_out)
 		memcpy(resolved_out, resolved, strlen(resolved) + 1);
 	if (v == SB_FP_ALLOW)
@@ -251,6 +646,10 @@ static int check_obj(PyObject *o, int dir_fd, bool write, bool follow, bool allo
 	const char *raw = NULL;
 	int r;
 
+	/* Also for a held fd (os.chmod(fd), os.truncate(fd)...): any write
+	 * empties the resolution cache (see there). */
+	if (write)
+		rc_clear();
 	switch (path_bytes(o, allow_pathlike, &raw, &keep)) {
 	case PATH_FD:
 		return 0;
@@ -343,6 +742,24 @@ static int on_open(PyObject *args)
 static int on_read(PyObject *args)
 {
 	return check_obj(arg(args, 0), -1, false, true, false);
+}
+
+/* os.chdir and os.fchdir: the cached cwd is dropped (the event comes before
+ * the change; the next decision asks getcwd again). */
+static int on_chdir(PyObject *args)
+{
+	int r = check_obj(arg(args, 0), -1, false, true, false);
+
+	rc.cwd_valid = false;
+	return r;
+}
+
+/* A second thread or process could change the namespace between another's
+ * write decision and its system call: no resolution cache from now on. */
+static int on_new_actor(PyObject *args _unused_)
+{
+	rc_disable();
+	return 0;
 }
 
 /* os.listdir/os.scandir with None: the cwd. */
@@ -553,7 +970,16 @@ static int on_sqlite_connect(PyObject *args)
 
 static const struct sb_audit_handler file_handlers[] = {
     {"open", on_open},
-    {"os.chdir", on_read},
+    {"_thread.start_joinable_thread", on_new_actor},
+    {"_thread.start_new_thread", on_new_actor},
+    {"os.chdir", on_chdir},
+    {"os.exec", on_new_actor},
+    {"os.fork", on_new_actor},
+    {"os.forkpty", on_new_actor},
+    {"os.posix_spawn", on_new_actor},
+    {"os.spawn", on_new_actor},
+    {"os.system", on_new_actor},
+    {"subprocess.Popen", on_new_actor},
     {"os.chmod", on_chmod},
     {"os.chown", on_chown},
     {"os.getxattr", on_read},
@@ -702,7 +1128,7 @@ static PyObject *convert(PyObject *o)
 {
 	if (PyUnicode_Check(o) || PyBytes_Check(o) || PyLong_Check(o) || o == Py_None)
 		return Py_NewRef(o);
-	if (PyObject_HasAttrString((PyObject *)Py_TYPE(o), "__fspath__"))
+	if (PyObject_HasAttr((PyObject *)Py_TYPE(o), keys.fspath))
 		return PyOS_FSPath(o);
 	/* bytearray, memoryview: copied now, so a warning filter run by the
 	 * original (DeprecationWarning) cannot change it after the check. */
@@ -711,9 +1137,8 @@ static PyObject *convert(PyObject *o)
 	return Py_NewRef(o);
 }
 
-static int kw_int(PyObject *kw, const char *name, int dflt, bool *present)
+static int kw_int(PyObject *o, int dflt, bool *present)
 {
-	PyObject *o = kw ? PyDict_GetItemString(kw, name) : NULL; /* borrowed */
 	long v;
 
 	if (present)
@@ -728,9 +1153,8 @@ static int kw_int(PyObject *kw, const char *name, int dflt, bool *present)
 	return v < INT_MIN || v > INT_MAX ? dflt : (int)v;
 }
 
-static bool kw_true(PyObject *kw, const char *name, bool dflt)
+static bool kw_true(PyObject *o, bool dflt)
 {
-	PyObject *o = kw ? PyDict_GetItemString(kw, name) : NULL;
 	int r;
 
 	if (!o)
@@ -900,48 +1324,66 @@ static PyObject *through_proc(int dir_fd, PyObject *rel)
 	return PyUnicode_FromFormat("/proc/self/fd/%d/%U", dir_fd, rel);
 }
 
-static PyObject *call_wrapped(struct wrapped *w, PyObject *args, PyObject *kw)
+/* The index in the keyword part of a vectorcall of the argument called
+ * name (key: its interned str, NULL to compare by text only), or -1. */
+static Py_ssize_t kw_index(PyObject *kwnames, PyObject *key, const char *name)
 {
-	PyObject *new_args = NULL, *new_kw = NULL, *paths[2] = {NULL, NULL}, *result = NULL;
-	Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+	Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+
+	for (Py_ssize_t i = 0; key && i < n; i++)
+		if (PyTuple_GET_ITEM(kwnames, i) == key)
+			return i;
+	for (Py_ssize_t i = 0; i < n; i++)
+		if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), name) == 0)
+			return i;
+	return -1;
+}
+
+#define WRAP_MAX_ARGS 16 /* os functions take at most 7 */
+
+/* A vectorcall: the arguments stay in the caller's array (which Python code
+ * cannot change, unlike a dict passed as **kwargs) and are copied into a
+ * stack array only to replace converted paths; no tuple or dict is built on
+ * the way to the original. */
+static PyObject *call_wrapped(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
+			      PyObject *kwnames)
+{
+	PyObject *stack[WRAP_MAX_ARGS], *paths[2] = {NULL, NULL}, *result = NULL;
+	PyObject *rewritten = NULL, *new_kwnames = NULL, *call_kwnames = kwnames;
+	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, i_dir_fd, i_follow;
 	bool armed = sb_guard_armed();
 	int dir_fd;
 	bool has_dir_fd;
 
 	if (!files.prepared || !w->original)
 		return PyErr_Format(PyExc_RuntimeError, "%s is not available", w->name);
-	new_args = PyTuple_GetSlice(args, 0, nargs);
-	if (!new_args)
-		return NULL;
-	if (kw) {
-		new_kw = PyDict_Copy(kw);
-		if (!new_kw)
-			goto out;
-	}
+	if (nargs + nkw > WRAP_MAX_ARGS)
+		return PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments", w->name,
+				    WRAP_MAX_ARGS);
+	memcpy(stack, args, (size_t)(nargs + nkw) * sizeof(*stack));
 	for (unsigned i = 0; i < w->n_paths; i++) {
-		PyObject *o = (Py_ssize_t)i < nargs
-				  ? PyTuple_GET_ITEM(new_args, i)
-				  : (new_kw ? PyDict_GetItemString(new_kw, w->kw[i]) : NULL);
+		Py_ssize_t at = (Py_ssize_t)i < nargs ? (Py_ssize_t)i : -1;
+		PyObject *o;
 
-		if (!o)
-			continue;
+		if (at < 0) {
+			at = kw_index(kwnames, NULL, w->kw[i]);
+			if (at < 0)
+				continue;
+			at += nargs;
+		}
+		o = stack[at];
 		paths[i] = convert(o);
 		if (!paths[i])
 			goto out;
-		if (paths[i] == o)
-			continue;
-		if ((Py_ssize_t)i < nargs) {
-			Py_INCREF(paths[i]);
-			PyTuple_SET_ITEM(new_args, i, paths[i]);
-			Py_DECREF(o);
-		} else if (PyDict_SetItemString(new_kw, w->kw[i], paths[i]) < 0) {
-			goto out;
-		}
+		stack[at] = paths[i]; /* owned by paths[i] */
 	}
-	dir_fd = kw_int(new_kw, "dir_fd", -1, &has_dir_fd);
+	i_dir_fd = kw_index(kwnames, keys.dir_fd, "dir_fd");
+	dir_fd = kw_int(i_dir_fd < 0 ? NULL : stack[nargs + i_dir_fd], -1, &has_dir_fd);
 	if (armed && paths[0]) {
-		bool follow = kw_true(new_kw, "follow_symlinks", w->follow);
+		bool follow;
 
+		i_follow = kw_index(kwnames, keys.follow_symlinks, "follow_symlinks");
+		follow = kw_true(i_follow < 0 ? NULL : stack[nargs + i_follow], w->follow);
 		switch (w->kind) {
 		case WRAP_READ:
 		case WRAP_READLINK:
@@ -964,7 +1406,9 @@ static PyObject *call_wrapped(struct wrapped *w, PyObject *args, PyObject *kw)
 				const char *raw = PyUnicode_Check(paths[0])
 						      ? PyUnicode_AsUTF8(paths[0])
 						      : PyBytes_AS_STRING(paths[0]);
-				PyObject *rewritten;
+				Py_ssize_t at =
+				    nargs > 0 ? 0 : nargs + kw_index(kwnames, NULL, "path");
+				Py_ssize_t k = 0;
 
 				if (!raw)
 					goto out;
@@ -979,26 +1423,29 @@ static PyObject *call_wrapped(struct wrapped *w, PyObject *args, PyObject *kw)
 				rewritten = through_proc(dir_fd, paths[0]);
 				if (!rewritten)
 					goto out;
-				if (nargs > 0) {
-					PyObject *old = PyTuple_GET_ITEM(new_args, 0);
-
-					PyTuple_SET_ITEM(new_args, 0, rewritten);
-					Py_DECREF(old);
-				} else if (PyDict_SetItemString(new_kw, "path", rewritten) < 0) {
-					Py_DECREF(rewritten);
+				stack[at] = rewritten;
+				/* Without dir_fd (has_dir_fd: it is a keyword). */
+				new_kwnames = PyTuple_New(nkw - 1);
+				if (!new_kwnames)
 					goto out;
-				} else {
-					Py_DECREF(rewritten);
+				for (Py_ssize_t j = 0; j < nkw; j++) {
+					if (j == i_dir_fd)
+						continue;
+					PyTuple_SET_ITEM(new_kwnames, k,
+							 Py_NewRef(PyTuple_GET_ITEM(kwnames, j)));
+					stack[nargs + k++] = stack[nargs + j];
 				}
-				if (PyDict_DelItemString(new_kw, "dir_fd") < 0)
-					goto out;
+				call_kwnames = new_kwnames;
 			}
 			break;
 		default:
 			break;
 		}
 	}
-	result = PyObject_Call(w->original, new_args, new_kw);
+	result = PyObject_Vectorcall(w->original, stack, nargs, call_kwnames);
+	/* A new root or cwd: what was resolved before may mean another file. */
+	if (w - wrapped == W_CHROOT || w - wrapped == W_CHDIR)
+		rc_clear();
 	if (!result || !armed)
 		goto out;
 	if (w->kind == WRAP_LIST) {
@@ -1044,8 +1491,8 @@ static PyObject *call_wrapped(struct wrapped *w, PyObject *args, PyObject *kw)
 out:
 	Py_XDECREF(paths[0]);
 	Py_XDECREF(paths[1]);
-	Py_XDECREF(new_args);
-	Py_XDECREF(new_kw);
+	Py_XDECREF(rewritten);
+	Py_XDECREF(new_kwnames);
 	return result;
 }
 
@@ -1053,9 +1500,10 @@ out:
  * of a wrapper does not lead to the original), the function itself must
  * know which entry it stands for. */
 #define WRAPPER(idx)                                                                               \
-	static PyObject *wrap_##idx(PyObject *self _unused_, PyObject *args, PyObject *kw)         \
+	static PyObject *wrap_##idx(PyObject *self _unused_, PyObject *const *args,                \
+				    Py_ssize_t nargs, PyObject *kwnames)                           \
 	{                                                                                          \
-		return call_wrapped(&wrapped[idx], args, kw);                                      \
+		return call_wrapped(&wrapped[idx], args, nargs, kwnames);                          \
 	}
 WRAPPER(W_OPEN)
 WRAPPER(W_IO_OPEN)
@@ -1089,7 +1537,8 @@ WRAPPER(W_SETXATTR)
 WRAPPER(W_LISTXATTR)
 WRAPPER(W_REMOVEXATTR)
 
-static PyObject *(*const wrapper_fn[W__N])(PyObject *, PyObject *, PyObject *) = {
+static PyObject *(*const wrapper_fn[W__N])(PyObject *, PyObject *const *, Py_ssize_t,
+					   PyObject *) = {
     [W_OPEN] = wrap_W_OPEN,
     [W_IO_OPEN] = wrap_W_IO_OPEN,
     [W_STAT] = wrap_W_STAT,
@@ -1166,7 +1615,7 @@ static int install(struct wrapped *w, size_t idx)
 		PyErr_Clear();
 	w->def.ml_name = w->name;
 	w->def.ml_meth = (PyCFunction)(void (*)(void))wrapper_fn[idx];
-	w->def.ml_flags = METH_VARARGS | METH_KEYWORDS;
+	w->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
 	w->def.ml_doc = NULL;
 	if (doc && PyUnicode_Check(doc)) {
 		const char *d = PyUnicode_AsUTF8(doc);
@@ -1225,10 +1674,35 @@ out:
 
 /* ---- part ----------------------------------------------------------------- */
 
+/* Whether the profile lets the program start a thread or a process: then the
+ * resolution cache is never used (see there). Any ALLOW that could cover such
+ * a function counts, whatever DENY rules say. */
+static bool grants_other_actors(const struct sb_profile *profile)
+{
+	for (size_t i = 0; i < profile->n_apis; i++) {
+		const struct sb_api_rule *a = &profile->apis[i];
+		enum sb_api_category c;
+
+		if (a->deny)
+			continue;
+		if (a->kind == SB_API_TARGET_ALL)
+			return true;
+		c = a->kind == SB_API_TARGET_CATEGORY ? a->category
+		    : a->function		      ? a->function->category
+						      : SB_API_CATEGORY__N;
+		if (c == SB_API_PROCESS_EXEC || c == SB_API_PROCESS_CONTROL || c == SB_API_THREADS)
+			return true;
+	}
+	return false;
+}
+
 static int files_prepare(const struct sb_profile *profile, const struct sb_interp_paths *interp,
 			 char **reterr _unused_)
 {
 	int r;
+
+	rc_clear(); /* gen 0 -> 1: the zeroed slots are empty */
+	rc.off = grants_other_actors(profile);
 
 	r = sb_file_policy_init(&files.policy, profile);
 	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++)
@@ -1362,6 +1836,11 @@ static int files_activate(char **reterr)
 		return r;
 	if (PyType_Ready(&filtered_scandir_type) < 0)
 		goto fail;
+	keys.dir_fd = PyUnicode_InternFromString("dir_fd");
+	keys.follow_symlinks = PyUnicode_InternFromString("follow_symlinks");
+	keys.fspath = PyUnicode_InternFromString("__fspath__");
+	if (!keys.dir_fd || !keys.follow_symlinks || !keys.fspath)
+		goto fail;
 	for (size_t i = 0; i < W__N; i++)
 		if (install(&wrapped[i], i) < 0)
 			goto fail;
@@ -1383,6 +1862,10 @@ static void files_release(void)
 	}
 	sb_file_policy_done(&files.policy);
 	files.prepared = false;
+	/* Like the originals: the finalized interpreter's objects. */
+	keys.dir_fd = keys.follow_symlinks = keys.fspath = NULL;
+	rc.off = false;
+	rc_clear();
 }
 
 const struct sb_guard_part sb_guard_files_part = {

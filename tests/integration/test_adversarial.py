@@ -37,6 +37,8 @@ import zipfile
 
 import pytest
 
+from conftest import needs_landlock
+
 # Markers the programs print when an attack got what it wanted. The programs
 # build them by concatenation, so that a traceback quoting the source line
 # never contains them.
@@ -181,8 +183,8 @@ class Arena:
             victim=self.victim.pid if self.victim else None,
             body=textwrap.indent(textwrap.dedent(body).strip("\n"), "    "))
 
-    def run(self, body, api=(), imports="*"):
-        lines = ["os-sandbox=none", "py-sandbox=true", f"python-import={imports}",
+    def run(self, body, api=(), imports="*", provider="none"):
+        lines = [f"os-sandbox={provider}", "py-sandbox=true", f"python-import={imports}",
                  f"expose-ro={self.ro}", f"expose-rw={self.rw}"]
         lines += [f"python-api={a}" for a in api]
         self.sb.profile("\n".join(lines) + "\n")
@@ -704,7 +706,7 @@ attack("chmod-ro", PERM, """
 # real directory it resolves to the real secret. Every link points inside the
 # grants when it is made: only the race can lead outside.
 
-attack("thread-races-symlink-check", FILE, """
+RACE_SYMLINK = """
     import os, threading, time
     os.makedirs(os.path.join(RW, 'x/y/z'))
     os.makedirs(os.path.join(RW, 'a_dir'))
@@ -742,10 +744,8 @@ attack("thread-races-symlink-check", FILE, """
     t.join()
     if denied:
         raise denied
-""", api=("ALLOW:threads",),
-       marks=bypass("check-then-use: the guard resolves the path with realpath, then the "
-                    "syscall resolves the original path again; a thread renaming a "
-                    "directory in between makes the open land outside the grants"))
+"""
+
 
 
 # --- network ------------------------------------------------------------------
@@ -1084,6 +1084,18 @@ def test_attack(arena, expect, body, api, imports):
         arena.start_victim()
     r = arena.run(body, api=api, imports=imports)
     check(arena, r, expect)
+
+
+@needs_landlock
+def test_symlink_race_is_closed_by_landlock(arena):
+    """A thread swapping a directory for a symlink between the guard's check
+    and the open() can beat the guard alone (check-then-use, listed in
+    docs/python-sb.md "Known gaps"; how often it wins varies from run to run,
+    so it is not a strict xfail here). Landlock decides at the open itself:
+    under the default provider the secret outside every grant is never read."""
+    r = arena.run(RACE_SYMLINK, api=("ALLOW:threads",), provider="landlock")
+    assert arena.secret_text not in r.stdout + r.stderr, r
+    assert "OUTCOME" in r.stdout, r
 
 
 def test_at_least_forty_attacks():
