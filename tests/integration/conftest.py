@@ -271,3 +271,46 @@ def venv_dir(tmp_path_factory, py_version):
     (pkg / "__main__.py").write_text("print('VENVPKG-MAIN')\n")
     (pkg / ".py-sandboxes").write_text("os-sandbox=none\npython-import=sbvenvpkg\n")
     return d
+
+
+# Native-code probes for the kernel tests: prepended to every program.
+# `attempt` calls a libc function or raw syscall and prints `name: OK` or
+# `name: EACCES` (the errno's symbolic name); `py` does the same for Python
+# code that raises OSError.
+NATIVE_PRELUDE = '''\
+import ctypes, errno, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.syscall.argtypes = None
+def attempt(name, fn, *args):
+    ctypes.set_errno(0)
+    r = fn(*args)
+    e = ctypes.get_errno()
+    print(f"{name}: {errno.errorcode.get(e, e) if r == -1 else 'OK'}", flush=True)
+    return r
+def py(name, fn):
+    try:
+        fn()
+    except OSError as e:
+        print(f"{name}: {errno.errorcode.get(e.errno, e.errno)}", flush=True)
+    else:
+        print(f"{name}: OK", flush=True)
+'''
+
+
+def outcomes(r):
+    """{name: 'OK' | 'EACCES' | ...} from the `name: result` lines."""
+    d = {}
+    for line in r.stdout.splitlines():
+        if ": " in line:
+            k, v = line.split(": ", 1)
+            d[k] = v
+    return d
+
+
+def run_native(sb, profile, body, *args, **kw):
+    """Runs NATIVE_PRELUDE + body under profile; returns (result, outcomes)."""
+    sb.profile(profile)
+    s = sb.write("s.py", NATIVE_PRELUDE + textwrap.dedent(body), dedent=False)
+    r = sb.run(s, *[str(a) for a in args], **kw)
+    return r, outcomes(r)

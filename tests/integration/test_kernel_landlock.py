@@ -15,54 +15,15 @@ import time
 
 import pytest
 
-from conftest import EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock, not_under_asan
+from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock, not_under_asan, run_native)
 
 pytestmark = needs_landlock
 
 SECRET = "TOP-SECRET-5f3a9c"
 ORIGINAL = "ORIGINAL-ro-content\n"
 
-# Prepended to every program: `attempt` calls a libc function or raw syscall
-# and prints `name: OK` or `name: EACCES` (the errno's symbolic name); `py`
-# does the same for Python code that raises OSError.
-PRELUDE = '''\
-import ctypes, errno, os, socket, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-libc.syscall.argtypes = None
-def attempt(name, fn, *args):
-    ctypes.set_errno(0)
-    r = fn(*args)
-    e = ctypes.get_errno()
-    print(f"{name}: {errno.errorcode.get(e, e) if r == -1 else 'OK'}", flush=True)
-    return r
-def py(name, fn):
-    try:
-        fn()
-    except OSError as e:
-        print(f"{name}: {errno.errorcode.get(e.errno, e.errno)}", flush=True)
-    else:
-        print(f"{name}: OK", flush=True)
-'''
 
 BASE = "os-sandbox=landlock\npy-sandbox=false\n"
-
-
-def outcomes(r):
-    """{name: 'OK' | 'EACCES' | ...} from the `name: result` lines."""
-    d = {}
-    for line in r.stdout.splitlines():
-        if ": " in line:
-            k, v = line.split(": ", 1)
-            d[k] = v
-    return d
-
-
-def run_native(sb, profile, body, *args, **kw):
-    sb.profile(profile)
-    s = sb.write("s.py", PRELUDE + textwrap.dedent(body), dedent=False)
-    r = sb.run(s, *[str(a) for a in args], **kw)
-    return r, outcomes(r)
 
 
 @pytest.fixture

@@ -13,45 +13,11 @@ import time
 
 import pytest
 
-from conftest import EXIT_CONFIG, needs_landlock
+from conftest import (EXIT_CONFIG, needs_landlock, run_native)
 
-PRELUDE = '''\
-import ctypes, errno, os, socket, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def attempt(name, fn, *args):
-    ctypes.set_errno(0)
-    r = fn(*args)
-    e = ctypes.get_errno()
-    print(f"{name}: {errno.errorcode.get(e, e) if r == -1 else 'OK'}", flush=True)
-    return r
-def py(name, fn):
-    try:
-        fn()
-    except OSError as e:
-        print(f"{name}: {errno.errorcode.get(e.errno, e.errno)}", flush=True)
-    else:
-        print(f"{name}: OK", flush=True)
-'''
 
 SUBPROCESS = "os-sandbox=subprocess\npy-sandbox=false\n"
 NONE = "os-sandbox=none\npy-sandbox=false\n"
-
-
-def outcomes(r):
-    d = {}
-    for line in r.stdout.splitlines():
-        if ": " in line:
-            k, v = line.split(": ", 1)
-            d[k] = v
-    return d
-
-
-def run_native(sb, profile, body, *args, **kw):
-    sb.profile(profile)
-    s = sb.write("s.py", PRELUDE + textwrap.dedent(body), dedent=False)
-    r = sb.run(s, *[str(a) for a in args], **kw)
-    return r, outcomes(r)
 
 
 @pytest.fixture
