@@ -6,11 +6,24 @@
 
 #include "util.h"
 
+/* importlib's public doors into the import system, which raise no "import"
+ * event for a module the C import path did not load: without a wrapper,
+ * importlib.import_module('x') would import x unchecked. */
+enum importlib_door {
+	DOOR_GCD_IMPORT,       /* _frozen_importlib._gcd_import(name, package, level) */
+	DOOR_BOOTSTRAP_IMPORT, /* _frozen_importlib.__import__ (= importlib.__import__) */
+	DOOR_IMPORT_MODULE,    /* importlib.import_module(name, package) */
+	DOOR__N,
+};
+
 static struct {
 	bool import_all;
 	char **allowed; /* sorted top-level module names */
 	size_t n_allowed;
 	PyObject *original_import;
+	PyObject *door_original[DOOR__N];
+	PyObject *door_wrapper[DOOR__N];
+	bool importlib_done;
 } imports;
 
 static int cmp_str(const void *a, const void *b)
@@ -111,6 +124,147 @@ static PyObject *guarded_import(PyObject *self _unused_, PyObject *args, PyObjec
 	}
 }
 
+/* The module a (possibly relative) request names, for the top-level check:
+ * a relative name stays inside its package's top level. */
+static const char *requested_module(PyObject *name, PyObject *package, int level)
+{
+	const char *n = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+
+	if (n && n[0] == '.')
+		level = 1;
+	if (level > 0)
+		return package && PyUnicode_Check(package) ? PyUnicode_AsUTF8(package) : NULL;
+	return n;
+}
+
+static PyObject *guarded_door(enum importlib_door door, PyObject *args, PyObject *kwds)
+{
+	static char *kw_gcd[] = {"name", "package", "level", NULL};
+	static char *kw_module[] = {"name", "package", NULL};
+	static char *kw_import[] = {"name", "globals", "locals", "fromlist", "level", NULL};
+	PyObject *name = NULL, *package = NULL, *globals = NULL, *locals = NULL, *fromlist = NULL;
+	int level = 0, ok;
+
+	if (door == DOOR_GCD_IMPORT)
+		ok = PyArg_ParseTupleAndKeywords(args, kwds, "O|Oi:_gcd_import", kw_gcd, &name,
+						 &package, &level);
+	else if (door == DOOR_IMPORT_MODULE)
+		ok = PyArg_ParseTupleAndKeywords(args, kwds, "O|O:import_module", kw_module, &name,
+						 &package);
+	else
+		ok = PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOi:__import__", kw_import, &name,
+						 &globals, &locals, &fromlist, &level);
+	if (!ok)
+		return NULL;
+	if (sb_guard_armed()) {
+		const char *module;
+
+		if (door == DOOR_BOOTSTRAP_IMPORT && level > 0 && globals &&
+		    PyDict_Check(globals)) {
+			package = PyDict_GetItemString(globals, "__package__");
+			if (!package || !PyUnicode_Check(package))
+				package = PyDict_GetItemString(globals, "__name__");
+		}
+		module = requested_module(name, package, level);
+		if (module && check_import(module) < 0)
+			return NULL;
+		if (!module && PyErr_Occurred())
+			return NULL;
+	}
+	return PyObject_Call(imports.door_original[door], args, kwds);
+}
+
+static PyObject *guarded_gcd_import(PyObject *self _unused_, PyObject *args, PyObject *kwds)
+{
+	return guarded_door(DOOR_GCD_IMPORT, args, kwds);
+}
+
+static PyObject *guarded_bootstrap_import(PyObject *self _unused_, PyObject *args, PyObject *kwds)
+{
+	return guarded_door(DOOR_BOOTSTRAP_IMPORT, args, kwds);
+}
+
+static PyObject *guarded_import_module(PyObject *self _unused_, PyObject *args, PyObject *kwds)
+{
+	return guarded_door(DOOR_IMPORT_MODULE, args, kwds);
+}
+
+static PyMethodDef door_defs[DOOR__N] = {
+    [DOOR_GCD_IMPORT] = {"_gcd_import", (PyCFunction)(void (*)(void))guarded_gcd_import,
+			 METH_VARARGS | METH_KEYWORDS,
+			 "Import a module (checked by python-import=)."},
+    [DOOR_BOOTSTRAP_IMPORT] = {"__import__", (PyCFunction)(void (*)(void))guarded_bootstrap_import,
+			       METH_VARARGS | METH_KEYWORDS,
+			       "Import a module (checked by python-import=)."},
+    [DOOR_IMPORT_MODULE] = {"import_module", (PyCFunction)(void (*)(void))guarded_import_module,
+			    METH_VARARGS | METH_KEYWORDS,
+			    "Import a module (checked by python-import=)."},
+};
+
+/* Replaces module.<name> by the door's wrapper when it still holds the
+ * original (the first sighting records the original). 1 when the wrapper is
+ * in place, 0 when the module has no such attribute (yet), -1 on error. */
+static int wrap_door(PyObject *module, enum importlib_door door)
+{
+	const char *name = door_defs[door].ml_name;
+	PyObject *cur = PyObject_GetAttrString(module, name);
+	int r = 0;
+
+	if (!cur) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (!imports.door_original[door] && cur != imports.door_wrapper[door]) {
+		imports.door_original[door] = cur; /* keeps the reference */
+		cur = NULL;
+	}
+	if (!imports.door_wrapper[door]) {
+		/* m_self NULL: nothing reachable from the wrapper leads to the original. */
+		imports.door_wrapper[door] = PyCFunction_NewEx(&door_defs[door], NULL, NULL);
+		if (!imports.door_wrapper[door]) {
+			Py_XDECREF(cur);
+			return -1;
+		}
+	}
+	if (cur != imports.door_wrapper[door] && (!cur || cur == imports.door_original[door]))
+		r = PyObject_SetAttrString(module, name, imports.door_wrapper[door]);
+	Py_XDECREF(cur);
+	return r;
+}
+
+static PyObject *loaded(const char *name)
+{
+	PyObject *key = PyUnicode_FromString(name), *m;
+
+	if (!key)
+		return NULL;
+	m = PyImport_GetModule(key);
+	Py_DECREF(key);
+	return m;
+}
+
+/* importlib itself is loaded on demand: wrap its doors when it appears. */
+static int imports_after_import(void)
+{
+	PyObject *importlib;
+	int r;
+
+	if (imports.importlib_done)
+		return 0;
+	importlib = loaded("importlib");
+	if (!importlib)
+		return PyErr_Occurred() ? -1 : 0;
+	/* Seen while importlib's own __init__ is still running (its imports
+	 * come through here): done only once both doors exist and are wrapped. */
+	r = wrap_door(importlib, DOOR_IMPORT_MODULE);
+	if (r > 0)
+		r = wrap_door(importlib, DOOR_BOOTSTRAP_IMPORT);
+	Py_DECREF(importlib);
+	if (r > 0)
+		imports.importlib_done = true;
+	return r < 0 ? -1 : 0;
+}
+
 static PyMethodDef import_def = {"__import__", (PyCFunction)(void (*)(void))guarded_import,
 				 METH_VARARGS | METH_KEYWORDS,
 				 "__import__(name, globals=None, locals=None, fromlist=(), "
@@ -155,6 +309,19 @@ static int imports_activate(char **reterr)
 	if (!wrapper)
 		goto out;
 	r = PyObject_SetAttrString(builtins, "__import__", wrapper);
+	if (r >= 0) {
+		PyObject *bootstrap = loaded("_frozen_importlib");
+
+		if (bootstrap) {
+			r = wrap_door(bootstrap, DOOR_GCD_IMPORT);
+			if (r >= 0)
+				r = wrap_door(bootstrap, DOOR_BOOTSTRAP_IMPORT);
+			r = r < 0 ? -1 : 0;
+			Py_DECREF(bootstrap);
+		}
+		if (r >= 0)
+			r = imports_after_import();
+	}
 out:
 	Py_XDECREF(wrapper);
 	Py_XDECREF(builtins);
@@ -171,7 +338,7 @@ static void imports_release(void)
 	for (size_t i = 0; i < imports.n_allowed; i++)
 		free(imports.allowed[i]);
 	free(imports.allowed);
-	/* original_import belonged to the finalized interpreter: drop, don't DECREF. */
+	/* The Python objects belonged to the finalized interpreter: drop, don't DECREF. */
 	memset(&imports, 0, sizeof(imports));
 }
 
@@ -186,4 +353,5 @@ const struct sb_guard_part sb_guard_imports_part = {
     .release = imports_release,
     .handlers = import_handlers,
     .n_handlers = ELEMENTSOF(import_handlers),
+    .after_import = imports_after_import,
 };

@@ -842,24 +842,17 @@ attack("dunder-import", MOD, """
 attack("importlib-import_module", MOD, """
     import importlib
     importlib.import_module('secretmod')
-""", imports=IMPORTS,
-       marks=bypass("importlib.import_module() runs the import in importlib's frozen frames, "
-                    "which the import guard takes for the runtime's own imports "
-                    "(documented gap)"))
+""", imports=IMPORTS)
 
 attack("importlib-dunder-import", MOD, """
     import importlib
     importlib.__import__('secretmod')
-""", imports=IMPORTS,
-       marks=bypass("importlib.__import__ is frozen _bootstrap code: the 'import' event fires"
-                    ' under a runtime frame and is exempt'))
+""", imports=IMPORTS)
 
 attack("bootstrap-gcd_import", MOD, """
     import importlib._bootstrap
     importlib._bootstrap._gcd_import('secretmod')
-""", imports=IMPORTS,
-       marks=bypass('_bootstrap._gcd_import() imports from a frozen frame, exempt as the '
-                    "runtime's"))
+""", imports=IMPORTS)
 
 attack("spec-exec_module", MOD, """
     import importlib.util, os
@@ -892,9 +885,7 @@ attack("builtins-import-swap", MOD, """
     import builtins, importlib
     builtins.__import__ = importlib.__import__
     import secretmod
-""", imports=IMPORTS,
-       marks=bypass('builtins.__import__ can be replaced by importlib.__import__, whose '
-                    'frozen frames are exempt'))
+""", imports=IMPORTS)
 
 attack("thread-target-dunder-import", MOD, """
     import threading
