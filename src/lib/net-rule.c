@@ -62,45 +62,6 @@ static int sb_net_parse_action(const char *field, const char *text, struct sb_ne
 	return 0;
 }
 
-static int sb_net_parse_protocols(char *field, const char *text, struct sb_net_rule *r,
-				  char **reterr)
-{
-	size_t n_items = sb_net_count_char(field, ',') + 1;
-	_cleanup_free_ char **items = calloc(n_items, sizeof(char *));
-
-	if (!items)
-		return -ENOMEM;
-	if (!*field)
-		return sb_error(reterr, -EINVAL,
-				"empty protocol in net rule '%s', expected tcp, udp, a comma "
-				"list of them, or '*'",
-				text);
-	n_items = sb_net_split(field, ',', items, n_items);
-	r->protocols = 0;
-	for (size_t i = 0; i < n_items; i++) {
-		const char *p = items[i];
-
-		if (streq(p, "*") || strcasecmp(p, "any") == 0) {
-			if (n_items != 1)
-				return sb_error(reterr, -EINVAL,
-						"'%s' must be used alone in the protocol field "
-						"of net rule '%s'",
-						p, text);
-			r->protocols = SB_NET_TCP | SB_NET_UDP;
-		} else if (strcasecmp(p, "tcp") == 0) {
-			r->protocols |= SB_NET_TCP;
-		} else if (strcasecmp(p, "udp") == 0) {
-			r->protocols |= SB_NET_UDP;
-		} else {
-			return sb_error(reterr, -EINVAL,
-					"invalid protocol '%s' in net rule '%s', expected tcp, "
-					"udp or '*'",
-					p, text);
-		}
-	}
-	return 0;
-}
-
 /* Syntax of a DNS name (RFC 1123 host names): nothing is resolved here. */
 static bool sb_net_is_host_name(const char *name)
 {
@@ -330,45 +291,64 @@ static int sb_net_parse_ports(char *field, const char *text, struct sb_net_rule 
 	return 0;
 }
 
-static int sb_net_parse_directions(char *field, const char *text, struct sb_net_rule *r,
-				   char **reterr)
+/* A word of the protocol or direction field and the bits it sets; a word
+ * with `alone` set ("*", "any") stands for every bit and must be alone. */
+struct sb_net_word {
+	const char *word;
+	unsigned bits;
+	bool alone;
+};
+
+static const struct sb_net_word sb_net_protocol_words[] = {
+    {"tcp", SB_NET_TCP, false},
+    {"udp", SB_NET_UDP, false},
+    {"*", SB_NET_TCP | SB_NET_UDP, true},
+    {"any", SB_NET_TCP | SB_NET_UDP, true},
+    {NULL, 0, false},
+};
+
+/* Lower case is accepted ("in", "out"), as for tcp/udp: the word is
+ * unambiguous, and refusing it would only turn a readable rule into a
+ * startup error. */
+static const struct sb_net_word sb_net_direction_words[] = {
+    {"IN", SB_NET_IN, false},
+    {"OUT", SB_NET_OUT, false},
+    {"*", SB_NET_IN | SB_NET_OUT, true},
+    {NULL, 0, false},
+};
+
+/* A comma list of words (any case) into a bit set. `what` names the field,
+ * `empty_hint` and `hint` list its words for the messages. */
+static int sb_net_parse_words(char *field, const char *text, const char *what,
+			      const char *empty_hint, const char *hint,
+			      const struct sb_net_word *words, unsigned *ret, char **reterr)
 {
 	size_t n_items = sb_net_count_char(field, ',') + 1;
 	_cleanup_free_ char **items = calloc(n_items, sizeof(char *));
+	unsigned bits = 0;
 
 	if (!items)
 		return -ENOMEM;
 	if (!*field)
-		return sb_error(reterr, -EINVAL,
-				"empty direction in net rule '%s', expected IN, OUT, IN,OUT or "
-				"'*'",
-				text);
+		return sb_error(reterr, -EINVAL, "empty %s in net rule '%s', expected %s", what,
+				text, empty_hint);
 	n_items = sb_net_split(field, ',', items, n_items);
-	r->directions = 0;
 	for (size_t i = 0; i < n_items; i++) {
-		const char *d = items[i];
+		const struct sb_net_word *w = words;
 
-		/* Lower case is accepted ("in", "out"), as it is for the protocol
-		 * field: the word is unambiguous, and refusing it would only turn
-		 * a readable rule into a startup error. */
-		if (streq(d, "*")) {
-			if (n_items != 1)
-				return sb_error(reterr, -EINVAL,
-						"'*' must be used alone in the direction field of "
-						"net rule '%s'",
-						text);
-			r->directions = SB_NET_IN | SB_NET_OUT;
-		} else if (strcasecmp(d, "IN") == 0) {
-			r->directions |= SB_NET_IN;
-		} else if (strcasecmp(d, "OUT") == 0) {
-			r->directions |= SB_NET_OUT;
-		} else {
+		while (w->word && strcasecmp(items[i], w->word) != 0)
+			w++;
+		if (!w->word)
 			return sb_error(reterr, -EINVAL,
-					"invalid direction '%s' in net rule '%s', expected IN, "
-					"OUT or '*'",
-					d, text);
-		}
+					"invalid %s '%s' in net rule '%s', expected %s", what,
+					items[i], text, hint);
+		if (w->alone && n_items != 1)
+			return sb_error(reterr, -EINVAL,
+					"'%s' must be used alone in the %s field of net rule '%s'",
+					items[i], what, text);
+		bits |= w->bits;
 	}
+	*ret = bits;
 	return 0;
 }
 
@@ -400,13 +380,17 @@ int sb_net_rule_parse(const char *value, struct sb_net_rule *ret, char **reterr)
 
 	r = sb_net_parse_action(fields[0], value, &rule, reterr);
 	if (r >= 0)
-		r = sb_net_parse_protocols(fields[1], value, &rule, reterr);
+		r = sb_net_parse_words(fields[1], value, "protocol",
+				       "tcp, udp, a comma list of them, or '*'", "tcp, udp or '*'",
+				       sb_net_protocol_words, &rule.protocols, reterr);
 	if (r >= 0)
 		r = sb_net_parse_network(fields[2], value, &rule, reterr);
 	if (r >= 0)
 		r = sb_net_parse_ports(fields[3], value, &rule, reterr);
 	if (r >= 0)
-		r = sb_net_parse_directions(fields[4], value, &rule, reterr);
+		r = sb_net_parse_words(fields[4], value, "direction", "IN, OUT, IN,OUT or '*'",
+				       "IN, OUT or '*'", sb_net_direction_words, &rule.directions,
+				       reterr);
 	if (r < 0)
 		goto fail;
 	*ret = rule;

@@ -36,6 +36,17 @@ bool sb_guard_armed(void)
 	return guard.armed;
 }
 
+PyObject *sb_guard_loaded_module(const char *name)
+{
+	PyObject *key = PyUnicode_FromString(name), *m;
+
+	if (!key)
+		return NULL;
+	m = PyImport_GetModule(key);
+	Py_DECREF(key);
+	return m;
+}
+
 const char *sb_guard_profile_path(void)
 {
 	return guard.profile_path ? guard.profile_path : ".py-sandboxes";

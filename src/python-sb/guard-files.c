@@ -1572,20 +1572,6 @@ static PyObject *(*const wrapper_fn[W__N])(PyObject *, PyObject *const *, Py_ssi
     [W_REMOVEXATTR] = wrap_W_REMOVEXATTR,
 };
 
-/* The module if the runtime loaded it already (new reference), else NULL
- * without an exception: a lookup in sys.modules, not an import, which would
- * go through the guarded __import__ and cost a few microseconds each. */
-static PyObject *loaded_module(const char *name)
-{
-	PyObject *key = PyUnicode_FromString(name), *m;
-
-	if (!key)
-		return NULL;
-	m = PyImport_GetModule(key);
-	Py_DECREF(key);
-	return m;
-}
-
 /* Replaces name in every module that exports the original object under it:
  * posix and os (os re-exports posix's functions), _io, io and builtins. */
 static int install(struct wrapped *w, size_t idx)
@@ -1596,7 +1582,7 @@ static int install(struct wrapped *w, size_t idx)
 	PyObject *module, *doc, *sig, *modname, *fn;
 	int r = -1;
 
-	module = loaded_module(w->module);
+	module = sb_guard_loaded_module(w->module);
 	if (!module)
 		return PyErr_Occurred() ? -1 : 0;
 	w->original = PyObject_GetAttrString(module, w->name);
@@ -1647,7 +1633,7 @@ static int install(struct wrapped *w, size_t idx)
 	if (!fn)
 		return -1;
 	for (const char *const *h = homes; *h; h++) {
-		PyObject *m = loaded_module(*h), *cur;
+		PyObject *m = sb_guard_loaded_module(*h), *cur;
 
 		if (!m) {
 			if (PyErr_Occurred())

@@ -232,17 +232,6 @@ static int wrap_door(PyObject *module, enum importlib_door door)
 	return r;
 }
 
-static PyObject *loaded(const char *name)
-{
-	PyObject *key = PyUnicode_FromString(name), *m;
-
-	if (!key)
-		return NULL;
-	m = PyImport_GetModule(key);
-	Py_DECREF(key);
-	return m;
-}
-
 /* importlib itself is loaded on demand: wrap its doors when it appears. */
 static int imports_after_import(void)
 {
@@ -251,7 +240,7 @@ static int imports_after_import(void)
 
 	if (imports.importlib_done)
 		return 0;
-	importlib = loaded("importlib");
+	importlib = sb_guard_loaded_module("importlib");
 	if (!importlib)
 		return PyErr_Occurred() ? -1 : 0;
 	/* Seen while importlib's own __init__ is still running (its imports
@@ -310,7 +299,7 @@ static int imports_activate(char **reterr)
 		goto out;
 	r = PyObject_SetAttrString(builtins, "__import__", wrapper);
 	if (r >= 0) {
-		PyObject *bootstrap = loaded("_frozen_importlib");
+		PyObject *bootstrap = sb_guard_loaded_module("_frozen_importlib");
 
 		if (bootstrap) {
 			r = wrap_door(bootstrap, DOOR_GCD_IMPORT);

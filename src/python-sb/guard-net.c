@@ -942,15 +942,13 @@ fail:
  * Python exception otherwise. */
 static int ensure_socket_guard(void)
 {
-	PyObject *key, *mod;
+	PyObject *mod;
 	const char *what = NULL;
 	int r;
 
 	if (net.wrappers[0])
 		return 0;
-	key = PyUnicode_FromString("_socket");
-	mod = key ? PyImport_GetModule(key) : NULL;
-	Py_XDECREF(key);
+	mod = sb_guard_loaded_module("_socket");
 	if (!mod)
 		return PyErr_Occurred() ? -1 : 0;
 	r = install_socket_guard(mod, &what);

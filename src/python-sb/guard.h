@@ -57,6 +57,11 @@ extern const struct sb_guard_part sb_guard_api_part;
  * runtime's own start-up). */
 bool sb_guard_armed(void);
 
+/* The module if the runtime loaded it already (new reference), else NULL
+ * without an exception: a lookup in sys.modules, not an import, which would
+ * go through the guarded __import__. */
+PyObject *sb_guard_loaded_module(const char *name);
+
 /* The rule file, for messages that say where to add a rule. */
 const char *sb_guard_profile_path(void);
 
