@@ -11,10 +11,8 @@
 
 /* Every part of the guard, in the order they are prepared and activated. */
 static const struct sb_guard_part *const parts[] = {
-    &sb_guard_imports_part,
-    &sb_guard_files_part,
-    &sb_guard_net_part,
-    &sb_guard_api_part,
+    &sb_guard_imports_part, &sb_guard_files_part,	 &sb_guard_net_part,
+    &sb_guard_api_part,	    &sb_guard_native_files_part,
 };
 
 /* All guard state is plain C data: no Python object holds it, so no
@@ -29,7 +27,34 @@ static struct {
 	size_t stdlib_dir_len;
 	struct sb_audit_handler *handlers; /* every part's, sorted by event */
 	size_t n_handlers;
+	/* The open runtime section (sb_guard_runtime_enter), if any. */
+	bool runtime_active;
+	void *runtime_tstate;
+	void *runtime_frame;
 } guard;
+
+void sb_guard_runtime_enter(struct sb_runtime_section *s)
+{
+	s->saved_active = guard.runtime_active;
+	s->saved_tstate = guard.runtime_tstate;
+	s->saved_frame = guard.runtime_frame;
+	guard.runtime_tstate = PyThreadState_Get();
+	guard.runtime_frame = PyEval_GetFrame();
+	guard.runtime_active = true;
+}
+
+void sb_guard_runtime_leave(struct sb_runtime_section *s)
+{
+	guard.runtime_active = s->saved_active;
+	guard.runtime_tstate = s->saved_tstate;
+	guard.runtime_frame = s->saved_frame;
+}
+
+static bool in_runtime_section(void)
+{
+	return guard.runtime_active && PyThreadState_Get() == guard.runtime_tstate &&
+	       (void *)PyEval_GetFrame() == guard.runtime_frame;
+}
 
 bool sb_guard_armed(void)
 {
@@ -61,20 +86,49 @@ static bool is_import_machinery(const char *file)
 	return startswith(file + guard.stdlib_dir_len, "/importlib/") != NULL;
 }
 
-static bool is_runtime_file(const char *file)
+const char *sb_guard_runtime_relative(const char *file)
 {
 	const char *rel;
 
-	if (startswith(file, "<frozen "))
-		return true;
 	if (!guard.stdlib_dir || strncmp(file, guard.stdlib_dir, guard.stdlib_dir_len) != 0)
-		return false;
+		return NULL;
 	rel = file + guard.stdlib_dir_len;
 	if (*rel != '/')
-		return false;
+		return NULL;
 	/* Some builds (pyenv, venvs of them) keep third-party packages inside the
 	 * standard library tree: those are not the runtime. */
-	return !startswith(rel, "/site-packages/") && !startswith(rel, "/dist-packages/");
+	if (startswith(rel, "/site-packages/") || startswith(rel, "/dist-packages/"))
+		return NULL;
+	return rel;
+}
+
+bool sb_guard_is_stdlib_source(const char *file, const char *rel)
+{
+	const char *mine = sb_guard_runtime_relative(file), *f;
+	const char *end = rel + strlen(rel);
+
+	if (mine)
+		return streq(mine, rel);
+	/* "<frozen collections>" for "/collections/__init__.py", "<frozen
+	 * runpy>" for "/runpy.py": compare the dotted module name. */
+	f = startswith(file, "<frozen ");
+	if (!f || *rel != '/')
+		return false;
+	if (end - rel > 12 && streq(end - 12, "/__init__.py"))
+		end -= 12;
+	else if (end - rel > 3 && streq(end - 3, ".py"))
+		end -= 3;
+	else
+		return false;
+	for (const char *r = rel + 1; r < end; r++, f++)
+		if (*f != (*r == '/' ? '.' : *r))
+			return false;
+	return streq(f, ">");
+}
+
+bool sb_guard_is_runtime_file(const char *file)
+{
+	return startswith(file, "<frozen ") || sb_guard_runtime_relative(file);
 }
 
 /* Only the innermost frame counts: when it is the import machinery itself (a
@@ -87,12 +141,14 @@ bool sb_guard_caller_is_runtime(void)
 	const char *file;
 	bool runtime;
 
+	if (in_runtime_section())
+		return true;
 	/* No Python frame at all: the interpreter itself is acting. */
 	if (!frame)
 		return true;
 	code = PyFrame_GetCode(frame);
 	file = PyUnicode_AsUTF8(code->co_filename);
-	runtime = file && (is_import_machinery(file) || is_runtime_file(file));
+	runtime = file && (is_import_machinery(file) || sb_guard_is_runtime_file(file));
 	if (!file)
 		PyErr_Clear();
 	Py_DECREF(code);
@@ -114,6 +170,8 @@ static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unus
 			guard.selftest_hits++;
 		return 0;
 	}
+	if (guard.runtime_active && in_runtime_section())
+		return 0;
 	/* Decisions must stay cheap: a binary search over a few dozen names,
 	 * no allocation for events nobody handles. */
 	h = bsearch(&key, guard.handlers, guard.n_handlers, sizeof(key), cmp_handler);
@@ -131,6 +189,14 @@ int sb_guard_after_import(void)
 {
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
 		if (parts[i]->after_import && parts[i]->after_import() < 0)
+			return -1;
+	return 0;
+}
+
+int sb_guard_module_loaded(const char *name, PyObject *module)
+{
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+		if (parts[i]->module_loaded && parts[i]->module_loaded(name, module) < 0)
 			return -1;
 	return 0;
 }

@@ -277,6 +277,8 @@ static struct {
 	bool pending; /* a tracked module was still initialising at the last scan */
 	char **site_dirs;
 	size_t n_site_dirs;
+	/* -c: the launcher compiles the command once, with no Python frame. */
+	bool command_compile_pending;
 } api;
 
 static PyMethodDef defs[N_ENTRIES];
@@ -452,9 +454,11 @@ static int imp_hook_done(PyObject *module)
 		return 0;
 	}
 	s = PyUnicode_AsUTF8(name);
-	if (s)
+	if (s) {
 		r = install_on_module(s, module);
-	else
+		if (r >= 0)
+			r = sb_guard_module_loaded(s, module);
+	} else
 		PyErr_Clear();
 	Py_DECREF(name);
 	return r;
@@ -483,7 +487,11 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 		return NULL;
 	if (family != EV_NONE) {
 		saved = claims[family];
-		claims[family] = family == EV_DYNAMIC ? dynamic_budget(i, args, nargs) : 1;
+		/* A library caller's eval/exec/compile is not a grant: the
+		 * "compile" event decides whose source it is (on_compile). */
+		claims[family] = family != EV_DYNAMIC		   ? 1
+				 : api.allowed[api.entry_index[i]] ? dynamic_budget(i, args, nargs)
+								   : 0;
 	}
 	/* The original may be released by a re-wrap while it runs. */
 	Py_INCREF(original);
@@ -794,10 +802,60 @@ static int on_dlopen(PyObject *args _unused_)
 	return check(api.i_cdll);
 }
 
+/* Standard-library functions that return the frame they read: exempt as
+ * the runtime's only when the runtime called them (traceback.print_exc()
+ * walks a traceback through walk_tb(); logging's findCaller() calls
+ * currentframe()), not when the program did and gets the frame. */
+static const struct {
+	const char *file; /* relative to the standard library */
+	const char *function;
+} frame_returners[] = {
+    {"/logging/__init__.py", "<lambda>"}, /* currentframe = lambda: sys._getframe(1) */
+    {"/traceback.py", "walk_stack"},
+    {"/traceback.py", "walk_tb"},
+};
+
+static bool hands_frame_to_program(void)
+{
+	PyFrameObject *frame = PyEval_GetFrame(), *back; /* borrowed */
+	PyCodeObject *code;
+	const char *file;
+	bool returner = false, program = true;
+
+	if (!frame)
+		return false;
+	code = PyFrame_GetCode(frame);
+	file = PyUnicode_AsUTF8(code->co_filename);
+	for (size_t i = 0; file && !returner && i < ELEMENTSOF(frame_returners); i++)
+		returner = sb_guard_is_stdlib_source(file, frame_returners[i].file) &&
+			   PyUnicode_CompareWithASCIIString(code->co_name,
+							    frame_returners[i].function) == 0;
+	Py_DECREF(code);
+	PyErr_Clear();
+	if (!returner)
+		return false;
+	back = PyFrame_GetBack(frame);
+	if (back) {
+		code = PyFrame_GetCode(back);
+		file = PyUnicode_AsUTF8(code->co_filename);
+		program = !(file && sb_guard_is_runtime_file(file));
+		PyErr_Clear();
+		Py_DECREF(code);
+		Py_DECREF(back);
+	}
+	return program;
+}
+
+/* A frame read by the runtime for itself. */
+static bool frame_read_by_runtime(void)
+{
+	return caller_is_library() && !hands_frame_to_program();
+}
+
 static int on_getframe(PyObject *args _unused_)
 {
 	/* typing, logging, namedtuple, enum... read their caller's frame. */
-	return caller_is_library() ? 0 : check(api.i_getframe);
+	return frame_read_by_runtime() ? 0 : check(api.i_getframe);
 }
 
 static int on_getframemodulename(PyObject *args _unused_)
@@ -852,26 +910,132 @@ static int on_subinterpreter(PyObject *args _unused_)
 	return check(api.i_subinterp);
 }
 
-static int on_dynamic(bool is_compile)
+/* Running a code object (exec/eval of one, or the second half of exec of a
+ * string): the code had to come from compile() or from the runtime. */
+static int on_exec_code(PyObject *args _unused_)
 {
 	if (claims[EV_DYNAMIC] > 0) {
 		claims[EV_DYNAMIC]--;
 		return 0;
 	}
-	/* No Python frame: python-sb running the script, -c or the REPL. */
 	if (caller_is_library())
 		return 0;
-	return check(is_compile ? api.i_compile : api.i_exec);
+	return check(api.i_exec);
 }
 
-static int on_compile(PyObject *args _unused_)
+/* The standard library's own code generators: what they compile is built
+ * from their own templates (field names are checked identifiers), not source
+ * a caller hands over. Every other standard-library caller of compile() --
+ * code, codeop, timeit, runpy.run_path, trace, pdb, doctest, a configparser
+ * converter, an atexit or thread callback -- compiles what the program gave
+ * it, so the program's python-api rules decide, not the caller's file. */
+static const struct {
+	const char *file; /* relative to the standard library */
+	const char *function;
+} stdlib_code_generators[] = {
+    {"/ast.py", "parse"}, /* an AST only: running it needs another compile() */
+    {"/collections/__init__.py", "namedtuple"},
+    {"/dataclasses.py", "_create_fn"},
+    {"/gettext.py", "c2py"}, /* plural forms, checked by its own tokenizer */
+    {"/multiprocessing/managers.py", "MakeProxyType"},
+    {"/multiprocessing/sharedctypes.py", "make_property"},
+    {"/typing.py", "__init__"}, /* ForwardRef: evaluating it is a separate exec */
+    {"/zipimport.py", "_compile_source"},
+};
+
+static bool caller_generates_code(const char *file, PyObject *function)
 {
-	return on_dynamic(true);
+	/* importlib compiling a module's source: the import guard decides. */
+	if (startswith(file, "<frozen importlib"))
+		return true;
+	if (!sb_guard_is_runtime_file(file))
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(stdlib_code_generators); i++)
+		if (sb_guard_is_stdlib_source(file, stdlib_code_generators[i].file) &&
+		    PyUnicode_CompareWithASCIIString(function,
+						     stdlib_code_generators[i].function) == 0)
+			return true;
+	return false;
 }
 
-static int on_exec_code(PyObject *args _unused_)
+static int refuse_laundering(const char *filename)
 {
-	return on_dynamic(false);
+	_cleanup_free_ char *message = NULL;
+
+	if (asprintf(&message,
+		     "compiling source under the standard library's file name '%s' is refused "
+		     "by the API guard: its frames would pass for the interpreter's own",
+		     filename) < 0) {
+		message = NULL;
+		PyErr_NoMemory();
+		return -1;
+	}
+	raise_with("builtins.compile", sb_api_category_name(SB_API_DYNAMIC_CODE), message);
+	return -1;
+}
+
+static int check_compile(void)
+{
+	if (claims[EV_DYNAMIC] > 0) {
+		claims[EV_DYNAMIC]--;
+		return 0;
+	}
+	return check(api.i_compile);
+}
+
+/* compile(), and eval/exec of a string, raise "compile" (source, filename).
+ * The launcher's own compiles have no Python frame: a file the parser reads
+ * (source None: the script, stdin, the REPL's lines) and the -c command,
+ * once. Any other frameless compile is a callback the program registered
+ * (atexit.register(exec, ...)). */
+static int on_compile(PyObject *args)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	PyObject *source, *filename;
+	PyCodeObject *code;
+	const char *name, *file;
+	bool generated, in_runtime;
+
+	if (PyTuple_Size(args) < 2) {
+		PyErr_Clear();
+		return check_compile();
+	}
+	source = PyTuple_GET_ITEM(args, 0);
+	filename = PyTuple_GET_ITEM(args, 1);
+	if (!frame) {
+		if (source == Py_None)
+			return 0;
+		if (api.command_compile_pending) {
+			api.command_compile_pending = false;
+			return 0;
+		}
+		return check_compile();
+	}
+	code = PyFrame_GetCode(frame);
+	file = PyUnicode_AsUTF8(code->co_filename);
+	generated = file && caller_generates_code(file, code->co_name);
+	in_runtime = file && sb_guard_is_runtime_file(file);
+	Py_DECREF(code);
+	if (!file)
+		PyErr_Clear();
+	if (generated)
+		return 0;
+	/* Code compiled under a standard-library file name would pass for the
+	 * runtime's in every frame-based decision, granted or not. */
+	name = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+	if (!name)
+		PyErr_Clear();
+	else if (sb_guard_runtime_relative(name))
+		return refuse_laundering(name);
+	if (claims[EV_DYNAMIC] > 0) {
+		claims[EV_DYNAMIC]--;
+		return 0;
+	}
+	/* Site-packages code generates code too (attrs, pydantic, jinja2): the
+	 * library exemption stays for it; the standard library's is the table. */
+	if (!in_runtime && caller_is_library())
+		return 0;
+	return check(api.i_compile);
 }
 
 /* Any global a pickle names (the gadget's os.system) is looked up here,
@@ -944,7 +1108,7 @@ static int on_getattr(PyObject *args)
 	for (size_t k = 0; k < ELEMENTSOF(frame_attrs); k++) {
 		if (PyUnicode_CompareWithASCIIString(name, frame_attrs[k]) != 0)
 			continue;
-		if (api.allowed[api.i_getframe] || caller_is_library())
+		if (api.allowed[api.i_getframe] || frame_read_by_runtime())
 			return 0;
 		if (asprintf(&what, "reading %s.%s", Py_TYPE(PyTuple_GET_ITEM(args, 0))->tp_name,
 			     frame_attrs[k]) < 0) {
@@ -1141,6 +1305,17 @@ static int collect_site_dirs(void)
 	return 0;
 }
 
+/* sys.argv[0] is "-c" before Py_RunMain() compiles the command. */
+static bool running_command(void)
+{
+	PyObject *argv = PySys_GetObject("argv"); /* borrowed */
+	PyObject *arg0 = argv && PyList_Check(argv) && PyList_GET_SIZE(argv) > 0
+			     ? PyList_GET_ITEM(argv, 0)
+			     : NULL;
+
+	return arg0 && PyUnicode_Check(arg0) && PyUnicode_CompareWithASCIIString(arg0, "-c") == 0;
+}
+
 static int api_activate(char **reterr)
 {
 	int r;
@@ -1148,6 +1323,7 @@ static int api_activate(char **reterr)
 	r = collect_site_dirs();
 	if (r < 0)
 		return r;
+	api.command_compile_pending = running_command();
 	for (size_t t = 0; t < api.n_tracked; t++) {
 		api.tracked[t].key = PyUnicode_InternFromString(api.tracked[t].name);
 		if (!api.tracked[t].key)

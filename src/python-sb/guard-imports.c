@@ -4,6 +4,8 @@
  * wrapper (modules the runtime already loaded, which raise no event). */
 #include "guard.h"
 
+#include <frameobject.h>
+
 #include "util.h"
 
 /* importlib's public doors into the import system, which raise no "import"
@@ -24,6 +26,11 @@ static struct {
 	PyObject *door_original[DOOR__N];
 	PyObject *door_wrapper[DOOR__N];
 	bool importlib_done;
+	/* sys.stdlib_module_names, sorted: what the runtime may import on its
+	 * own behalf. */
+	char **stdlib;
+	size_t n_stdlib;
+	char *main_package; /* top level of the -m module, NULL otherwise */
 } imports;
 
 static int cmp_str(const void *a, const void *b)
@@ -34,8 +41,9 @@ static int cmp_str(const void *a, const void *b)
 static bool top_level_allowed(const char *top)
 {
 	/* Our own package is always importable so that programs can catch our
-	 * exception classes. */
-	if (imports.import_all || streq(top, "pysandboxes"))
+	 * exception classes; the package of `-m pkg.mod` is the program. */
+	if (imports.import_all || streq(top, "pysandboxes") ||
+	    (imports.main_package && streq(top, imports.main_package)))
 		return true;
 	return imports.n_allowed > 0 &&
 	       bsearch(&top, imports.allowed, imports.n_allowed, sizeof(char *), cmp_str) != NULL;
@@ -56,6 +64,32 @@ static int deny_import(const char *module, size_t top_len)
 	return sb_raise_module_not_found(name, text);
 }
 
+static bool is_stdlib_module(const char *top)
+{
+	return imports.n_stdlib > 0 &&
+	       bsearch(&top, imports.stdlib, imports.n_stdlib, sizeof(char *), cmp_str) != NULL;
+}
+
+/* What the runtime may import on its own behalf, unchecked: its own modules,
+ * and modules already loaded (by start-up code such as sitecustomize, or
+ * __main__). Not any name a stdlib frame happens to ask for: runpy, pkgutil,
+ * a thread's run() or an atexit callback import what the *program* names,
+ * and a frame can pass for the stdlib's by its file name alone. */
+static bool runtime_may_import(const char *top)
+{
+	PyObject *loaded;
+
+	if (is_stdlib_module(top))
+		return true;
+	loaded = sb_guard_loaded_module(top);
+	if (!loaded) {
+		PyErr_Clear();
+		return false;
+	}
+	Py_DECREF(loaded);
+	return true;
+}
+
 /* 0 when allowed, -1 with an exception set when refused. */
 static int check_import(const char *module)
 {
@@ -65,12 +99,108 @@ static int check_import(const char *module)
 	if (top_len == 0)
 		return 0;
 	if (top_len >= sizeof(top))
-		return sb_guard_caller_is_runtime() ? 0 : deny_import(module, top_len);
+		return deny_import(module, top_len);
 	memcpy(top, module, top_len);
 	top[top_len] = '\0';
-	if (top_level_allowed(top) || sb_guard_caller_is_runtime())
+	if (top_level_allowed(top) || (runtime_may_import(top) && sb_guard_caller_is_runtime()))
 		return 0;
 	return deny_import(module, top_len);
+}
+
+/* The name of the module whose code the innermost frame is about to run,
+ * as a new reference, or NULL (no exception) when it runs no module. Every
+ * module's code goes through importlib's _call_with_frames_removed(exec,
+ * code, module.__dict__) or runpy's _run_code(code, globals, ..., mod_name,
+ * mod_spec): the module's name is read from their arguments. */
+static PyObject *module_being_run(PyFrameObject *frame)
+{
+	PyCodeObject *code = PyFrame_GetCode(frame);
+	PyObject *locals = NULL, *v = NULL, *name = NULL;
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+	bool bootstrap =
+	    PyUnicode_CompareWithASCIIString(code->co_name, "_call_with_frames_removed") == 0;
+	bool runpy = file && sb_guard_is_stdlib_source(file, "/runpy.py") &&
+		     PyUnicode_CompareWithASCIIString(code->co_name, "_run_code") == 0;
+
+	Py_DECREF(code);
+	PyErr_Clear();
+	if (!bootstrap && !runpy)
+		return NULL;
+	locals = PyFrame_GetLocals(frame);
+	if (!locals || !PyMapping_Check(locals))
+		goto out;
+	if (bootstrap) {
+		PyObject *ns;
+
+		v = PyMapping_GetItemString(locals, "args");
+		ns = v && PyTuple_Check(v) && PyTuple_GET_SIZE(v) >= 2 ? PyTuple_GET_ITEM(v, 1)
+								       : NULL;
+		name = ns && PyDict_Check(ns) ? PyDict_GetItemString(ns, "__name__") : NULL;
+		Py_XINCREF(name);
+	} else {
+		/* The spec names the module; mod_name may be "__main__". */
+		v = PyMapping_GetItemString(locals, "mod_spec");
+		name = v && v != Py_None ? PyObject_GetAttrString(v, "name") : NULL;
+		if (!name) {
+			PyErr_Clear();
+			name = PyMapping_GetItemString(locals, "mod_name");
+		}
+	}
+out:
+	Py_XDECREF(v);
+	Py_XDECREF(locals);
+	PyErr_Clear();
+	if (name && !PyUnicode_Check(name))
+		Py_CLEAR(name);
+	return name;
+}
+
+/* A loader's exec_module() or runpy.run_module() runs a module's code with
+ * no "import" event for it: importlib.util.spec_from_file_location() +
+ * exec_module() would run any file as a module. The name of the module
+ * being run is checked as an import; a refused name passes only as a
+ * standard-library module whose code really is the standard library's. */
+static int on_exec(PyObject *args)
+{
+	PyObject *code_obj = PyTuple_GetItem(args, 0), *name;
+	PyFrameObject *frame;
+	const char *module, *file;
+	size_t top_len;
+	char top[256];
+	int r = 0;
+
+	if (!code_obj) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (imports.import_all || !PyCode_Check(code_obj))
+		return 0;
+	frame = PyEval_GetFrame(); /* borrowed */
+	name = frame ? module_being_run(frame) : NULL;
+	if (!name)
+		return 0;
+	module = PyUnicode_AsUTF8(name);
+	if (!module) {
+		PyErr_Clear();
+		goto out;
+	}
+	top_len = strcspn(module, ".");
+	if (top_len == 0 || top_len >= sizeof(top)) {
+		r = deny_import(module, top_len ? top_len : strlen(module));
+		goto out;
+	}
+	memcpy(top, module, top_len);
+	top[top_len] = '\0';
+	if (top_level_allowed(top) || streq(top, "__main__"))
+		goto out;
+	file = PyUnicode_AsUTF8(((PyCodeObject *)code_obj)->co_filename);
+	if (!file)
+		PyErr_Clear();
+	if (!(is_stdlib_module(top) && file && sb_guard_is_runtime_file(file)))
+		r = deny_import(module, top_len);
+out:
+	Py_DECREF(name);
+	return r;
 }
 
 static int on_import(PyObject *args)
@@ -282,6 +412,75 @@ static int imports_prepare(const struct sb_profile *profile,
 	return 0;
 }
 
+static int load_stdlib_names(void)
+{
+	PyObject *names = PySys_GetObject("stdlib_module_names"), *it, *item; /* borrowed */
+	size_t cap;
+
+	if (!names || !PyAnySet_Check(names))
+		return 0;
+	cap = (size_t)PySet_GET_SIZE(names);
+	imports.stdlib = calloc(cap ? cap : 1, sizeof(char *));
+	it = imports.stdlib ? PyObject_GetIter(names) : NULL;
+	if (!it)
+		return -1;
+	while ((item = PyIter_Next(it)) && imports.n_stdlib < cap) {
+		const char *n = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+
+		if (n && !(imports.stdlib[imports.n_stdlib++] = strdup(n)))
+			imports.n_stdlib--;
+		Py_DECREF(item);
+	}
+	Py_DECREF(it);
+	if (PyErr_Occurred())
+		return -1;
+	qsort(imports.stdlib, imports.n_stdlib, sizeof(char *), cmp_str);
+	return 0;
+}
+
+/* The top-level package of `-m pkg.mod`, from sys.orig_argv scanned as
+ * CPython scans its options (-m and -c end them; -W and -X take a value). */
+static int find_main_package(void)
+{
+	PyObject *argv = PySys_GetObject("orig_argv"); /* borrowed */
+	const char *module = NULL;
+
+	if (!argv || !PyList_Check(argv))
+		return 0;
+	for (Py_ssize_t i = 1; !module && i < PyList_GET_SIZE(argv); i++) {
+		PyObject *item = PyList_GET_ITEM(argv, i);
+		const char *a = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+
+		if (!a || a[0] != '-' || !a[1] || streq(a, "--"))
+			break;
+		for (const char *c = a + 1; *c; c++) {
+			if (*c != 'm' && *c != 'c' && *c != 'W' && *c != 'X')
+				continue;
+			if (*c == 'm') {
+				PyObject *next = c[1] || i + 1 >= PyList_GET_SIZE(argv)
+						     ? NULL
+						     : PyList_GET_ITEM(argv, i + 1);
+
+				module = c[1]				 ? c + 1
+					 : next && PyUnicode_Check(next) ? PyUnicode_AsUTF8(next)
+									 : NULL;
+			} else if (*c == 'c') {
+				i = PyList_GET_SIZE(argv);
+			} else if (!c[1]) {
+				i++;
+			}
+			break;
+		}
+	}
+	PyErr_Clear();
+	if (module && *module && *module != '.') {
+		imports.main_package = strndup(module, strcspn(module, "."));
+		if (!imports.main_package)
+			return -1;
+	}
+	return 0;
+}
+
 static int imports_activate(char **reterr)
 {
 	PyObject *builtins = PyImport_ImportModule("builtins");
@@ -298,6 +497,10 @@ static int imports_activate(char **reterr)
 	if (!wrapper)
 		goto out;
 	r = PyObject_SetAttrString(builtins, "__import__", wrapper);
+	if (r >= 0 && !imports.import_all)
+		r = load_stdlib_names();
+	if (r >= 0 && !imports.import_all)
+		r = find_main_package();
 	if (r >= 0) {
 		PyObject *bootstrap = sb_guard_loaded_module("_frozen_importlib");
 
@@ -327,11 +530,16 @@ static void imports_release(void)
 	for (size_t i = 0; i < imports.n_allowed; i++)
 		free(imports.allowed[i]);
 	free(imports.allowed);
+	for (size_t i = 0; i < imports.n_stdlib; i++)
+		free(imports.stdlib[i]);
+	free(imports.stdlib);
+	free(imports.main_package);
 	/* The Python objects belonged to the finalized interpreter: drop, don't DECREF. */
 	memset(&imports, 0, sizeof(imports));
 }
 
 static const struct sb_audit_handler import_handlers[] = {
+    {"exec", on_exec},
     {"import", on_import},
 };
 

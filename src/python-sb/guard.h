@@ -39,10 +39,16 @@ struct sb_guard_part {
 	 * wrap functions of modules loaded late (those raising no audit event).
 	 * 0, or -1 with a Python exception. Must be cheap when nothing changed. */
 	int (*after_import)(void);
+	/* Optional: called when _imp has created or executed an extension or
+	 * built-in module, before anyone else sees it (guard-api.c's _imp
+	 * hooks), to wrap its functions. 0, or -1 with a Python exception. */
+	int (*module_loaded)(const char *name, PyObject *module);
 };
 
 /* Runs every part's after_import (called by the import wrapper). */
 int sb_guard_after_import(void);
+/* Runs every part's module_loaded. */
+int sb_guard_module_loaded(const char *name, PyObject *module);
 
 extern const struct sb_guard_part sb_guard_imports_part;
 extern const struct sb_guard_part sb_guard_files_part;
@@ -52,6 +58,7 @@ extern const struct sb_guard_part sb_guard_net_part;
  * Warnings ("file:line: message") are for the caller to print. 0 or -errno. */
 int sb_guard_net_resolve(const struct sb_profile *profile, char ***ret_warnings, char **reterr);
 extern const struct sb_guard_part sb_guard_api_part;
+extern const struct sb_guard_part sb_guard_native_files_part;
 
 /* True once the program's code is about to run (events before that are the
  * runtime's own start-up). */
@@ -68,6 +75,31 @@ const char *sb_guard_profile_path(void);
 /* Whether the innermost Python frame belongs to the interpreter's own library
  * (or the import machinery) rather than to the program. */
 bool sb_guard_caller_is_runtime(void);
+
+/* A runtime section, entered and left only from C (the partial-mode worker's
+ * own machinery: unpickling a request, importing the function's module). While
+ * it is open, events raised on the same thread with the same innermost Python
+ * frame as at entry are the runtime's: neither charged to the profile nor
+ * refused. Code that runs in new frames (the module's body, the function, a
+ * __reduce__ written in Python) is the program's as usual. Sections nest; the
+ * struct lives on the caller's stack. */
+struct sb_runtime_section {
+	void *saved_tstate;
+	void *saved_frame;
+	bool saved_active;
+};
+void sb_guard_runtime_enter(struct sb_runtime_section *s);
+void sb_guard_runtime_leave(struct sb_runtime_section *s);
+/* Whether code from this file (a co_filename) is the interpreter's own
+ * library: under the standard library's directory (not its site-packages)
+ * or frozen. */
+bool sb_guard_is_runtime_file(const char *file);
+/* The part of file after the standard library's directory ("/os.py"), or
+ * NULL when file is not the standard library's (site-packages excluded). */
+const char *sb_guard_runtime_relative(const char *file);
+/* Whether file is the standard library's module rel ("/runpy.py"), from
+ * the standard library's directory or frozen ("<frozen runpy>"). */
+bool sb_guard_is_stdlib_source(const char *file, const char *rel);
 
 /* Raising the pysandboxes exception classes (pysandboxes-module.c). Each sets
  * the exception and returns -1 (so a handler can `return sb_raise_...`). */

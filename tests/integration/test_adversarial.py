@@ -605,27 +605,23 @@ attack("readline-read_history_file", FILE, """
     readline.read_history_file(SECRET)
     show([readline.get_history_item(i + 1)
           for i in range(readline.get_current_history_length())])
-""", marks=bypass("readline.read_history_file() opens the file in C (libreadline) "
-                  "and raises no audit event; the guard does not wrap it"))
+""")
 
 attack("readline-write_history_file", FILE, """
     import os, readline
     readline.add_history('x')
     readline.write_history_file(os.path.join(OUT, 'history'))
-""", marks=bypass("readline.write_history_file() creates the file in C without "
-                  "an audit event; the guard does not wrap it"))
+""")
 
 attack("posixshmem-shm_open", FILE, """
     import _posixshmem, os
     _posixshmem.shm_open(SHM, os.O_CREAT | os.O_RDWR, 0o600)
-""", marks=bypass("_posixshmem.shm_open() creates /dev/shm/<name> with no audit "
-                  "event; the guard does not wrap it"))
+""")
 
 attack("dbm-ndbm-create-outside", FILE, """
     import _dbm, os
     _dbm.open(os.path.join(OUT, 'db'), 'c')
-""", marks=bypass("_dbm.open() creates its files in C (libgdbm_compat/ndbm) with "
-                  "no audit event; the guard does not wrap it"))
+""")
 
 attack("sqlite3-create-outside", FILE, """
     import os, sqlite3
@@ -858,28 +854,22 @@ attack("spec-exec_module", MOD, """
     import importlib.util, os
     spec = importlib.util.spec_from_file_location('secretmod', os.path.join(ROOT, 'secretmod.py'))
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
-""", imports=IMPORTS,
-       marks=bypass("a loader's exec_module() raises no 'import' event and its compile/exec "
-                    'run in importlib frames, exempt'))
+""", imports=IMPORTS)
 
 attack("runpy-run_module", MOD, """
     import runpy
     runpy.run_module('secretmod')
-""", imports=IMPORTS,
-       marks=bypass("runpy finds and runs the module from stdlib frames, exempt as the runtime's"))
+""", imports=IMPORTS)
 
 attack("pkgutil-resolve_name", MOD, """
     import pkgutil
     pkgutil.resolve_name('secretmod')
-""", imports=IMPORTS,
-       marks=bypass('pkgutil calls importlib.import_module() from a stdlib frame, exempt'))
+""", imports=IMPORTS)
 
 attack("atexit-dunder-import", MOD, """
     import atexit
     atexit.register(__import__, 'secretmod')
-""", imports=IMPORTS,
-       marks=bypass('an atexit callback runs with no Python frame, which the guard takes for '
-                    'the interpreter itself'))
+""", imports=IMPORTS)
 
 attack("builtins-import-swap", MOD, """
     import builtins, importlib
@@ -892,9 +882,7 @@ attack("thread-target-dunder-import", MOD, """
     t = threading.Thread(target=__import__, args=('secretmod',))
     t.start()
     t.join()
-""", api=("ALLOW:threads",), imports=IMPORTS + ", threading",
-       marks=bypass("the thread's innermost frame is threading.py's run(), exempt as the "
-                    "runtime's"))
+""", api=("ALLOW:threads",), imports=IMPORTS + ", threading")
 
 attack("sys-modules-poison-then-import", MOD, """
     import sys
@@ -946,9 +934,7 @@ attack("marshal-loads-code", API, """
 attack("atexit-exec", API, """
     import atexit
     atexit.register(exec, "print('DYN' + '-RAN')", {'print': print})
-""",
-       marks=bypass('exec() called by atexit has no Python frame: the dynamic-code check '
-                    'exempts it'))
+""")
 
 attack("atexit-os-system", API, """
     import atexit, os
@@ -958,38 +944,40 @@ attack("atexit-os-system", API, """
 attack("code-InteractiveInterpreter", API, """
     import code
     code.InteractiveInterpreter().runsource("print('DYN' + '-RAN')")
-""",
-       marks=bypass("code/codeop compile and exec the program's string from stdlib frames, "
-                    'exempt'))
+""")
 
 attack("timeit-runs-source", API, """
     import timeit
     timeit.timeit("print('DYN' + '-RAN')", number=1)
-""",
-       marks=bypass("timeit compiles and execs the program's string in timeit.py frames, "
-                    'exempt as library callers'))
+""")
 
 attack("configparser-converter-eval", API, """
     import configparser
     cp = configparser.ConfigParser(converters={'code': eval})
     cp.read_string("[s]\\nk = print('DYN' + '-RAN')\\n")
     cp.getcode('s', 'k')
-""",
-       marks=bypass('eval() called back by configparser.py is exempt: its innermost frame is '
-                    "the stdlib's"))
+""")
 
 
-# Chained: code compiled under a standard-library file name *is* the runtime
-# for every frame-based exemption, so the program's own import is let through.
-attack("stdlib-co_filename-laundering", MOD, """
+# Chained: code compiled under a standard-library file name would be the
+# runtime's for every frame-based exemption, and the program's own import would
+# pass. code.InteractiveInterpreter compiles what the program hands it, so the
+# program's python-api rules decide (dynamic-code is not granted here)...
+attack("stdlib-co_filename-laundering", API, """
     import code, os
     code.InteractiveInterpreter().runsource(
         "import secretmod", os.path.join(os.path.dirname(os.__file__), 'os.py'), 'exec')
     import secretmod
-""", imports=IMPORTS + ", code",
-       marks=bypass("code compiled (through code.InteractiveInterpreter) under a stdlib "
-                    "file name passes every innermost-frame exemption, the import "
-                    "guard's included"))
+""", imports=IMPORTS + ", code")
+
+# ... and even with dynamic code granted, compiling under a standard-library
+# file name is refused: that grant is not a grant of the runtime's exemptions.
+attack("stdlib-co_filename-laundering-granted", API, """
+    import os
+    exec(compile("import secretmod", os.path.join(os.path.dirname(os.__file__), 'os.py'),
+                 'exec'))
+    import secretmod
+""", api=("ALLOW:dynamic-code",), imports=IMPORTS)
 
 
 # --- frames, tracing, hooks ---------------------------------------------------
@@ -1021,18 +1009,14 @@ attack("traceback-walk_tb", API, """
             frame_got(f)
     import sys
     sys._getframe()
-""",
-       marks=bypass('traceback.walk_tb() reads tb_frame inside traceback.py, exempt as a '
-                    'library caller, and hands the frame back'))
+""")
 
 attack("logging-currentframe", API, """
     import logging
     frame_got(logging.currentframe())
     import sys
     sys._getframe()
-""",
-       marks=bypass('logging.currentframe() is sys._getframe(1) called from logging, exempt '
-                    'as a library caller'))
+""")
 
 attack("sys-settrace", API, """
     import sys
