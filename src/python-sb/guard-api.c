@@ -559,11 +559,19 @@ _Static_assert(ELEMENTSOF(tramps) >= ELEMENTSOF(entries), "add TRAMP8 rows");
  * attribute does not exist in this Python version. */
 static int install(size_t i, PyObject *target)
 {
+	/* A module's namespace is its dict: going to it directly skips the
+	 * generic attribute machinery, ~150 times on every start. */
+	PyObject *dict = PyModule_Check(target) ? PyModule_GetDict(target) : NULL;
 	PyObject *current, *original, *value;
 	size_t j;
 	int r;
 
-	current = PyObject_GetAttrString(target, entries[i].attr);
+	if (dict) {
+		current = PyDict_GetItemString(dict, entries[i].attr); /* borrowed */
+		Py_XINCREF(current);
+	} else {
+		current = PyObject_GetAttrString(target, entries[i].attr);
+	}
 	if (!current) {
 		PyErr_Clear();
 		return 0;
@@ -584,7 +592,7 @@ static int install(size_t i, PyObject *target)
 	Py_XSETREF(api.original[i], original);
 	Py_DECREF(current);
 	if (!api.wrapper[i]) {
-		PyObject *modname = PyUnicode_FromString(entries[i].module);
+		PyObject *modname = PyUnicode_InternFromString(entries[i].module);
 
 		if (!modname)
 			return -1;
@@ -600,7 +608,8 @@ static int install(size_t i, PyObject *target)
 	} else {
 		value = Py_NewRef(api.wrapper[i]);
 	}
-	r = PyObject_SetAttrString(target, entries[i].attr, value);
+	r = dict ? PyDict_SetItemString(dict, entries[i].attr, value)
+		 : PyObject_SetAttrString(target, entries[i].attr, value);
 	Py_DECREF(value);
 	return r;
 }

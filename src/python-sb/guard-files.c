@@ -1029,6 +1029,7 @@ struct wrapped {
 	bool probe;	    /* a metadata probe the import machinery makes */
 	PyObject *original; /* a strong reference, reachable from C only */
 	PyMethodDef def;
+	bool doc_owned; /* def.ml_doc was allocated (else: the original's) */
 };
 
 enum {
@@ -1572,89 +1573,102 @@ static PyObject *(*const wrapper_fn[W__N])(PyObject *, PyObject *const *, Py_ssi
     [W_REMOVEXATTR] = wrap_W_REMOVEXATTR,
 };
 
+/* The wrapper's docstring: the original's, in CPython's layout
+ * "name(sig)\n--\n\n" + text, so that inspect.signature() still works. The
+ * wrapper has no module as self: "name($module, /, path...)" becomes
+ * "name(path...)". NULL when the original's can be used as it is. */
+static char *wrapper_doc(const char *name, const char *doc)
+{
+	size_t n = strlen(name), rest_len;
+	const char *rest;
+	char *text;
+
+	if (!doc || strncmp(doc, name, n) != 0 || doc[n] != '(')
+		return NULL;
+	rest = startswith(doc + n + 1, "$module, /, ");
+	if (!rest)
+		return NULL;
+	rest_len = strlen(rest);
+	text = malloc(n + 1 + rest_len + 1);
+	if (!text)
+		return NULL;
+	memcpy(text, doc, n + 1);
+	memcpy(text + n + 1, rest, rest_len + 1);
+	return text;
+}
+
+/* The modules a wrapper goes into, looked up once per activation. */
+enum home {
+	HOME_POSIX,
+	HOME_OS,
+	HOME_IO_C,
+	HOME_IO,
+	HOME_BUILTINS,
+	HOME__N,
+};
+
+static const char *const home_names[HOME__N] = {"posix", "os", "_io", "io", "builtins"};
+
 /* Replaces name in every module that exports the original object under it:
  * posix and os (os re-exports posix's functions), _io, io and builtins. */
-static int install(struct wrapped *w, size_t idx)
+static int install(struct wrapped *w, size_t idx, PyObject *const homes[HOME__N])
 {
-	static const char *const posix_homes[] = {"posix", "os", NULL};
-	static const char *const io_homes[] = {"_io", "io", "builtins", NULL};
-	const char *const *homes = streq(w->module, "_io") ? io_homes : posix_homes;
-	PyObject *module, *doc, *sig, *modname, *fn;
+	static const enum home posix_homes[] = {HOME_POSIX, HOME_OS};
+	static const enum home io_homes[] = {HOME_IO_C, HOME_IO, HOME_BUILTINS};
+	bool io = streq(w->module, "_io");
+	const enum home *targets = io ? io_homes : posix_homes;
+	size_t n_targets = io ? ELEMENTSOF(io_homes) : ELEMENTSOF(posix_homes);
+	PyObject *module = homes[targets[0]], *key, *modname, *fn;
 	int r = -1;
 
-	module = sb_guard_loaded_module(w->module);
 	if (!module)
-		return PyErr_Occurred() ? -1 : 0;
-	w->original = PyObject_GetAttrString(module, w->name);
-	Py_DECREF(module);
-	if (!w->original) {
-		/* Not built on this platform: nothing to wrap. */
-		PyErr_Clear();
 		return 0;
+	key = PyUnicode_InternFromString(w->name);
+	if (!key)
+		return -1;
+	w->original = PyDict_GetItemWithError(PyModule_GetDict(module), key);
+	if (!w->original) {
+		Py_DECREF(key);
+		/* Not built on this platform: nothing to wrap. */
+		return PyErr_Occurred() ? -1 : 0;
 	}
-	/* Keep the original's docstring and text signature (inspect.signature). */
-	doc = PyObject_GetAttrString(w->original, "__doc__");
-	if (!doc)
-		PyErr_Clear();
-	sig = PyObject_GetAttrString(w->original, "__text_signature__");
-	if (!sig)
-		PyErr_Clear();
+	Py_INCREF(w->original);
 	w->def.ml_name = w->name;
 	w->def.ml_meth = (PyCFunction)(void (*)(void))wrapper_fn[idx];
 	w->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
 	w->def.ml_doc = NULL;
-	if (doc && PyUnicode_Check(doc)) {
-		const char *d = PyUnicode_AsUTF8(doc);
-		const char *t = sig && PyUnicode_Check(sig) ? PyUnicode_AsUTF8(sig) : NULL;
-		char *text = NULL;
+	w->doc_owned = false;
+	if (PyCFunction_Check(w->original)) {
+		const char *doc = ((PyCFunctionObject *)w->original)->m_ml->ml_doc;
+		char *text = wrapper_doc(w->name, doc);
 
-		/* CPython's layout: "name(sig)\n--\n\n" then the text. The
-		 * wrapper has no module as self: "($module, /, path)" becomes
-		 * "(path)". */
-		const char *rest = t ? startswith(t, "($module, /, ") : NULL;
-		int n = 0;
-
-		if (d && rest)
-			n = asprintf(&text, "%s(%s\n--\n\n%s", w->name, rest, d);
-		else if (d && t)
-			n = asprintf(&text, "%s%s\n--\n\n%s", w->name, t, d);
-		else if (d)
-			text = strdup(d);
-		if (n < 0)
-			text = NULL;
-		w->def.ml_doc = text;
+		/* The original's text lives as long as its module's code. */
+		w->def.ml_doc = text ? text : doc;
+		w->doc_owned = text != NULL;
 	}
-	Py_XDECREF(doc);
-	Py_XDECREF(sig);
-	PyErr_Clear();
-	modname = PyUnicode_FromString(w->module);
+	modname = PyUnicode_InternFromString(w->module);
 	fn = modname ? PyCFunction_NewEx(&w->def, NULL, modname) : NULL;
 	Py_XDECREF(modname);
 	if (!fn)
-		return -1;
-	for (const char *const *h = homes; *h; h++) {
-		PyObject *m = sb_guard_loaded_module(*h), *cur;
+		goto out;
+	for (size_t i = 0; i < n_targets; i++) {
+		PyObject *m = homes[targets[i]], *dict, *cur;
 
-		if (!m) {
-			if (PyErr_Occurred())
-				goto out;
+		if (!m)
 			continue;
-		}
-		cur = PyObject_GetAttrString(m, w->name);
+		dict = PyModule_GetDict(m);
+		cur = PyDict_GetItemWithError(dict, key); /* borrowed */
 		/* Only where it is the same function (os.open is posix.open;
 		 * builtins.open is _io.open). */
-		if (cur == w->original && PyObject_SetAttrString(m, w->name, fn) < 0) {
-			Py_DECREF(cur);
-			Py_DECREF(m);
+		if (cur == w->original && PyDict_SetItem(dict, key, fn) < 0)
 			goto out;
-		}
-		Py_XDECREF(cur);
-		PyErr_Clear();
-		Py_DECREF(m);
+		if (!cur && PyErr_Occurred())
+			goto out;
 	}
 	r = 0;
 out:
-	Py_DECREF(fn);
+	Py_XDECREF(fn);
+	Py_DECREF(key);
 	return r;
 }
 
@@ -1813,6 +1827,7 @@ static int add_sys_path0(void)
 
 static int files_activate(char **reterr)
 {
+	PyObject *homes[HOME__N] = {NULL};
 	int r;
 
 	r = add_sys_path0();
@@ -1827,11 +1842,20 @@ static int files_activate(char **reterr)
 	keys.fspath = PyUnicode_InternFromString("__fspath__");
 	if (!keys.dir_fd || !keys.follow_symlinks || !keys.fspath)
 		goto fail;
-	for (size_t i = 0; i < W__N; i++)
-		if (install(&wrapped[i], i) < 0)
+	for (size_t i = 0; i < HOME__N; i++) {
+		homes[i] = sb_guard_loaded_module(home_names[i]);
+		if (!homes[i] && PyErr_Occurred())
 			goto fail;
+	}
+	for (size_t i = 0; i < W__N; i++)
+		if (install(&wrapped[i], i, homes) < 0)
+			goto fail;
+	for (size_t i = 0; i < HOME__N; i++)
+		Py_XDECREF(homes[i]);
 	return 0;
 fail:
+	for (size_t i = 0; i < HOME__N; i++)
+		Py_XDECREF(homes[i]);
 	PyErr_Clear();
 	*reterr = strdup("cannot install the files guard");
 	return -EIO;
@@ -1840,7 +1864,8 @@ fail:
 static void files_release(void)
 {
 	for (size_t i = 0; i < W__N; i++) {
-		free((char *)wrapped[i].def.ml_doc);
+		if (wrapped[i].doc_owned)
+			free((char *)wrapped[i].def.ml_doc);
 		/* The originals belonged to the finalized interpreter: drop,
 		 * don't DECREF. */
 		wrapped[i].original = NULL;
