@@ -27,6 +27,10 @@ static struct {
 	size_t stdlib_dir_len;
 	struct sb_audit_handler *handlers; /* every part's, sorted by event */
 	size_t n_handlers;
+	const struct sb_audit_handler **index; /* by hash of the event name */
+	uint32_t index_mask;
+	uint64_t modules_version; /* sys.modules at the last after-import pass */
+	bool after_import_again;  /* a part asked for another pass */
 	/* The open runtime section (sb_guard_runtime_enter), if any. */
 	bool runtime_active;
 	void *runtime_tstate;
@@ -155,6 +159,53 @@ bool sb_guard_caller_is_runtime(void)
 	return runtime;
 }
 
+/* FNV-1a: event names are short ASCII literals. */
+static uint32_t event_hash(const char *event)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *c = (const unsigned char *)event; *c; c++)
+		h = (h ^ *c) * 16777619u;
+	return h;
+}
+
+/* The first of the handlers of event in the sorted table, or NULL. */
+static const struct sb_audit_handler *find_handlers(const char *event)
+{
+	for (uint32_t i = event_hash(event) & guard.index_mask;; i = (i + 1) & guard.index_mask) {
+		const struct sb_audit_handler *h = guard.index[i];
+
+		if (!h || streq(h->event, event))
+			return h;
+	}
+}
+
+/* An open-addressing table over the distinct event names, at most a quarter
+ * full, each slot pointing at the first handler of its event. */
+static int build_index(void)
+{
+	size_t size = 4;
+
+	while (size < 4 * guard.n_handlers)
+		size *= 2;
+	guard.index = calloc(size, sizeof(*guard.index));
+	if (!guard.index)
+		return -ENOMEM;
+	guard.index_mask = (uint32_t)(size - 1);
+	for (size_t k = 0; k < guard.n_handlers; k++) {
+		const struct sb_audit_handler *h = &guard.handlers[k];
+		uint32_t i;
+
+		if (k > 0 && streq(h[-1].event, h->event))
+			continue;
+		for (i = event_hash(h->event) & guard.index_mask; guard.index[i];
+		     i = (i + 1) & guard.index_mask)
+			;
+		guard.index[i] = h;
+	}
+	return 0;
+}
+
 static int cmp_handler(const void *a, const void *b)
 {
 	return strcmp(((const struct sb_audit_handler *)a)->event,
@@ -163,7 +214,7 @@ static int cmp_handler(const void *a, const void *b)
 
 static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unused_)
 {
-	const struct sb_audit_handler key = {.event = event}, *h;
+	const struct sb_audit_handler *h;
 
 	if (!guard.armed) {
 		if (streq(event, SB_SELFTEST_EVENT))
@@ -172,24 +223,46 @@ static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unus
 	}
 	if (guard.runtime_active && in_runtime_section())
 		return 0;
-	/* Decisions must stay cheap: a binary search over a few dozen names,
-	 * no allocation for events nobody handles. */
-	h = bsearch(&key, guard.handlers, guard.n_handlers, sizeof(key), cmp_handler);
-	if (!h)
-		return 0;
-	while (h > guard.handlers && streq(h[-1].event, event))
-		h--;
-	for (; h < guard.handlers + guard.n_handlers && streq(h->event, event); h++)
+	/* Decisions must stay cheap: one hash of the name and, for an event
+	 * someone handles, one comparison; no allocation. */
+	h = find_handlers(event);
+	for (; h && h < guard.handlers + guard.n_handlers && streq(h->event, event); h++)
 		if (h->handle(args) < 0)
 			return -1;
 	return 0;
 }
 
+/* Changes whenever sys.modules does: most import statements find their
+ * module loaded already, and then no part has anything to look at. */
+static uint64_t modules_version(void)
+{
+	PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+#if PY_VERSION_HEX < 0x030C0000
+	return ((PyDictObject *)modules)->ma_version_tag;
+#else
+	/* No version tag: the size catches new modules; a deletion followed by
+	 * a re-import is still caught by the _imp hooks for C modules. */
+	return (uint64_t)PyDict_Size(modules);
+#endif
+}
+
 int sb_guard_after_import(void)
 {
-	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
-		if (parts[i]->after_import && parts[i]->after_import() < 0)
+	uint64_t version = modules_version();
+	bool again = false;
+
+	if (version == guard.modules_version && !guard.after_import_again)
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+		int r = parts[i]->after_import ? parts[i]->after_import() : 0;
+
+		if (r < 0)
 			return -1;
+		again = again || r > 0;
+	}
+	/* Read again: the parts' own imports (socket's) changed it. */
+	guard.modules_version = modules_version();
+	guard.after_import_again = again;
 	return 0;
 }
 
@@ -233,6 +306,9 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 		guard.n_handlers += parts[i]->n_handlers;
 	}
 	qsort(guard.handlers, guard.n_handlers, sizeof(*guard.handlers), cmp_handler);
+	r = build_index();
+	if (r < 0)
+		return r;
 	/* Registered before Py_InitializeFromConfig(): CPython keeps such hooks
 	 * in the runtime, ahead of any hook Python code could add. */
 	if (PySys_AddAuditHook(sb_audit_hook, NULL) < 0) {
@@ -275,6 +351,7 @@ int sb_guard_activate(char **reterr)
 		if (r < 0)
 			return r;
 	}
+	guard.modules_version = (uint64_t)-1;
 	guard.armed = true;
 	return 0;
 }
@@ -287,5 +364,6 @@ void sb_guard_release(void)
 	free(guard.profile_path);
 	free(guard.stdlib_dir);
 	free(guard.handlers);
+	free(guard.index);
 	memset(&guard, 0, sizeof(guard));
 }

@@ -272,7 +272,6 @@ static struct {
 	PyObject *wrapper[N_ENTRIES];
 	struct tracked_module tracked[MAX_TRACKED];
 	size_t n_tracked;
-	uint64_t modules_version;
 	Py_ssize_t modules_size;
 	bool pending; /* a tracked module was still initialising at the last scan */
 	char **site_dirs;
@@ -700,21 +699,13 @@ static int scan_modules(void)
 
 /* Called after every import through builtins.__import__: nothing to do
  * unless sys.modules changed since the last look. */
+/* sb_guard_after_import() calls this only when sys.modules changed, or when
+ * it asked to be called again (1: a module was still initialising). */
 static int api_after_import(void)
 {
-	PyObject *modules = PyImport_GetModuleDict();
-#if PY_VERSION_HEX < 0x030C0000
-	uint64_t version = ((PyDictObject *)modules)->ma_version_tag;
-#else
-	/* No version tag: the size catches new modules; a deletion followed by
-	 * a re-import is still caught by the _imp hooks for C modules. */
-	uint64_t version = (uint64_t)PyDict_Size(modules);
-#endif
-
-	if (version == api.modules_version && !api.pending)
-		return 0;
-	api.modules_version = version;
-	return scan_modules();
+	if (scan_modules() < 0)
+		return -1;
+	return api.pending ? 1 : 0;
 }
 
 /* ---- audit events -------------------------------------------------------- */
@@ -1342,7 +1333,6 @@ static int api_activate(char **reterr)
 	 * _imp...); the rest as it is imported. */
 	if (scan_modules() < 0)
 		goto fail;
-	api.modules_version = (uint64_t)-1;
 	return 0;
 fail:
 	PyErr_Clear();

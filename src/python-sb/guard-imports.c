@@ -5,6 +5,7 @@
 #include "guard.h"
 
 #include <frameobject.h>
+#include <limits.h>
 
 #include "util.h"
 
@@ -216,42 +217,102 @@ static int on_import(PyObject *args)
 /* The "import" audit event only fires for modules that are not loaded yet;
  * `import os` of an already loaded module goes through builtins.__import__
  * alone, so that is wrapped too. */
-static PyObject *guarded_import(PyObject *self _unused_, PyObject *args, PyObject *kwds)
+/* __import__(name, globals=None, locals=None, fromlist=(), level=0) from a
+ * vector call, as builtins.__import__ parses it ("U|OOOi"). The interpreter
+ * calls it for every import statement once it is replaced: a vector call
+ * and no tuple, no PyArg_ParseTupleAndKeywords(). */
+static int import_arguments(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+			    PyObject *ret[5], int *ret_level)
 {
-	static char *kwlist[] = {"name", "globals", "locals", "fromlist", "level", NULL};
-	PyObject *name, *globals = NULL, *locals = NULL, *fromlist = NULL;
-	int level = 0;
+	static const char *const names[5] = {"name", "globals", "locals", "fromlist", "level"};
+	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|OOOi:__import__", kwlist, &name, &globals,
-					 &locals, &fromlist, &level))
+	if (nargs > 5) {
+		PyErr_Format(PyExc_TypeError, "__import__() takes at most 5 arguments (%zd given)",
+			     nargs + nkw);
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < 5; i++)
+		ret[i] = i < nargs ? args[i] : NULL;
+	for (Py_ssize_t k = 0; k < nkw; k++) {
+		PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+		Py_ssize_t i = 0;
+
+		while (i < 5 && PyUnicode_CompareWithASCIIString(key, names[i]) != 0)
+			i++;
+		if (i == 5) {
+			PyErr_Format(PyExc_TypeError,
+				     "'%U' is an invalid keyword argument for __import__()", key);
+			return -1;
+		}
+		if (ret[i]) {
+			PyErr_Format(PyExc_TypeError,
+				     "argument for __import__() given by name ('%s') and position "
+				     "(%zd)",
+				     names[i], i + 1);
+			return -1;
+		}
+		ret[i] = args[nargs + k];
+	}
+	if (!ret[0]) {
+		PyErr_SetString(PyExc_TypeError,
+				"__import__() missing required argument 'name' (pos 1)");
+		return -1;
+	}
+	if (!PyUnicode_Check(ret[0])) {
+		PyErr_Format(PyExc_TypeError, "__import__() argument 1 must be str, not %.50s",
+			     Py_TYPE(ret[0])->tp_name);
+		return -1;
+	}
+	*ret_level = 0;
+	if (ret[4]) {
+		long level = PyLong_AsLong(ret[4]);
+
+		if (level == -1 && PyErr_Occurred())
+			return -1;
+		if (level > INT_MAX || level < INT_MIN) {
+			PyErr_SetString(PyExc_OverflowError,
+					"signed integer is greater than maximum");
+			return -1;
+		}
+		*ret_level = (int)level;
+	}
+	return 0;
+}
+
+static PyObject *guarded_import(PyObject *self _unused_, PyObject *const *args, Py_ssize_t nargs,
+				PyObject *kwnames)
+{
+	PyObject *a[5], *module;
+	int level;
+
+	if (import_arguments(args, nargs, kwnames, a, &level) < 0)
 		return NULL;
 	if (sb_guard_armed()) {
-		const char *module = NULL;
+		const char *name = NULL;
 
 		if (level == 0) {
-			module = PyUnicode_AsUTF8(name);
-		} else if (globals && PyDict_Check(globals)) {
+			name = PyUnicode_AsUTF8(a[0]);
+		} else if (a[1] && PyDict_Check(a[1])) {
 			/* A relative import stays inside the importer's top-level
 			 * package. */
-			PyObject *pkg = PyDict_GetItemString(globals, "__package__");
+			PyObject *pkg = PyDict_GetItemString(a[1], "__package__");
 
 			if (!pkg || !PyUnicode_Check(pkg))
-				pkg = PyDict_GetItemString(globals, "__name__");
+				pkg = PyDict_GetItemString(a[1], "__name__");
 			if (pkg && PyUnicode_Check(pkg))
-				module = PyUnicode_AsUTF8(pkg);
+				name = PyUnicode_AsUTF8(pkg);
 		}
-		if (module && check_import(module) < 0)
+		if (name && check_import(name) < 0)
 			return NULL;
-		if (!module && PyErr_Occurred())
+		if (!name && PyErr_Occurred())
 			return NULL;
 	}
-	{
-		PyObject *module = PyObject_Call(imports.original_import, args, kwds);
-
-		if (module && sb_guard_armed() && sb_guard_after_import() < 0)
-			Py_CLEAR(module);
-		return module;
-	}
+	/* What builtins.__import__ does once it has parsed its arguments. */
+	module = PyImport_ImportModuleLevelObject(a[0], a[1], a[2], a[3], level);
+	if (module && sb_guard_armed() && sb_guard_after_import() < 0)
+		Py_CLEAR(module);
+	return module;
 }
 
 /* The module a (possibly relative) request names, for the top-level check:
@@ -359,7 +420,7 @@ static int wrap_door(PyObject *module, enum importlib_door door)
 	if (cur != imports.door_wrapper[door] && (!cur || cur == imports.door_original[door]))
 		r = PyObject_SetAttrString(module, name, imports.door_wrapper[door]);
 	Py_XDECREF(cur);
-	return r;
+	return r < 0 ? -1 : 1;
 }
 
 /* importlib itself is loaded on demand: wrap its doors when it appears. */
@@ -385,7 +446,7 @@ static int imports_after_import(void)
 }
 
 static PyMethodDef import_def = {"__import__", (PyCFunction)(void (*)(void))guarded_import,
-				 METH_VARARGS | METH_KEYWORDS,
+				 METH_FASTCALL | METH_KEYWORDS,
 				 "__import__(name, globals=None, locals=None, fromlist=(), "
 				 "level=0)\n\nImport a module (checked by python-import= rules)."};
 

@@ -35,9 +35,11 @@ struct sb_guard_part {
 	void (*release)(void);
 	const struct sb_audit_handler *handlers;
 	size_t n_handlers;
-	/* Optional: called after every import through builtins.__import__, to
-	 * wrap functions of modules loaded late (those raising no audit event).
-	 * 0, or -1 with a Python exception. Must be cheap when nothing changed. */
+	/* Optional: called after an import through builtins.__import__ that
+	 * changed sys.modules, to wrap functions of modules loaded late (those
+	 * raising no audit event). 0; 1 to be called after the next import even
+	 * if sys.modules does not change (a module still initialising); or -1
+	 * with a Python exception. */
 	int (*after_import)(void);
 	/* Optional: called when _imp has created or executed an extension or
 	 * built-in module, before anyone else sees it (guard-api.c's _imp
