@@ -72,21 +72,102 @@ int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profi
 	return 0;
 }
 
+/* The longest leading directory of path (ending at a component boundary)
+ * that an earlier implicit grant showed to be canonical: an existing
+ * directory with no symbolic link in it. 0 when none. */
+static size_t canonical_prefix(const struct sb_file_policy *p, const char *path)
+{
+	size_t best = 0;
+
+	for (size_t i = 0; i < p->n_canonical; i++) {
+		const char *c = p->canonical[i];
+		size_t k = 0, last = 0;
+
+		while (c[k] && c[k] == path[k]) {
+			k++;
+			if (c[k] == '/' || (!c[k] && (path[k] == '/' || !path[k])))
+				last = k;
+		}
+		if (last > best)
+			best = last;
+	}
+	return best;
+}
+
+/* realpath() for the implicit grants, which share most of their leading
+ * directories (/usr/lib/python3.11, its lib-dynload, /usr/lib/python3/...):
+ * components below a directory already known to be canonical are looked at
+ * one lstat each, instead of glibc's readlink() of every component of every
+ * path (about 80 system calls on each start). -ENOENT when a component is
+ * missing, as realpath() fails then. */
+static int resolve_implicit(struct sb_file_policy *p, const char *path, char out[PATH_MAX])
+{
+	_cleanup_free_ char *base = NULL;
+	size_t n = path[0] == '/' ? canonical_prefix(p, path) : 0;
+	bool complete = false;
+	int r;
+
+	if (n > 1) {
+		base = strndup(path, n);
+		if (!base)
+			return -ENOMEM;
+		while (path[n] == '/')
+			n++;
+	} else {
+		n = 0;
+	}
+	r = sb_path_resolve_ex(path + n, base, true, out, &complete);
+	if (r < 0)
+		return r;
+	return complete ? 0 : -ENOENT;
+}
+
+static int remember_canonical(struct sb_file_policy *p, const char *dir)
+{
+	char **c = realloc(p->canonical, (p->n_canonical + 1) * sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	p->canonical = c;
+	c[p->n_canonical] = strdup(dir);
+	if (!c[p->n_canonical])
+		return -ENOMEM;
+	p->n_canonical++;
+	return 0;
+}
+
 int sb_file_policy_add_implicit(struct sb_file_policy *p, const char *path, bool file,
 				bool writable, const char *why)
 {
 	struct sb_fp_grant *grants, *g;
+	char resolved[PATH_MAX];
 	struct stat st;
 	char *real;
+	int r;
 
 	if (!path || !*path)
 		return 0;
-	real = realpath(path, NULL);
-	if (!real)
-		return errno == ENOMEM ? -ENOMEM : 0;
+	r = path[0] == '/' ? resolve_implicit(p, path, resolved) : -EINVAL;
+	if (r == -ENOMEM)
+		return r;
+	/* Missing, looping or too long: grants nothing. */
+	if (r < 0 && r != -EINVAL)
+		return 0;
+	if (r < 0) {
+		/* A relative path (a sys.path entry): realpath() knows the cwd. */
+		real = realpath(path, NULL);
+		if (!real)
+			return errno == ENOMEM ? -ENOMEM : 0;
+	} else if (!(real = strdup(resolved))) {
+		return -ENOMEM;
+	}
 	if (stat(real, &st) < 0) {
 		free(real);
 		return 0;
+	}
+	if (S_ISDIR(st.st_mode) && streq(real, path) && remember_canonical(p, real) < 0) {
+		free(real);
+		return -ENOMEM;
 	}
 	/* A zip file on sys.path, or a script: an exact file, not a tree. */
 	file = file || !S_ISDIR(st.st_mode);
@@ -127,6 +208,9 @@ void sb_file_policy_done(struct sb_file_policy *p)
 		grant_done(&p->grants[i]);
 	for (size_t i = 0; i < p->n_implicit; i++)
 		grant_done(&p->implicit[i]);
+	for (size_t i = 0; i < p->n_canonical; i++)
+		free(p->canonical[i]);
+	free(p->canonical);
 	for (size_t i = 0; i < p->n_ignores; i++) {
 		free(p->ignores[i].pattern);
 		free(p->ignores[i].origin);

@@ -44,6 +44,10 @@ struct sb_file_policy {
 	size_t n_implicit;
 	struct sb_fp_ignore *ignores;
 	size_t n_ignores;
+	/* Directories the implicit grants showed to be canonical (existing, no
+	 * link in them), to resolve the next ones with fewer system calls. */
+	char **canonical;
+	size_t n_canonical;
 };
 
 /* Compiles the profile's expose-ro, expose-rw and ignore rules. 0 or -ENOMEM. */

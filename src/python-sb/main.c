@@ -222,6 +222,7 @@ int main(int argc, char **argv)
 	const struct sb_provider *provider;
 	struct sb_load_options opts;
 	bool warn = false;
+	ssize_t n;
 	int r;
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
@@ -314,8 +315,10 @@ int main(int argc, char **argv)
 	r = sb_env_build(profile, host_env, &envp);
 	if (r < 0)
 		return fail("cannot build the environment", NULL, r);
-	if (!realpath("/proc/self/exe", self_exe))
-		self_exe[0] = '\0';
+	/* The kernel's name for the binary is already canonical: one readlink()
+	 * instead of realpath()'s one per component. */
+	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	self_exe[n > 0 ? n : 0] = '\0';
 
 	return run(
 	    &(struct sb_embed){

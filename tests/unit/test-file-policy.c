@@ -109,6 +109,31 @@ static void test_decide(void)
 	sb_file_policy_done(&p);
 }
 
+/* Implicit grants resolve below directories earlier grants showed to be
+ * canonical: that shortcut must still follow links, and skip what is missing. */
+static void test_implicit_resolution(void)
+{
+	struct sb_profile prof = {0};
+	struct sb_file_policy p;
+
+	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init for implicit grants");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, root, false, false, "t"), 0, "canonical root");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("rw/rel"), false, false, "t"), 0,
+		   "a link below it");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("rw/out"), false, false, "t"), 0,
+		   "a file link below it");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("rw/missing/x"), false, false, "t"), 0,
+		   "a missing path");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("rw/loop"), false, false, "t"), 0, "a loop");
+	TAP_IS_INT((int)p.n_implicit, 3, "missing and looping paths grant nothing");
+	tap_ok(p.n_implicit == 3 && streq(p.implicit[1].dir, at("ro")) && !p.implicit[1].file,
+	       "rw/rel resolved to ro, a directory");
+	tap_ok(p.n_implicit == 3 && streq(p.implicit[2].dir, at("out/secret")) &&
+		   p.implicit[2].file,
+	       "rw/out resolved to out/secret, a file");
+	sb_file_policy_done(&p);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/sb-fp-XXXXXX";
@@ -130,6 +155,7 @@ int main(void)
 
 	test_resolve();
 	test_decide();
+	test_implicit_resolution();
 
 	{
 		char cmd[PATH_MAX + 16];
