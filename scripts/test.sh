@@ -53,12 +53,15 @@ trap 'rm -rf "$stage"' EXIT
 chmod 755 "$stage"
 meson install -C build-test --destdir "$stage" >/dev/null
 installed=$(find "$stage" -path '*/bin/python-sb' -type f | head -n1)
+# The pysandboxes package of the same install, for the partial-mode tests.
+staged_pkg=$(dirname "$(find "$stage" -type d -name pysandboxes -path '*-packages/*' | head -n1)")
 
 echo "== integration tests on the ASan build"
 # CPython frees little at exit by design: leak reports would be noise here.
 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	PYTHON_SB="$top/build-asan/python-sb" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-	tests/integration
+	PYTHON_SB="$top/build-asan/python-sb" PYSANDBOXES_PYTHONPATH="$top/build-test/python" \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
 echo "== integration tests on the installed python-sb ($installed)"
-PYTHON_SB="$installed" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+PYTHON_SB="$installed" PYSANDBOXES_PYTHONPATH="$staged_pkg" \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration

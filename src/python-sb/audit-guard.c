@@ -37,45 +37,6 @@ static struct {
 	void *runtime_frame;
 } guard;
 
-void sb_guard_runtime_enter(struct sb_runtime_section *s)
-{
-	s->saved_active = guard.runtime_active;
-	s->saved_tstate = guard.runtime_tstate;
-	s->saved_frame = guard.runtime_frame;
-	guard.runtime_tstate = PyThreadState_Get();
-	guard.runtime_frame = PyEval_GetFrame();
-	guard.runtime_active = true;
-}
-
-void sb_guard_runtime_leave(struct sb_runtime_section *s)
-{
-	guard.runtime_active = s->saved_active;
-	guard.runtime_tstate = s->saved_tstate;
-	guard.runtime_frame = s->saved_frame;
-}
-
-static bool in_runtime_section(void)
-{
-	return guard.runtime_active && PyThreadState_Get() == guard.runtime_tstate &&
-	       (void *)PyEval_GetFrame() == guard.runtime_frame;
-}
-
-bool sb_guard_armed(void)
-{
-	return guard.armed;
-}
-
-PyObject *sb_guard_loaded_module(const char *name)
-{
-	PyObject *key = PyUnicode_FromString(name), *m;
-
-	if (!key)
-		return NULL;
-	m = PyImport_GetModule(key);
-	Py_DECREF(key);
-	return m;
-}
-
 const char *sb_guard_profile_path(void)
 {
 	return guard.profile_path ? guard.profile_path : ".py-sandboxes";
@@ -133,6 +94,88 @@ bool sb_guard_is_stdlib_source(const char *file, const char *rel)
 bool sb_guard_is_runtime_file(const char *file)
 {
 	return startswith(file, "<frozen ") || sb_guard_runtime_relative(file);
+}
+
+void sb_guard_runtime_enter(struct sb_runtime_section *s)
+{
+	s->saved_active = guard.runtime_active;
+	s->saved_tstate = guard.runtime_tstate;
+	s->saved_frame = guard.runtime_frame;
+	guard.runtime_tstate = PyThreadState_Get();
+	guard.runtime_frame = PyEval_GetFrame();
+	guard.runtime_active = true;
+}
+
+void sb_guard_runtime_leave(struct sb_runtime_section *s)
+{
+	guard.runtime_active = s->saved_active;
+	guard.runtime_tstate = s->saved_tstate;
+	guard.runtime_frame = s->saved_frame;
+}
+
+static bool frame_is_runtime(PyFrameObject *frame)
+{
+	PyCodeObject *code = PyFrame_GetCode(frame);
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+	bool runtime = file && sb_guard_is_runtime_file(file);
+
+	if (!file)
+		PyErr_Clear();
+	Py_DECREF(code);
+	return runtime;
+}
+
+/* The section's own events: raised with the frame it was entered from, or
+ * from runtime frames (the import machinery, runpy) that the section's C
+ * code called, down to the first frame of the program (a module's body, a
+ * function), whose events are the program's. */
+static bool in_runtime_section(void)
+{
+	PyFrameObject *frame;
+
+	if (!guard.runtime_active || PyThreadState_Get() != guard.runtime_tstate)
+		return false;
+	frame = PyEval_GetFrame(); /* borrowed */
+	if ((void *)frame == guard.runtime_frame)
+		return true;
+	Py_XINCREF(frame);
+	for (int depth = 0; frame && depth < 64 && frame_is_runtime(frame); depth++) {
+		PyFrameObject *back = PyFrame_GetBack(frame);
+
+		Py_DECREF(frame);
+		frame = back;
+		if ((void *)frame == guard.runtime_frame) {
+			Py_XDECREF(frame);
+			return true;
+		}
+	}
+	Py_XDECREF(frame);
+	return false;
+}
+
+bool sb_guard_armed(void)
+{
+	return guard.armed;
+}
+
+/* What a runtime section exempts: the import of a module and the globals an
+ * unpickler looks up. Not the sensitive-API registry: a C function the
+ * program planted where the runtime will call it (a __setstate__, a
+ * meta_path finder) stays the program's call. */
+static bool runtime_section_event(const char *event)
+{
+	return streq(event, "import") || streq(event, "exec") || streq(event, "pickle.find_class");
+}
+
+PyObject *sb_guard_loaded_module(const char *name)
+{
+	PyObject *key = PyUnicode_FromString(name), *m;
+
+	if (!key)
+		return NULL;
+	m = PyImport_GetModule(key);
+	Py_DECREF(key);
+	return m;
 }
 
 /* Only the innermost frame counts: when it is the import machinery itself (a
@@ -221,7 +264,7 @@ static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unus
 			guard.selftest_hits++;
 		return 0;
 	}
-	if (guard.runtime_active && in_runtime_section())
+	if (guard.runtime_active && runtime_section_event(event) && in_runtime_section())
 		return 0;
 	/* Decisions must stay cheap: one hash of the name and, for an event
 	 * someone handles, one comparison; no allocation. */
@@ -301,9 +344,9 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 		r = parts[i]->prepare(profile, interp, reterr);
 		if (r < 0)
 			return r;
-		memcpy(guard.handlers + guard.n_handlers, parts[i]->handlers,
-		       parts[i]->n_handlers * sizeof(*guard.handlers));
-		guard.n_handlers += parts[i]->n_handlers;
+		/* A part may have no handlers (NULL): memcpy() must not see it. */
+		for (size_t k = 0; k < parts[i]->n_handlers; k++)
+			guard.handlers[guard.n_handlers++] = parts[i]->handlers[k];
 	}
 	qsort(guard.handlers, guard.n_handlers, sizeof(*guard.handlers), cmp_handler);
 	r = build_index();

@@ -24,6 +24,7 @@ enum {
 	OPT_VERSION = 1u << 4, /* counted: -VV also prints the build details */
 	OPT_CONFIG = 1u << 5,  /* --pysandboxes-config */
 	OPT_EXPLAIN = 1u << 6, /* --explain */
+	OPT_WORKER = 1u << 7,  /* --pysandboxes-worker: the pysandboxes package's worker */
 
 	/* CPython flags the launcher must know before the interpreter parses them. */
 	OPT_ISOLATED = 1u << 8,
@@ -80,6 +81,7 @@ static const struct long_opt {
     {"check-hash-based-pycs", OPT_ARG},
     {"pysandboxes-config", OPT_ARG | OPT_OURS | OPT_CONFIG},
     {"explain", OPT_OURS | OPT_EXPLAIN},
+    {"pysandboxes-worker", OPT_ARG | OPT_OURS | OPT_WORKER},
 };
 
 static const struct {
@@ -315,6 +317,14 @@ static int scan_long(struct parser *p)
 		return p->cli.config_path ? 0 : -ENOMEM;
 	}
 
+	if (o->flags & OPT_WORKER) {
+		if (!value || !*value)
+			return usage_error(p, "--pysandboxes-worker requires a descriptor number");
+		free(p->cli.worker);
+		p->cli.worker = strdup(value);
+		return p->cli.worker ? 0 : -ENOMEM;
+	}
+
 	/* --check-hash-based-pycs: CPython's own messages, including its "options" plural. */
 	if (!value)
 		return usage_error(p, "Argument expected for the %s options", tok);
@@ -428,6 +438,7 @@ void sb_cli_done(struct sb_cli *cli)
 		return;
 	sb_strv_free(cli->rules);
 	free(cli->config_path);
+	free(cli->worker);
 	sb_strv_free(cli->python_argv);
 	free(cli->target);
 	*cli = (struct sb_cli){0};

@@ -20,6 +20,7 @@ struct sb_cli {
 	char **rules;	   /* "key=value" for each --key[=value]; "key=" without '=' */
 	char *config_path; /* --pysandboxes-config FILE / --pysandboxes-config=FILE */
 	bool explain;	   /* --explain: print the effective policy and exit */
+	char *worker;	   /* --pysandboxes-worker=FD: serve partial-mode calls (hidden) */
 	bool help;	   /* -h, -?, --help */
 	bool version;	   /* -V or --version (count in version_level) */
 	int version_level; /* -V once: 1, -VV: 2 */

@@ -5,6 +5,7 @@
 #include "embed.h"
 
 #include "audit-guard.h"
+#include "learn.h"
 #include "util.h"
 
 static int status_error(PyStatus status, char **reterr)
@@ -41,6 +42,8 @@ static void print_banner(const struct sb_embed *e)
 	if (!e->profile->py_sandbox)
 		fprintf(stderr, "APIs are LIMITED only by the os-sandbox of type %s\n",
 			e->boundary);
+	else if (sb_learn_file_path())
+		fprintf(stderr, "API calls are LEARNED and saved in '%s'\n", sb_learn_file_path());
 	else
 		fprintf(stderr, "APIs are LIMITED according to the rules in '%s'%s%s\n",
 			e->profile_path ? e->profile_path : "(built-in defaults)",
@@ -159,6 +162,16 @@ static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 	}
 	if (r >= 0 && e->self_exe)
 		r = sb_strv_push(&paths->files, e->self_exe);
+	/* The worker imports the caller's modules: the parent's sys.path is
+	 * readable, as every provider of the reference exposes it. */
+	for (char **d = e->worker ? e->worker->paths : NULL; r >= 0 && d && *d; d++)
+		r = sb_strv_push(&paths->dirs, *d);
+	if (r >= 0 && e->worker && e->worker->main_path) {
+		char *real = realpath(e->worker->main_path, NULL);
+
+		if (real)
+			r = sb_strv_consume(&paths->files, real);
+	}
 	if (r >= 0 && e->cli->mode == SB_RUN_SCRIPT && e->cli->target &&
 	    !streq(e->cli->target, "-")) {
 		char *real = realpath(e->cli->target, NULL);
@@ -259,6 +272,11 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 	r = sb_guard_activate(reterr);
 	if (r < 0)
 		return r;
+	/* Learning: env reads, exit signals, the native observer, the write
+	 * at exit (a no-op otherwise). */
+	r = sb_learn_activate(reterr);
+	if (r < 0)
+		return r;
 	/* Children started through sys.executable get python-sb again, not a
 	 * bare interpreter. */
 	if (e->self_exe && set_sys_str("executable", e->self_exe) < 0)
@@ -271,7 +289,15 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 	if (st->own_banner)
 		print_banner(e);
 
-	*ret_exit_code = Py_RunMain();
+	if (e->worker) {
+		*ret_exit_code = sb_worker_serve(e->worker, e->profile, e->provider);
+		/* As Py_RunMain() ends: atexit handlers, then 120 if finalising
+		 * fails. */
+		if (Py_FinalizeEx() < 0 && *ret_exit_code == 0)
+			*ret_exit_code = 120;
+	} else {
+		*ret_exit_code = Py_RunMain();
+	}
 	sb_guard_release();
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include "boundary.h"
 #include "cli.h"
 #include "profile.h"
+#include "worker.h"
 
 struct sb_embed {
 	const struct sb_cli *cli;
@@ -14,6 +15,9 @@ struct sb_embed {
 	const char *venv;	/* an active virtualenv (has pyvenv.cfg), or NULL */
 	char *const *site_dirs; /* site directories the interpreter will add */
 	const char *boundary;	/* provider name for the banner, NULL for none */
+	/* Partial mode: serve calls instead of running a program; NULL otherwise. */
+	const struct sb_worker *worker;
+	const char *provider; /* the provider's name, for the worker's report */
 };
 
 /* Two steps around the kernel boundary. sb_embed_prepare() sets the program's

@@ -19,6 +19,7 @@
 #include <frameobject.h>
 
 #include "api-registry.h"
+#include "learn.h"
 #include "util.h"
 
 /* Audit-event families a wrapper can claim. */
@@ -370,6 +371,8 @@ static int deny(int index)
 	const char *category = sb_api_category_name(fn->category);
 	_cleanup_free_ char *message = NULL;
 
+	if (sb_learn_api(fn->qualname))
+		return 0; /* learning: recorded, and allowed */
 	if (fn->category != SB_API_DYNAMIC_CODE || !api.eval_keys)
 		return sb_raise_api_denied(fn->qualname, category);
 	/* The profile asks for guarded evaluation, which a later version
@@ -396,6 +399,8 @@ static int deny_outside_registry(const char *what, enum sb_api_category category
 	const char *name = sb_api_category_name(category);
 	_cleanup_free_ char *message = NULL;
 
+	if (sb_learn_api_category((int)category))
+		return 0; /* learning: recorded, and allowed */
 	if (asprintf(&message,
 		     "%s is denied by the API guard (category: %s). Add `python-api=ALLOW:%s` to "
 		     "'%s' to allow the whole category",

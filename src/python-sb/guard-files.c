@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "file-policy.h"
+#include "learn.h"
 #include "util.h"
 
 static const char *const ca_stores[] = {
@@ -508,6 +509,28 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 	return sb_raise_file_not_found(raw, text);
 }
 
+static bool caller_is_import_machinery(void);
+
+/* Learning: sys.path[0] (the script's directory, or the cwd) is readable by
+ * an implicit grant of the guard, not of Landlock, so the profile must name
+ * what the program read there: the directory of a file the program opened,
+ * the sys.path entry itself for a module the import machinery loaded from it
+ * (its listing is what finds the module). A listing alone names nothing:
+ * the machinery lists every entry on every import. */
+static void learn_decided(const char *resolved, bool write, enum sb_fp_verdict v,
+			  const struct sb_fp_grant *g)
+{
+	const char *needed = NULL;
+
+	if (v == SB_FP_ALLOW && g && g->implicit && streq(g->why, "a sys.path entry")) {
+		if (!caller_is_import_machinery())
+			needed = resolved;
+		else if (!is_directory(resolved))
+			needed = g->dir;
+	}
+	sb_learn_file_decided(resolved, write, needed);
+}
+
 /* The decision for one raw path (relative to dir_fd when >= 0, else to the
  * cwd). resolved_out, when given, receives the resolved path. 0, or -1 with
  * the exception set. */
@@ -560,7 +583,15 @@ static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char 
 		slot->allowed = true;
 	if (resolved_out)
 		memcpy(resolved_out, resolved, strlen(resolved) + 1);
+	if (sb_learn_active())
+		learn_decided(resolved, write, v, g);
 	if (v == SB_FP_ALLOW)
+		return 0;
+	/* Learning records what a rule would allow; an ignore= rule is a
+	 * decision, and the import machinery's bytecode cache writes fail
+	 * harmlessly without learning too. */
+	if (sb_learn_active() && v != SB_FP_IGNORED && !(write && caller_is_import_machinery()) &&
+	    sb_learn_file(resolved, write))
 		return 0;
 	return refuse(v, g, ig, raw, abs, resolved, write);
 }

@@ -7,6 +7,7 @@
 #include <frameobject.h>
 #include <limits.h>
 
+#include "learn.h"
 #include "util.h"
 
 /* importlib's public doors into the import system, which raise no "import"
@@ -54,6 +55,8 @@ static int deny_import(const char *module, size_t top_len)
 {
 	_cleanup_free_ char *text = NULL, *name = strndup(module, top_len);
 
+	if (name && sb_learn_import(name))
+		return 0; /* learning: recorded, and allowed */
 	if (!name || asprintf(&text,
 			      "Module named '%s' is not allowed by a rule. Add "
 			      "'python-import=%s' to '%s'",

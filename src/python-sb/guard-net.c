@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "learn.h"
 #include "net-policy.h"
 #include "util.h"
 
@@ -89,6 +90,14 @@ static int refuse_target(const struct target *t, unsigned kind, unsigned directi
 {
 	char what[sizeof(t->host) + INET6_ADDRSTRLEN + 32], ip[INET6_ADDRSTRLEN];
 
+	if (!rule && sb_learn_active()) {
+		if (index < t->n_addrs)
+			sb_net_addr_format(&t->addrs[index], false, ip, sizeof(ip));
+		else
+			snprintf(ip, sizeof(ip), "0.0.0.0");
+		if (sb_learn_net(t->is_name ? t->host : ip, kind, t->port, direction))
+			return 0; /* learning: recorded, and allowed */
+	}
 	describe(t, index, what, sizeof(what));
 	if (rule)
 		return raise_refused(
@@ -234,7 +243,7 @@ static int resolve_target(struct target *t, int family)
 							: "the name has no pinned IPv4 address");
 		return 0;
 	}
-	if (!net.policy->allows_networks)
+	if (!net.policy->allows_networks && !sb_learn_active())
 		return refuse_name(t->host, "no net= rule can allow a name that no rule names");
 	e = lookup(t->host, family, 0, t);
 	if (e != 0)
@@ -368,6 +377,12 @@ static int check_address(PyObject *sock, PyObject *address, unsigned direction, 
 	}
 	if (resolve_target(&t, family) < 0)
 		return -1;
+	for (size_t i = 0; sb_learn_active() && i < t.n_addrs; i++) {
+		char ip[INET6_ADDRSTRLEN];
+
+		sb_net_addr_format(&t.addrs[i], false, ip, sizeof(ip));
+		sb_learn_net_seen(ip, t.port, direction);
+	}
 	if (sb_net_policy_decide_all(net.policy, kind, t.addrs, t.n_addrs, t.port, direction, &rule,
 				     &index))
 		return 0;
@@ -448,7 +463,7 @@ static int check_resolution(PyObject *host, int port, unsigned kinds)
 	struct target t = {0};
 	int r;
 
-	if (!host || host == Py_None)
+	if (!host || host == Py_None || sb_learn_active())
 		return 0;
 	r = host_text(host, t.host, sizeof(t.host));
 	if (r <= 0)
@@ -473,6 +488,16 @@ static int check_resolution(PyObject *host, int port, unsigned kinds)
  * cannot reach the allowed ones of a name that has a denied one. */
 static int check_answer(const char *name, const struct target *t, int port, unsigned kinds)
 {
+	/* Learning: remember the name, so that a connection to one of its
+	 * addresses is learned as a rule for the name. */
+	for (size_t i = 0; sb_learn_active() && i < t->n_addrs; i++) {
+		char ip[INET6_ADDRSTRLEN];
+
+		sb_net_addr_format(&t->addrs[i], false, ip, sizeof(ip));
+		sb_learn_net_name(name, ip);
+	}
+	if (sb_learn_active())
+		return 0;
 	if (sb_net_policy_can_allow(net.policy, kinds, SB_NET_IN | SB_NET_OUT, t->addrs, t->n_addrs,
 				    port))
 		return 0;
@@ -779,12 +804,12 @@ static PyObject *guarded_listen(PyObject *self, PyObject *args)
 				const struct sb_net_policy_rule *rule = NULL;
 
 				t.addrs[0] = (struct sb_net_addr){.family = family};
-				if (!kind || !sb_net_policy_decide_all(net.policy, kind, t.addrs, 1,
-								       0, SB_NET_IN, &rule, NULL)) {
-					refuse_target(&t, kind ? kind : SB_NET_TCP, SB_NET_IN, rule,
-						      0);
+				if ((!kind ||
+				     !sb_net_policy_decide_all(net.policy, kind, t.addrs, 1, 0,
+							       SB_NET_IN, &rule, NULL)) &&
+				    refuse_target(&t, kind ? kind : SB_NET_TCP, SB_NET_IN, rule,
+						  0) < 0)
 					return NULL;
-				}
 			}
 		}
 	}

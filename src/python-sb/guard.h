@@ -80,11 +80,14 @@ bool sb_guard_caller_is_runtime(void);
 
 /* A runtime section, entered and left only from C (the partial-mode worker's
  * own machinery: unpickling a request, importing the function's module). While
- * it is open, events raised on the same thread with the same innermost Python
- * frame as at entry are the runtime's: neither charged to the profile nor
- * refused. Code that runs in new frames (the module's body, the function, a
- * __reduce__ written in Python) is the program's as usual. Sections nest; the
- * struct lives on the caller's stack. */
+ * it is open, the imports it asks for and the globals an unpickler looks up
+ * ("import", "exec", "pickle.find_class", the __import__ wrapper) are the
+ * runtime's when they happen on the same thread, with the frame the section
+ * was entered from or under runtime frames (importlib, runpy) that lead back
+ * to it: neither charged to the profile nor refused. Code that runs in new
+ * frames (the module's body, the function, a __reduce__ written in Python) is
+ * the program's as usual, and the sensitive-API registry is never exempted.
+ * Sections nest; the struct lives on the caller's stack. */
 struct sb_runtime_section {
 	void *saved_tstate;
 	void *saved_frame;

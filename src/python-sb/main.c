@@ -12,9 +12,11 @@
 #include "env-policy.h"
 #include "explain.h"
 #include "guard.h"
+#include "learn.h"
 #include "profile.h"
 #include "provider.h"
 #include "usage.h"
+#include "worker.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
@@ -165,6 +167,8 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 	r = sb_boundary_build(e->profile, provider->id, &paths, &boundary);
 	if (r < 0)
 		return fail("cannot build the kernel policy", NULL, r);
+	if (sb_learn_active())
+		sb_learn_relax_boundary(&boundary);
 
 	if (e->cli->explain) {
 		struct sb_buf out = {0};
@@ -200,6 +204,11 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 		if (!is_child)
 			return mirror_child(status, timed_out, boundary.limits.timeout_ms);
 	}
+	/* The native observer's helper is forked now: before the boundary,
+	 * and in the process that runs the program (after the supervisor). */
+	r = sb_learn_begin(&paths, &err);
+	if (r < 0)
+		return fail("cannot start learning mode", err, r);
 	r = sb_boundary_enter(&boundary, &report, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
@@ -211,13 +220,75 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 	return exit_code;
 }
 
+static void report_learning(const struct sb_learn_outcome *o)
+{
+	if (*sb_learn_native_warning())
+		fprintf(stderr, "python-sb: warning: %s\n", sb_learn_native_warning());
+	if (o->warning)
+		fprintf(stderr, "python-sb: warning: %s\n", o->warning);
+	if (o->error) {
+		fprintf(stderr, "python-sb: the learned rules were not written: %s\n",
+			o->message ? o->message : strerror(-o->error));
+		if (o->rules_text && *o->rules_text)
+			fprintf(stderr, "python-sb: the learned rules were:\n%s", o->rules_text);
+		return;
+	}
+	if (!o->changed) {
+		fprintf(stderr, "python-sb: learning found no missing rule: '%s' is unchanged\n",
+			o->file);
+		return;
+	}
+	fprintf(stderr,
+		"python-sb: Write all learning rules in '%s'. Check and update this file to "
+		"validate the rules.\n",
+		o->file);
+	if (o->backup)
+		fprintf(stderr, "python-sb: the previous version is kept as '%s'\n", o->backup);
+}
+
+/* Learning mode (spec §6): refused by a learn=false of the shared profiles
+ * when the rule file is missing; forces the subprocess provider; says that
+ * it is permissive. */
+static int start_learning(struct sb_profile *profile, const struct sb_load_options *opts,
+			  const char *file, char **host_env, const char *cwd, char **reterr)
+{
+	enum sb_os_sandbox asked = profile->os_sandbox;
+	int r;
+
+	if (profile->root_missing) {
+		r = sb_learn_check_default_lock(opts, reterr);
+		if (r < 0)
+			return r;
+	}
+	profile->os_sandbox = SB_OS_SUBPROCESS;
+	fprintf(stderr,
+		"python-sb: LEARNING MODE: what the rules would refuse is recorded and "
+		"allowed, the program sees the whole environment, and os-sandbox=subprocess "
+		"is forced%s%s%s. Never learn with untrusted code.\n",
+		asked != SB_OS_SUBPROCESS ? " (os-sandbox=" : "",
+		asked != SB_OS_SUBPROCESS
+		    ? (asked == SB_OS_UNSET ? "auto" : sb_os_sandbox_name(asked))
+		    : "",
+		asked != SB_OS_SUBPROCESS ? " does not apply while learning)" : "");
+	return sb_learn_configure(&(struct sb_learn_options){
+	    .profile = profile,
+	    .file = file,
+	    .cwd = cwd,
+	    .host_env = host_env,
+	    .native = true,
+	    .report = report_learning,
+	});
+}
+
 int main(int argc, char **argv)
 {
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
+	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
 	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
 	_cleanup_(sb_diags_done) struct sb_diags diags = {0};
 	_cleanup_strv_free_ char **host_env = NULL, **site_dirs = NULL, **envp = NULL;
 	_cleanup_free_ char *err = NULL, *config = NULL, *venv = NULL, *note = NULL;
+	const char *learn_file = NULL;
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
 	struct sb_load_options opts;
@@ -241,6 +312,17 @@ int main(int argc, char **argv)
 		printf("Python %s (python-sb %s)\n",
 		       cli.version_level > 1 ? Py_GetVersion() : PY_VERSION, SB_VERSION);
 		return 0;
+	}
+
+	if (cli.worker) {
+		int fd;
+
+		if (sb_worker_parse_fd(cli.worker, &fd) < 0)
+			return fail("--pysandboxes-worker expects a descriptor number", cli.worker,
+				    -EINVAL);
+		r = sb_worker_setup(fd, &worker, &err);
+		if (r < 0)
+			return fail("cannot start the partial-mode worker", err, r);
 	}
 
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
@@ -288,22 +370,10 @@ int main(int argc, char **argv)
 	if (report_diags(&diags) < 0)
 		return EXIT_CONFIG;
 
-	/* Learning runs permissively; until it exists, asking for it must stop the
-	 * launch instead of running with whatever rules happen to be there. */
-	if (profile->root_missing && profile->py_sandbox) {
-		fprintf(stderr,
-			"python-sb: no rule file '%s'. A missing rule file starts learning "
-			"mode, which this version does not have yet: create the file (see "
-			"examples/) or name one with --pysandboxes-config\n",
-			config);
-		return EXIT_CONFIG;
-	}
-	if (profile->learn == SB_LEARN_FILE && profile->py_sandbox) {
-		fprintf(stderr,
-			"python-sb: learning mode was requested (into '%s') but is not "
-			"available in this version yet; the program was not run\n",
-			profile->learn_file);
-		return EXIT_CONFIG;
+	if (sb_learn_wanted(profile, config, &learn_file)) {
+		r = start_learning(profile, &opts, learn_file, host_env, cwd, &err);
+		if (r < 0)
+			return fail("cannot start learning mode", err, r);
 	}
 
 	r = sb_provider_select(profile->os_sandbox, &provider, &note, &warn, &err);
@@ -313,6 +383,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
 
 	r = sb_env_build(profile, host_env, &envp);
+	if (r >= 0 && sb_learn_active()) {
+		char **rules_env = TAKE_PTR(envp);
+
+		r = sb_learn_environment(host_env, rules_env, &envp);
+		sb_strv_free(rules_env);
+	}
 	if (r < 0)
 		return fail("cannot build the environment", NULL, r);
 	/* The kernel's name for the binary is already canonical: one readlink()
@@ -320,7 +396,7 @@ int main(int argc, char **argv)
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	self_exe[n > 0 ? n : 0] = '\0';
 
-	return run(
+	return sb_learn_end(run(
 	    &(struct sb_embed){
 		.cli = &cli,
 		.profile = profile,
@@ -329,9 +405,11 @@ int main(int argc, char **argv)
 		.self_exe = self_exe[0] ? self_exe : NULL,
 		.venv = venv,
 		.site_dirs = site_dirs,
+		.worker = cli.worker ? &worker : NULL,
+		.provider = provider->name,
 		.boundary = provider->id == SB_OS_SUBPROCESS || provider->id == SB_OS_NONE
 				? NULL
 				: provider->name,
 	    },
-	    provider, note);
+	    provider, note));
 }

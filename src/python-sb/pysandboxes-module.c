@@ -1,168 +1,74 @@
 /* SPDX-License-Identifier: MIT */
 /* The built-in module `pysandboxes` inside python-sb: the exception classes
- * of the reference and sandbox_denials(). Each Rule* class derives first from
- * the built-in exception the same failure would raise without a sandbox (so
- * `except FileNotFoundError` and `e.errno` keep working; OSError's __new__
- * parses the arguments) and then from SandBoxError. The guard raises the
- * classes it created, held in C: rebinding the module's attributes changes
- * nothing. */
+ * of the reference and sandbox_denials() (src/partial/exceptions.c, shared
+ * with the pysandboxes package an ordinary python3 imports), and the partial-
+ * mode API as it behaves inside the sandbox: @sandbox calls directly,
+ * sandboxes() and run() start nothing, is_in_sandbox() is True. So a module
+ * written for partial mode imports and runs unchanged in the worker or under
+ * python-sb. The guard raises the classes held in C: rebinding the module's
+ * attributes changes nothing. */
 #include "guard.h"
 
+#include "exceptions.h"
 #include "util.h"
 
-static PyObject *sandbox_error;
-static PyObject *rule_file_not_found;
-static PyObject *rule_permission;
-static PyObject *rule_connection_refused;
-static PyObject *rule_module_not_found;
-static PyObject *rule_api_permission;
+#define sandbox_error		sb_exc_class(SB_EXC_SANDBOX_ERROR)
+#define rule_file_not_found	sb_exc_class(SB_EXC_FILE_NOT_FOUND)
+#define rule_permission		sb_exc_class(SB_EXC_PERMISSION)
+#define rule_connection_refused sb_exc_class(SB_EXC_CONNECTION_REFUSED)
+#define rule_module_not_found	sb_exc_class(SB_EXC_MODULE_NOT_FOUND)
+#define rule_api_permission	sb_exc_class(SB_EXC_API_PERMISSION)
 
-static const struct {
-	const char *name;
-	PyObject **slot;   /* kept in C when the guard raises it */
-	PyObject **base;   /* the built-in base, NULL for none */
-	bool sandbox_base; /* also derives from SandBoxError */
-	const char *doc;
-} classes[] = {
-    {"SandBoxError", &sandbox_error, &PyExc_RuntimeError, false,
-     "Base class of every refusal by py-sandboxes."},
-    {"RuleFileNotFoundError", &rule_file_not_found, &PyExc_FileNotFoundError, true,
-     "A path that no rule exposes, or that an ignore= rule hides (errno ENOENT)."},
-    {"RulePermissionError", &rule_permission, &PyExc_PermissionError, true,
-     "A write under an expose-ro grant."},
-    {"RuleSocketConnectionRefusedError", &rule_connection_refused, &PyExc_ConnectionRefusedError,
-     true, "A resolution, connect, bind or send refused by net="},
-    {"RuleModuleNotFoundError", &rule_module_not_found, &PyExc_ModuleNotFoundError, true,
-     "An import refused by python-import=."},
-    {"RuleApiPermissionError", &rule_api_permission, &PyExc_PermissionError, true,
-     "A call of the sensitive-API registry refused by python-api=; see .qualname, .category."},
-    {"RuleAttributeError", NULL, &PyExc_AttributeError, true, "Reserved."},
-    {"RuleEvalPermissionError", NULL, &PyExc_PermissionError, true,
-     "A construct refused by the eval guard at run time."},
-    {"EvalSyntaxRejected", NULL, &PyExc_SyntaxError, true,
-     "Source refused by the eval guard before it runs."},
-    {"ConfigSyntaxError", NULL, NULL, true, "An invalid profile."},
-    {"SandBoxProtocolError", NULL, NULL, true, "A failure of the partial-mode transport."},
-    {"SandBoxBaseExceptionError", NULL, NULL, true,
-     "SystemExit, KeyboardInterrupt or another BaseException raised in a sandboxed call."},
-};
-
-static int add_classes(PyObject *module)
+/* Inside the sandbox the decorated function is the function: the worker
+ * finds it by module and qualname and calls it directly. */
+static PyObject *sandbox(PyObject *self _unused_, PyObject *fn)
 {
-	for (size_t i = 0; i < ELEMENTSOF(classes); i++) {
-		PyObject *bases, *cls;
-		char qualified[128];
-
-		snprintf(qualified, sizeof(qualified), "pysandboxes.%s", classes[i].name);
-		if (classes[i].base && classes[i].sandbox_base)
-			bases = PyTuple_Pack(2, *classes[i].base, sandbox_error);
-		else
-			bases = PyTuple_Pack(1, classes[i].base ? *classes[i].base : sandbox_error);
-		if (!bases)
-			return -1;
-		cls = PyErr_NewExceptionWithDoc(qualified, classes[i].doc, bases, NULL);
-		Py_DECREF(bases);
-		if (!cls)
-			return -1;
-		if (PyModule_AddObjectRef(module, classes[i].name, cls) < 0) {
-			Py_DECREF(cls);
-			return -1;
-		}
-		if (classes[i].slot)
-			*classes[i].slot = cls; /* keeps the reference for the guard */
-		else
-			Py_DECREF(cls);
-	}
-	/* EvalInterrupted must escape `except Exception` and `except SandBoxError`. */
-	{
-		PyObject *cls = PyErr_NewExceptionWithDoc(
-		    "pysandboxes.EvalInterrupted",
-		    "An evaluation stopped by a budget or its timeout (a BaseException).",
-		    PyExc_BaseException, NULL);
-
-		if (!cls || PyModule_AddObject(module, "EvalInterrupted", cls) < 0) {
-			Py_XDECREF(cls);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* Collects refusals innermost first: causes and contexts before the
- * exception that carries them, group members in order. */
-static int collect_denials(PyObject *exc, PyObject *out, PyObject *seen, int depth)
-{
-	PyObject *id, *members;
-	int r;
-
-	if (!exc || exc == Py_None || depth > 64)
-		return 0;
-	id = PyLong_FromVoidPtr(exc);
-	if (!id)
-		return -1;
-	r = PySet_Contains(seen, id);
-	if (r == 0)
-		r = PySet_Add(seen, id);
-	Py_DECREF(id);
-	if (r != 0)
-		return r < 0 ? -1 : 0;
-
-	if (PyExceptionInstance_Check(exc)) {
-		PyObject *cause = PyException_GetCause(exc);
-		PyObject *context = PyException_GetContext(exc);
-
-		r = collect_denials(cause, out, seen, depth + 1);
-		if (r >= 0)
-			r = collect_denials(context, out, seen, depth + 1);
-		Py_XDECREF(cause);
-		Py_XDECREF(context);
-		if (r < 0)
-			return -1;
-	}
-	if (PyObject_IsInstance(exc, PyExc_BaseExceptionGroup) == 1) {
-		members = PyObject_GetAttrString(exc, "exceptions");
-		if (!members)
-			return -1;
-		for (Py_ssize_t i = 0; PyTuple_Check(members) && i < PyTuple_GET_SIZE(members); i++)
-			if (collect_denials(PyTuple_GET_ITEM(members, i), out, seen, depth + 1) <
-			    0) {
-				Py_DECREF(members);
-				return -1;
-			}
-		Py_DECREF(members);
-	}
-	if (PyObject_IsInstance(exc, sandbox_error) == 1) {
-		PyObject *line = PyUnicode_FromFormat("%s: %S", Py_TYPE(exc)->tp_name, exc);
-		const char *dot;
-
-		if (!line)
-			return -1;
-		/* "pysandboxes.RulePermissionError: …" reads as the class name. */
-		dot = strrchr(Py_TYPE(exc)->tp_name, '.');
-		if (dot) {
-			Py_DECREF(line);
-			line = PyUnicode_FromFormat("%s: %S", dot + 1, exc);
-			if (!line)
-				return -1;
-		}
-		r = PyList_Append(out, line);
-		Py_DECREF(line);
-		return r;
-	}
-	return 0;
-}
-
-static PyObject *sandbox_denials(PyObject *self _unused_, PyObject *exc)
-{
-	PyObject *out = PyList_New(0), *seen = PySet_New(NULL);
-
-	if (!out || !seen || collect_denials(exc, out, seen, 0) < 0) {
-		Py_XDECREF(out);
-		Py_XDECREF(seen);
+	if (!PyCallable_Check(fn)) {
+		PyErr_SetString(PyExc_TypeError, "@sandbox applies to a function");
 		return NULL;
 	}
-	Py_DECREF(seen);
-	return out;
+	return Py_NewRef(fn);
+}
+
+/* A context manager for `with` and `async with` that starts nothing: the
+ * code already runs in the sandbox. */
+static PyObject *sandboxes(PyObject *self _unused_, PyObject *args _unused_,
+			   PyObject *kwargs _unused_)
+{
+	struct sb_runtime_section section;
+	PyObject *contextlib, *cm;
+
+	sb_guard_runtime_enter(&section);
+	contextlib = PyImport_ImportModule("contextlib");
+	sb_guard_runtime_leave(&section);
+	if (!contextlib)
+		return NULL;
+	cm = PyObject_CallMethod(contextlib, "nullcontext", NULL);
+	Py_DECREF(contextlib);
+	return cm;
+}
+
+/* The counterpart of asyncio.run(); the keyword arguments (rules, init_fn...)
+ * concern the parent's sandbox and change nothing here. */
+static PyObject *run(PyObject *self _unused_, PyObject *args, PyObject *kwargs _unused_)
+{
+	struct sb_runtime_section section;
+	PyObject *coro, *asyncio, *result;
+
+	if (!PyArg_ParseTuple(args, "O:run", &coro))
+		return NULL;
+	if (!PyCoro_CheckExact(coro)) {
+		PyErr_Format(PyExc_ValueError, "a coroutine was expected, got %R", coro);
+		return NULL;
+	}
+	sb_guard_runtime_enter(&section);
+	asyncio = PyImport_ImportModule("asyncio");
+	sb_guard_runtime_leave(&section);
+	if (!asyncio)
+		return NULL;
+	result = PyObject_CallMethod(asyncio, "run", "O", coro);
+	Py_DECREF(asyncio);
+	return result;
 }
 
 static PyObject *is_in_sandbox(PyObject *self _unused_, PyObject *unused _unused_)
@@ -171,9 +77,14 @@ static PyObject *is_in_sandbox(PyObject *self _unused_, PyObject *unused _unused
 }
 
 static PyMethodDef module_methods[] = {
-    {"sandbox_denials", sandbox_denials, METH_O,
+    {"sandbox_denials", sb_exc_sandbox_denials, METH_O,
      "sandbox_denials(e) -> list of '<ExcName>: <msg>' for every refusal in e's chain."},
     {"is_in_sandbox", is_in_sandbox, METH_NOARGS, "True: this code runs under python-sb."},
+    {"sandbox", sandbox, METH_O, "@sandbox: inside the sandbox, the function itself."},
+    {"sandboxes", (PyCFunction)(void (*)(void))sandboxes, METH_VARARGS | METH_KEYWORDS,
+     "sandboxes(...): inside the sandbox, a context manager that starts nothing."},
+    {"run", (PyCFunction)(void (*)(void))run, METH_VARARGS | METH_KEYWORDS,
+     "run(coro, ...): inside the sandbox, asyncio.run(coro)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -188,11 +99,17 @@ static struct PyModuleDef module_def = {
 PyObject *sb_pysandboxes_module_init(void)
 {
 	PyObject *module = PyModule_Create(&module_def);
+	struct sb_runtime_section section;
+	int r;
 
 	if (!module)
 		return NULL;
-	if (add_classes(module) < 0 ||
-	    PyModule_AddStringConstant(module, "__version__", SB_VERSION) < 0) {
+	/* RestrictedUnpicklingError's base comes from _pickle: the runtime's
+	 * import, not the program's. */
+	sb_guard_runtime_enter(&section);
+	r = sb_exc_add_classes(module);
+	sb_guard_runtime_leave(&section);
+	if (r < 0 || PyModule_AddStringConstant(module, "__version__", SB_VERSION) < 0) {
 		Py_DECREF(module);
 		return NULL;
 	}
@@ -234,6 +151,11 @@ static int raise_oserror(PyObject *cls, int errnum, const char *path, const char
 		PyErr_SetObject(cls, exc);
 		Py_DECREF(exc);
 	}
+	/* Some C callers report errno rather than the exception: CPython's
+	 * "can't open file" for a script refused at its "open" event clears the
+	 * exception and prints strerror(errno). Leave what the refusal means,
+	 * not whatever building the exception left there. */
+	errno = errnum;
 	return -1;
 }
 

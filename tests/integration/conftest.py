@@ -314,3 +314,32 @@ def run_native(sb, profile, body, *args, **kw):
     s = sb.write("s.py", NATIVE_PRELUDE + textwrap.dedent(body), dedent=False)
     r = sb.run(s, *[str(a) for a in args], **kw)
     return r, outcomes(r)
+
+
+def _pysandboxes_dir():
+    """Where the parent python3 finds the pysandboxes package: the
+    PYSANDBOXES_PYTHONPATH directory (scripts/test.sh sets it), else
+    <build>/python beside $PYTHON_SB. (None, reason) when there is none."""
+    explicit = os.environ.get("PYSANDBOXES_PYTHONPATH")
+    if explicit:
+        return explicit, None
+    binary, err = _locate_binary()
+    if err:
+        return None, err
+    if IS_ASAN:
+        return None, ("an ASan-built pysandboxes._core cannot load into the ordinary "
+                      "/usr/bin/python3: set PYSANDBOXES_PYTHONPATH to a gcc build's "
+                      "python/ directory to test the ASan python-sb as the worker")
+    candidate = os.path.join(os.path.dirname(binary), "python")
+    if os.path.isdir(os.path.join(candidate, "pysandboxes")):
+        return candidate, None
+    return None, (f"no pysandboxes package beside {binary}: set PYSANDBOXES_PYTHONPATH")
+
+
+@pytest.fixture(scope="session")
+def pysandboxes_dir():
+    """The directory holding the pysandboxes package under test (partial mode)."""
+    path, err = _pysandboxes_dir()
+    if err:
+        pytest.skip(err)
+    return path

@@ -5,7 +5,6 @@ its effect (which import is allowed) and, where useful, with --explain."""
 
 import pytest
 
-from conftest import EXIT_CONFIG
 
 ALLOWS = "os-sandbox=none\npython-import=colorsys\n"   # the profile we expect
 DENIES = "os-sandbox=none\npython-import=json\n"       # a decoy
@@ -113,22 +112,23 @@ def test_m_unknown_module_falls_back_to_cwd(sb):
     assert rule_file(r) == str(sb.path(".py-sandboxes"))
 
 
-def test_missing_explicit_config_refused(sb):
+def test_missing_explicit_config_learns_into_it(sb):
+    # A missing rule file starts learning mode (spec §3.2, §6), into that file.
     marker = sb.path("MARK")
     r = sb.run("--pysandboxes-config", sb.path("absent"), "-c", f"open({str(marker)!r}, 'w')")
-    assert r.returncode == EXIT_CONFIG, r
-    assert f"no rule file '{sb.path('absent')}'" in r.stderr
-    assert "learning mode" in r.stderr
-    assert not marker.exists()
+    assert r.returncode == 0, r
+    assert "LEARNING MODE" in r.stderr
+    assert marker.exists()
+    assert "expose-rw=." in sb.path("absent").read_text()
 
 
-def test_no_rule_file_anywhere_refused(sb):
+def test_no_rule_file_anywhere_learns_into_cwd(sb):
     marker = sb.path("MARK")
     s = sb.script(f"open({str(marker)!r}, 'w')\n", rel="app/main.py")
     r = sb.run(s)
-    assert r.returncode == EXIT_CONFIG, r
-    assert f"no rule file '{sb.path('.py-sandboxes')}'" in r.stderr
-    assert not marker.exists()
+    assert r.returncode == 0, r
+    assert f"Write all learning rules in '{sb.path('.py-sandboxes')}'" in r.stderr
+    assert not sb.path("app/.py-sandboxes").exists()
 
 
 def test_no_rule_file_but_py_sandbox_false_runs(sb):

@@ -324,23 +324,24 @@ def test_learn_false_only_in_a_file(sb):
     assert r.errors == ["<command line>:1: learn=false is a lock that only a rule file can set"]
 
 
-def test_learn_file_refused_in_this_version(sb):
+def test_learn_file_runs_learning(sb):
+    # More in test_learning.py.
     sb.profile(BASE + f"learn={sb.path('learned.prof')}\n")
     marker = sb.path("MARK")
     r = sb.run("-c", f"open({str(marker)!r}, 'w')")
-    assert r.returncode == EXIT_CONFIG, r
-    assert "learning mode was requested" in r.stderr and "the program was not run" in r.stderr
-    assert not marker.exists()
-    assert not sb.path("learned.prof").exists()
+    assert r.returncode == 0, r
+    assert "LEARNING MODE" in r.stderr
+    assert marker.exists()
+    assert "expose-rw=." in sb.path("learned.prof").read_text()
 
 
-def test_cli_learn_refused_in_this_version(sb):
+def test_cli_learn_runs_learning(sb):
     sb.profile(BASE)
     marker = sb.path("MARK")
     r = sb.run("--learn", "-c", f"open({str(marker)!r}, 'w')")
-    assert r.returncode == EXIT_CONFIG, r
-    assert "learning mode was requested" in r.stderr
-    assert not marker.exists()
+    assert r.returncode == 0, r
+    assert "LEARNING MODE" in r.stderr
+    assert marker.exists()
 
 
 def test_learn_with_py_sandbox_false_runs(sb):

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* The exception classes of the reference (spec section 4). Each Rule* class
+ * derives first from the built-in exception the same failure would raise
+ * without a sandbox (so `except FileNotFoundError` and `e.errno` keep working;
+ * OSError's __new__ parses the arguments) and then from SandBoxError. The
+ * classes are held in C: rebinding the module's attributes changes nothing for
+ * the code that raises them. */
+#include "exceptions.h"
+
+#include <stdbool.h>
+
+#include "util.h"
+
+static PyObject *classes_made[SB_EXC__N];
+
+static const struct {
+	enum sb_exc id;
+	const char *name;
+	PyObject **base;   /* the built-in base, NULL for none */
+	bool sandbox_base; /* also derives from SandBoxError */
+	const char *doc;
+} classes[] = {
+    {SB_EXC_SANDBOX_ERROR, "SandBoxError", &PyExc_RuntimeError, false,
+     "Base class of every refusal by py-sandboxes."},
+    {SB_EXC_FILE_NOT_FOUND, "RuleFileNotFoundError", &PyExc_FileNotFoundError, true,
+     "A path that no rule exposes, or that an ignore= rule hides (errno ENOENT)."},
+    {SB_EXC_PERMISSION, "RulePermissionError", &PyExc_PermissionError, true,
+     "A write under an expose-ro grant."},
+    {SB_EXC_CONNECTION_REFUSED, "RuleSocketConnectionRefusedError", &PyExc_ConnectionRefusedError,
+     true, "A resolution, connect, bind or send refused by net="},
+    {SB_EXC_MODULE_NOT_FOUND, "RuleModuleNotFoundError", &PyExc_ModuleNotFoundError, true,
+     "An import refused by python-import=."},
+    {SB_EXC_API_PERMISSION, "RuleApiPermissionError", &PyExc_PermissionError, true,
+     "A call of the sensitive-API registry refused by python-api=; see .qualname, .category."},
+    {SB_EXC_ATTRIBUTE, "RuleAttributeError", &PyExc_AttributeError, true, "Reserved."},
+    {SB_EXC_EVAL_PERMISSION, "RuleEvalPermissionError", &PyExc_PermissionError, true,
+     "A construct refused by the eval guard at run time."},
+    {SB_EXC_EVAL_SYNTAX, "EvalSyntaxRejected", &PyExc_SyntaxError, true,
+     "Source refused by the eval guard before it runs."},
+    {SB_EXC_CONFIG_SYNTAX, "ConfigSyntaxError", NULL, true, "An invalid profile."},
+    {SB_EXC_PROTOCOL, "SandBoxProtocolError", NULL, true,
+     "A failure of the partial-mode transport (never the application's own error)."},
+    {SB_EXC_BASE_EXCEPTION, "SandBoxBaseExceptionError", NULL, true,
+     "SystemExit, KeyboardInterrupt or another BaseException raised in a sandboxed call."},
+    /* The base comes from _pickle at run time (see make_class). */
+    {SB_EXC_RESTRICTED_UNPICKLING, "RestrictedUnpicklingError", NULL, true,
+     "A result or exception payload the parent refused to rebuild."},
+    /* Must escape `except Exception` and `except SandBoxError`. */
+    {SB_EXC_EVAL_INTERRUPTED, "EvalInterrupted", &PyExc_BaseException, false,
+     "An evaluation stopped by a budget or its timeout (a BaseException)."},
+};
+
+static PyObject *unpickling_error(void)
+{
+	PyObject *mod = PyImport_ImportModule("_pickle"), *cls;
+
+	if (!mod)
+		return NULL;
+	cls = PyObject_GetAttrString(mod, "UnpicklingError");
+	Py_DECREF(mod);
+	return cls;
+}
+
+static PyObject *make_class(size_t i)
+{
+	PyObject *sandbox_error = classes_made[SB_EXC_SANDBOX_ERROR];
+	PyObject *base = NULL, *bases, *cls;
+	char qualified[128];
+
+	if (classes[i].id == SB_EXC_RESTRICTED_UNPICKLING) {
+		base = unpickling_error();
+		if (!base)
+			return NULL;
+	} else if (classes[i].base) {
+		base = Py_NewRef(*classes[i].base);
+	}
+	snprintf(qualified, sizeof(qualified), "pysandboxes.%s", classes[i].name);
+	if (base && classes[i].sandbox_base)
+		bases = PyTuple_Pack(2, base, sandbox_error);
+	else
+		bases = PyTuple_Pack(1, base ? base : sandbox_error);
+	Py_XDECREF(base);
+	if (!bases)
+		return NULL;
+	cls = PyErr_NewExceptionWithDoc(qualified, classes[i].doc, bases, NULL);
+	Py_DECREF(bases);
+	return cls;
+}
+
+int sb_exc_add_classes(PyObject *module)
+{
+	for (size_t i = 0; i < ELEMENTSOF(classes); i++) {
+		enum sb_exc id = classes[i].id;
+
+		/* Made once per process: a second module object (a reload, a
+		 * re-import after `del sys.modules[...]`) shares them, so `except`
+		 * clauses written against either keep matching. */
+		if (!classes_made[id] && !(classes_made[id] = make_class(i)))
+			return -1;
+		if (PyModule_AddObjectRef(module, classes[i].name, classes_made[id]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+PyObject *sb_exc_class(enum sb_exc which)
+{
+	return which < SB_EXC__N ? classes_made[which] : NULL;
+}
+
+/* 1 when the exception carries the denials recorded in the worker (they
+ * include its own line), 0 when not, -1 on error. */
+static int append_recorded(PyObject *exc, PyObject *out)
+{
+	PyObject *recorded = PyObject_GetAttrString(exc, SB_DENIALS_ATTR);
+	int r = 0;
+
+	if (!recorded) {
+		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+			return -1;
+		PyErr_Clear();
+		return 0;
+	}
+	if (PyList_Check(recorded) || PyTuple_Check(recorded)) {
+		PyObject *seq = PySequence_Fast(recorded, "denials");
+
+		for (Py_ssize_t i = 0; seq && r == 0 && i < PySequence_Fast_GET_SIZE(seq); i++) {
+			PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+
+			if (PyUnicode_Check(item))
+				r = PyList_Append(out, item);
+		}
+		if (!seq)
+			r = -1;
+		else if (PySequence_Fast_GET_SIZE(seq) > 0)
+			r = 1;
+		Py_XDECREF(seq);
+	}
+	Py_DECREF(recorded);
+	return r;
+}
+
+/* Collects refusals innermost first: causes and contexts before the
+ * exception that carries them, group members in order. */
+static int collect_denials(PyObject *exc, PyObject *out, PyObject *seen, int depth)
+{
+	PyObject *sandbox_error = classes_made[SB_EXC_SANDBOX_ERROR];
+	PyObject *id, *members;
+	int r;
+
+	if (!exc || exc == Py_None || depth > 64)
+		return 0;
+	id = PyLong_FromVoidPtr(exc);
+	if (!id)
+		return -1;
+	r = PySet_Contains(seen, id);
+	if (r == 0)
+		r = PySet_Add(seen, id);
+	Py_DECREF(id);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+
+	if (PyExceptionInstance_Check(exc)) {
+		PyObject *cause = PyException_GetCause(exc);
+		PyObject *context = PyException_GetContext(exc);
+
+		r = collect_denials(cause, out, seen, depth + 1);
+		if (r >= 0)
+			r = collect_denials(context, out, seen, depth + 1);
+		Py_XDECREF(cause);
+		Py_XDECREF(context);
+		if (r >= 0)
+			r = append_recorded(exc, out);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			return 0;
+	}
+	if (PyObject_IsInstance(exc, PyExc_BaseExceptionGroup) == 1) {
+		members = PyObject_GetAttrString(exc, "exceptions");
+		if (!members)
+			return -1;
+		for (Py_ssize_t i = 0; PyTuple_Check(members) && i < PyTuple_GET_SIZE(members); i++)
+			if (collect_denials(PyTuple_GET_ITEM(members, i), out, seen, depth + 1) <
+			    0) {
+				Py_DECREF(members);
+				return -1;
+			}
+		Py_DECREF(members);
+	}
+	if (sandbox_error && PyObject_IsInstance(exc, sandbox_error) == 1) {
+		/* "RulePermissionError: …" reads as the class name. */
+		const char *name = Py_TYPE(exc)->tp_name, *dot = strrchr(name, '.');
+		PyObject *line = PyUnicode_FromFormat("%s: %S", dot ? dot + 1 : name, exc);
+
+		if (!line)
+			return -1;
+		r = PyList_Append(out, line);
+		Py_DECREF(line);
+		return r;
+	}
+	return 0;
+}
+
+PyObject *sb_exc_sandbox_denials(PyObject *self _unused_, PyObject *exc)
+{
+	PyObject *out = PyList_New(0), *seen = PySet_New(NULL);
+
+	if (!out || !seen || collect_denials(exc, out, seen, 0) < 0) {
+		Py_XDECREF(out);
+		Py_XDECREF(seen);
+		return NULL;
+	}
+	Py_DECREF(seen);
+	return out;
+}

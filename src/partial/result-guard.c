@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: MIT */
+#include "result-guard.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+const struct sb_prescan_limits sb_prescan_default_limits = {
+    .max_bytes = 512u << 10,
+    .max_opcodes = 1u << 20,
+    /* Every str is memoized: 512 KiB of one-letter strings is ~131k entries. */
+    .max_memo = 1u << 18,
+    .max_marks = 1000,
+    .max_stack = 1u << 20,
+};
+
+/* The value types of remote-result-mode=data-only, beyond those pickle writes
+ * with opcodes of their own (None, bool, int, float, str, bytes, bytearray,
+ * list, tuple, dict, set, frozenset). */
+static const struct {
+	const char *module;
+	const char *names[8];
+} data_types[] = {
+    {"builtins", {"complex", "bytearray", "set", "frozenset"}},
+    {"pathlib",
+     {"PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath"}},
+    {"datetime", {"datetime", "date", "time", "timedelta", "timezone"}},
+    {"decimal", {"Decimal"}},
+    {"fractions", {"Fraction"}},
+    {"uuid", {"UUID", "SafeUUID"}},
+    {"ipaddress",
+     {"IPv4Address", "IPv6Address", "IPv4Network", "IPv6Network", "IPv4Interface",
+      "IPv6Interface"}},
+};
+
+bool sb_result_data_type(const char *module, const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(data_types); i++) {
+		if (!streq(module, data_types[i].module))
+			continue;
+		for (size_t k = 0; k < ELEMENTSOF(data_types[i].names) && data_types[i].names[k];
+		     k++)
+			if (streq(name, data_types[i].names[k]))
+				return true;
+	}
+	return false;
+}
+
+/* Whole modules (and their submodules) whose every global is a gadget: process
+ * and privilege control, interpreter internals, native memory, callables that
+ * turn data into calls. Fail-open by nature (spec section 9): anything else
+ * is admitted in objects mode. */
+static const char *const denied_modules[] = {
+    "os",
+    "posix",
+    "nt",
+    "subprocess",
+    "_posixsubprocess",
+    "pty",
+    "sys",
+    "_imp",
+    "importlib",
+    "runpy",
+    "socket",
+    "_socket",
+    "ctypes",
+    "_ctypes",
+    "_thread",
+    "threading",
+    "mmap",
+    "operator",
+    "_operator",
+    "functools",
+    "_functools",
+    "pickle",
+    "_pickle",
+    "marshal",
+    "shutil",
+    "code",
+    "codeop",
+    "pdb",
+    "signal",
+    "_signal",
+    "multiprocessing",
+    "_multiprocessing",
+    "types",
+    "gc",
+    "inspect",
+    "webbrowser",
+    "_io",
+    "io",
+    "asyncio.subprocess",
+};
+
+static const char *const denied_builtins[] = {
+    "eval",    "exec",	     "compile", "__import__", "__build_class__", "getattr",	 "setattr",
+    "delattr", "type",	     "open",	"breakpoint", "input",		 "globals",	 "locals",
+    "vars",    "memoryview", "super",	"object",     "classmethod",	 "staticmethod", "property",
+};
+
+bool sb_result_denied_global(const char *module, const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(denied_modules); i++) {
+		size_t n = strlen(denied_modules[i]);
+
+		if (strncmp(module, denied_modules[i], n) == 0 &&
+		    (module[n] == '\0' || module[n] == '.'))
+			return true;
+	}
+	if (streq(module, "builtins") || streq(module, "__builtin__"))
+		for (size_t i = 0; i < ELEMENTSOF(denied_builtins); i++)
+			if (streq(name, denied_builtins[i]))
+				return true;
+	return false;
+}
+
+enum kind {
+	K_MARK,
+	K_VALUE,  /* data built by data opcodes */
+	K_STR,	  /* a str, whose text the scan knows (for STACK_GLOBAL) */
+	K_GLOBAL, /* a global admitted by the channel */
+	K_OBJ,	  /* what REDUCE built */
+	K_NEWOBJ, /* what NEWOBJ built (BUILD may follow) */
+};
+
+struct item {
+	enum kind kind;
+	const char *str; /* K_STR: into the stream */
+	size_t str_len;
+};
+
+struct scan {
+	const unsigned char *p, *end, *start;
+	enum sb_result_channel channel;
+	const struct sb_prescan_limits *lim;
+	struct item *stack;
+	size_t n_stack, cap_stack;
+	struct item *memo;
+	bool *memo_set;
+	size_t cap_memo;
+	size_t memo_count; /* distinct indices stored: where MEMOIZE stores */
+	size_t marks;
+	char *err;
+	size_t errlen;
+	char *global; /* the global data-only refused, for learning; NULL: not wanted */
+	size_t globallen;
+	unsigned char op;
+	size_t op_offset;
+};
+
+static int refuse(struct scan *s, const char *fmt, ...) _printf_(2, 3);
+static int refuse(struct scan *s, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(s->err, s->errlen, "opcode 0x%02x at byte %zu: ", s->op, s->op_offset);
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < s->errlen)
+		vsnprintf(s->err + n, s->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -EPERM;
+}
+
+static int push(struct scan *s, enum kind k, const char *str, size_t len)
+{
+	if (s->n_stack == s->cap_stack) {
+		size_t cap = s->cap_stack ? s->cap_stack * 2 : 64;
+		struct item *n;
+
+		if (s->n_stack >= s->lim->max_stack)
+			return refuse(s, "stack deeper than %zu", s->lim->max_stack);
+		n = realloc(s->stack, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->stack = n;
+		s->cap_stack = cap;
+	}
+	s->stack[s->n_stack++] = (struct item){k, str, len};
+	if (k == K_MARK && ++s->marks > s->lim->max_marks)
+		return refuse(s, "MARK nesting deeper than %zu", s->lim->max_marks);
+	return 0;
+}
+
+/* The item below the last mark, or a refusal for an empty stack. */
+static int pop(struct scan *s, struct item *ret)
+{
+	if (s->n_stack == 0 || s->stack[s->n_stack - 1].kind == K_MARK)
+		return refuse(s, "stack underflow");
+	*ret = s->stack[--s->n_stack];
+	return 0;
+}
+
+/* An item used as data: in data-only mode a class must never be a value. */
+static int pop_value(struct scan *s)
+{
+	struct item it = {0};
+	int r = pop(s, &it);
+
+	if (r < 0)
+		return r;
+	if (it.kind == K_GLOBAL && s->channel == SB_CHANNEL_DATA_ONLY)
+		return refuse(s,
+			      "a class used as a value (refused by remote-result-mode=data-only)");
+	return 0;
+}
+
+static int pop_mark(struct scan *s)
+{
+	while (s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK) {
+		if (s->stack[s->n_stack - 1].kind == K_GLOBAL && s->channel == SB_CHANNEL_DATA_ONLY)
+			return refuse(s, "a class used as a value (refused by "
+					 "remote-result-mode=data-only)");
+		s->n_stack--;
+	}
+	if (s->n_stack == 0)
+		return refuse(s, "no MARK on the stack");
+	s->n_stack--;
+	s->marks--;
+	return 0;
+}
+
+static int need(struct scan *s, size_t n)
+{
+	if ((size_t)(s->end - s->p) < n)
+		return refuse(s, "truncated argument");
+	return 0;
+}
+
+static uint64_t le(const unsigned char *p, size_t n)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* A newline-terminated argument (protocol 0). */
+static int line(struct scan *s, const char **ret, size_t *ret_len)
+{
+	const unsigned char *nl = memchr(s->p, '\n', (size_t)(s->end - s->p));
+
+	if (!nl)
+		return refuse(s, "unterminated line argument");
+	*ret = (const char *)s->p;
+	*ret_len = (size_t)(nl - s->p);
+	s->p = nl + 1;
+	return 0;
+}
+
+/* A length-prefixed argument of lenbytes, skipped. */
+static int counted(struct scan *s, size_t lenbytes, const char **ret, size_t *ret_len)
+{
+	uint64_t n;
+	int r = need(s, lenbytes);
+
+	if (r < 0)
+		return r;
+	n = le(s->p, lenbytes);
+	s->p += lenbytes;
+	if (n > (uint64_t)(s->end - s->p))
+		return refuse(s, "length %llu past the end of the stream", (unsigned long long)n);
+	*ret = (const char *)s->p;
+	*ret_len = (size_t)n;
+	s->p += n;
+	return 0;
+}
+
+static int memo_put(struct scan *s, uint64_t idx)
+{
+	if (s->n_stack == 0 || s->stack[s->n_stack - 1].kind == K_MARK)
+		return refuse(s, "memo store with an empty stack");
+	if (idx >= s->lim->max_memo)
+		return refuse(s, "memo index %llu over the budget of %zu entries",
+			      (unsigned long long)idx, s->lim->max_memo);
+	if (idx >= s->cap_memo) {
+		size_t cap = s->cap_memo ? s->cap_memo : 64;
+		struct item *m;
+		bool *set;
+
+		while (cap <= idx)
+			cap *= 2;
+		m = realloc(s->memo, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		s->memo = m;
+		set = realloc(s->memo_set, cap * sizeof(*set));
+		if (!set)
+			return -ENOMEM;
+		memset(set + s->cap_memo, 0, (cap - s->cap_memo) * sizeof(*set));
+		s->memo_set = set;
+		s->cap_memo = cap;
+	}
+	s->memo[idx] = s->stack[s->n_stack - 1];
+	if (!s->memo_set[idx])
+		s->memo_count++;
+	s->memo_set[idx] = true;
+	return 0;
+}
+
+static int memo_get(struct scan *s, uint64_t idx)
+{
+	if (idx >= s->cap_memo || !s->memo_set[idx])
+		return refuse(s, "memo index %llu was never stored", (unsigned long long)idx);
+	return push(s, s->memo[idx].kind, s->memo[idx].str, s->memo[idx].str_len);
+}
+
+static int parse_index(struct scan *s, uint64_t *ret)
+{
+	const char *txt = NULL;
+	size_t len = 0;
+	uint64_t v = 0;
+	int r = line(s, &txt, &len);
+
+	if (r < 0)
+		return r;
+	if (len == 0 || len > 10)
+		return refuse(s, "bad memo index");
+	for (size_t i = 0; i < len; i++) {
+		if (txt[i] < '0' || txt[i] > '9')
+			return refuse(s, "bad memo index");
+		v = v * 10 + (uint64_t)(txt[i] - '0');
+	}
+	*ret = v;
+	return 0;
+}
+
+static int stack_global(struct scan *s)
+{
+	struct item name = {0}, module = {0};
+	char m[256], n[256];
+	int r;
+
+	if ((r = pop(s, &name)) < 0 || (r = pop(s, &module)) < 0)
+		return r;
+	if (name.kind != K_STR || module.kind != K_STR)
+		return refuse(s, "STACK_GLOBAL whose module and name are not plain strings");
+	if (module.str_len >= sizeof(m) || name.str_len >= sizeof(n) ||
+	    memchr(module.str, '\0', module.str_len) || memchr(name.str, '\0', name.str_len))
+		return refuse(s, "STACK_GLOBAL with an unusable name");
+	memcpy(m, module.str, module.str_len);
+	m[module.str_len] = '\0';
+	memcpy(n, name.str, name.str_len);
+	n[name.str_len] = '\0';
+	switch (s->channel) {
+	case SB_CHANNEL_DATA_ONLY:
+		if (!sb_result_data_type(m, n)) {
+			if (s->global && s->globallen)
+				snprintf(s->global, s->globallen, "%s.%s", m, n);
+			return refuse(s,
+				      "global '%s.%s' is not a value type of "
+				      "remote-result-mode=data-only",
+				      m, n);
+		}
+		break;
+	case SB_CHANNEL_OBJECTS:
+	case SB_CHANNEL_EXCEPTION:
+		if (sb_result_denied_global(m, n))
+			return refuse(s, "global '%s.%s' is in the result guard's denylist", m, n);
+		break;
+	case SB_CHANNEL_OBJECTS_NOGUARD:
+		break;
+	}
+	return push(s, K_GLOBAL, NULL, 0);
+}
+
+/* REDUCE, NEWOBJ, NEWOBJ_EX: the callable must be a global the channel
+ * admitted, never an object a previous call produced (that is how gadget
+ * chains compose). */
+static int build_call(struct scan *s, size_t n_args, enum kind result)
+{
+	struct item callable = {0};
+	int r;
+
+	for (size_t i = 0; i < n_args; i++)
+		if ((r = pop_value(s)) < 0)
+			return r;
+	if ((r = pop(s, &callable)) < 0)
+		return r;
+	if (callable.kind != K_GLOBAL)
+		return refuse(s, "a call whose callable is not a global");
+	return push(s, result, NULL, 0);
+}
+
+static int step(struct scan *s)
+{
+	const char *arg = NULL;
+	size_t arglen = 0;
+	uint64_t idx;
+	int r;
+
+	s->op_offset = (size_t)(s->p - s->start);
+	s->op = *s->p++;
+	switch (s->op) {
+	case '(': /* MARK */
+		return push(s, K_MARK, NULL, 0);
+	case '.': /* STOP */
+		return 1;
+	case '0': /* POP */
+		if (s->n_stack > 0 && s->stack[s->n_stack - 1].kind == K_MARK) {
+			s->n_stack--;
+			s->marks--;
+			return 0;
+		}
+		return pop_value(s);
+	case '1': /* POP_MARK */
+		return pop_mark(s);
+	case '2': /* DUP */
+		if (s->n_stack == 0 || s->stack[s->n_stack - 1].kind == K_MARK)
+			return refuse(s, "DUP of nothing");
+		return push(s, s->stack[s->n_stack - 1].kind, s->stack[s->n_stack - 1].str,
+			    s->stack[s->n_stack - 1].str_len);
+	case 'F': /* FLOAT */
+	case 'I': /* INT */
+	case 'L': /* LONG */
+	case 'S': /* STRING */
+	case 'V': /* UNICODE (raw-unicode-escape: the text is not known here) */
+		if ((r = line(s, &arg, &arglen)) < 0)
+			return r;
+		return push(s, K_VALUE, NULL, 0);
+	case 'J': /* BININT */
+	case 'M': /* BININT2 */
+	case 'K': /* BININT1 */
+	case 'G': /* BINFLOAT */
+		arglen = s->op == 'J' ? 4 : s->op == 'M' ? 2 : s->op == 'K' ? 1 : 8;
+		if ((r = need(s, arglen)) < 0)
+			return r;
+		s->p += arglen;
+		return push(s, K_VALUE, NULL, 0);
+	case 'N':  /* NONE */
+	case 0x88: /* NEWTRUE */
+	case 0x89: /* NEWFALSE */
+	case '}':  /* EMPTY_DICT */
+	case ']':  /* EMPTY_LIST */
+	case ')':  /* EMPTY_TUPLE */
+	case 0x8f: /* EMPTY_SET */
+		return push(s, K_VALUE, NULL, 0);
+	case 'T':  /* BINSTRING */
+	case 'B':  /* BINBYTES */
+	case 'U':  /* SHORT_BINSTRING */
+	case 'C':  /* SHORT_BINBYTES */
+	case 0x8e: /* BINBYTES8 */
+	case 0x96: /* BYTEARRAY8 */
+	case 0x8a: /* LONG1 */
+	case 0x8b: /* LONG4 */
+		arglen = (s->op == 'U' || s->op == 'C' || s->op == 0x8a)   ? 1
+			 : (s->op == 'T' || s->op == 'B' || s->op == 0x8b) ? 4
+									   : 8;
+		if ((r = counted(s, arglen, &arg, &arglen)) < 0)
+			return r;
+		return push(s, K_VALUE, NULL, 0);
+	case 'X':  /* BINUNICODE */
+	case 0x8c: /* SHORT_BINUNICODE */
+	case 0x8d: /* BINUNICODE8 */
+		if ((r = counted(s, s->op == 'X' ? 4 : s->op == 0x8c ? 1 : 8, &arg, &arglen)) < 0)
+			return r;
+		return push(s, K_STR, arg, arglen);
+	case 'a': /* APPEND */
+		if ((r = pop_value(s)) < 0)
+			return r;
+		return s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK
+			   ? 0
+			   : refuse(s, "APPEND without a list");
+	case 'e':  /* APPENDS */
+	case 'u':  /* SETITEMS */
+	case 0x90: /* ADDITEMS */
+		if ((r = pop_mark(s)) < 0)
+			return r;
+		return s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK
+			   ? 0
+			   : refuse(s, "items added to nothing");
+	case 's': /* SETITEM */
+		if ((r = pop_value(s)) < 0 || (r = pop_value(s)) < 0)
+			return r;
+		return s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK
+			   ? 0
+			   : refuse(s, "SETITEM without a dict");
+	case 'd':  /* DICT */
+	case 'l':  /* LIST */
+	case 't':  /* TUPLE */
+	case 0x91: /* FROZENSET */
+		if ((r = pop_mark(s)) < 0)
+			return r;
+		return push(s, K_VALUE, NULL, 0);
+	case 0x85: /* TUPLE1 */
+	case 0x86: /* TUPLE2 */
+	case 0x87: /* TUPLE3 */
+		for (int i = 0; i <= s->op - 0x85; i++)
+			if ((r = pop_value(s)) < 0)
+				return r;
+		return push(s, K_VALUE, NULL, 0);
+	case 'g': /* GET */
+		if ((r = parse_index(s, &idx)) < 0)
+			return r;
+		return memo_get(s, idx);
+	case 'h': /* BINGET */
+	case 'j': /* LONG_BINGET */
+		arglen = s->op == 'h' ? 1 : 4;
+		if ((r = need(s, arglen)) < 0)
+			return r;
+		idx = le(s->p, arglen);
+		s->p += arglen;
+		return memo_get(s, idx);
+	case 'p': /* PUT */
+		if ((r = parse_index(s, &idx)) < 0)
+			return r;
+		return memo_put(s, idx);
+	case 'q': /* BINPUT */
+	case 'r': /* LONG_BINPUT */
+		arglen = s->op == 'q' ? 1 : 4;
+		if ((r = need(s, arglen)) < 0)
+			return r;
+		idx = le(s->p, arglen);
+		s->p += arglen;
+		return memo_put(s, idx);
+	case 0x94: /* MEMOIZE */
+		/* The unpickler stores at len(memo). */
+		return memo_put(s, s->memo_count);
+	case 0x80: /* PROTO */
+		if ((r = need(s, 1)) < 0)
+			return r;
+		if (*s->p > 5)
+			return refuse(s, "unsupported pickle protocol %u", *s->p);
+		s->p++;
+		return 0;
+	case 0x95: /* FRAME */
+		if ((r = need(s, 8)) < 0)
+			return r;
+		if (le(s->p, 8) > (uint64_t)(s->end - s->p - 8))
+			return refuse(s, "FRAME longer than the stream");
+		s->p += 8;
+		return 0;
+	case 0x93: /* STACK_GLOBAL */
+		return stack_global(s);
+	case 'R': /* REDUCE */
+		return build_call(s, 1, K_OBJ);
+	case 0x81: /* NEWOBJ */
+		return build_call(s, 1, K_NEWOBJ);
+	case 0x92: /* NEWOBJ_EX */
+		return build_call(s, 2, K_NEWOBJ);
+	case 'b': /* BUILD */
+		if ((r = pop_value(s)) < 0)
+			return r;
+		if (s->n_stack == 0)
+			return refuse(s, "BUILD of nothing");
+		if (s->channel == SB_CHANNEL_DATA_ONLY && s->stack[s->n_stack - 1].kind != K_NEWOBJ)
+			return refuse(s, "BUILD on something NEWOBJ did not make (refused by "
+					 "remote-result-mode=data-only)");
+		if (s->stack[s->n_stack - 1].kind != K_NEWOBJ &&
+		    s->stack[s->n_stack - 1].kind != K_OBJ)
+			return refuse(s, "BUILD on plain data");
+		return 0;
+	case 'c':
+		return refuse(s, "GLOBAL (protocol 0) is refused: names a global by text lines");
+	case 'i':
+		return refuse(s, "INST is refused");
+	case 'o':
+		return refuse(s, "OBJ is refused");
+	case 'P':
+	case 'Q':
+		return refuse(s, "persistent ids (PERSID/BINPERSID) are refused");
+	case 0x82:
+	case 0x83:
+	case 0x84:
+		return refuse(s, "extension codes (EXT1/EXT2/EXT4) are refused");
+	case 0x97:
+	case 0x98:
+		return refuse(s, "out-of-band buffers are refused");
+	default:
+		return refuse(s, "unknown opcode");
+	}
+}
+
+static int prescan(const void *data, size_t len, enum sb_result_channel channel,
+		   const struct sb_prescan_limits *limits, char *err, size_t errlen, char *global,
+		   size_t globallen)
+{
+	struct scan s = {
+	    .p = data,
+	    .start = data,
+	    .end = (const unsigned char *)data + len,
+	    .channel = channel,
+	    .lim = limits ? limits : &sb_prescan_default_limits,
+	    .err = err,
+	    .errlen = errlen,
+	    .global = global,
+	    .globallen = globallen,
+	};
+	size_t ops = 0;
+	int r = 0;
+
+	if (errlen)
+		err[0] = '\0';
+	if (len > s.lim->max_bytes) {
+		snprintf(err, errlen, "%zu bytes, over the limit of %zu bytes", len,
+			 s.lim->max_bytes);
+		return -EPERM;
+	}
+	while (r == 0) {
+		if (s.p >= s.end) {
+			snprintf(err, errlen, "the stream ends without STOP");
+			r = -EPERM;
+			break;
+		}
+		if (++ops > s.lim->max_opcodes) {
+			snprintf(err, errlen, "more than %zu opcodes", s.lim->max_opcodes);
+			r = -EPERM;
+			break;
+		}
+		r = step(&s);
+	}
+	if (r == 1) {
+		r = 0;
+		if (s.n_stack != 1 || s.stack[0].kind == K_MARK)
+			r = refuse(&s, "STOP with %zu items on the stack", s.n_stack);
+		else if (s.stack[0].kind == K_GLOBAL && channel == SB_CHANNEL_DATA_ONLY)
+			r = refuse(&s, "a class as the result (refused by "
+				       "remote-result-mode=data-only)");
+		else if (s.p != s.end)
+			r = refuse(&s, "%zu bytes after STOP", (size_t)(s.end - s.p));
+	}
+	free(s.stack);
+	free(s.memo);
+	free(s.memo_set);
+	return r;
+}
+
+int sb_result_prescan(const void *data, size_t len, enum sb_result_channel channel,
+		      const struct sb_prescan_limits *limits, char *err, size_t errlen)
+{
+	return prescan(data, len, channel, limits, err, errlen, NULL, 0);
+}
+
+int sb_result_data_only_check(const void *data, size_t len, char *what, size_t whatlen)
+{
+	char err[256];
+	int r;
+
+	if (whatlen)
+		what[0] = '\0';
+	r = prescan(data, len, SB_CHANNEL_DATA_ONLY, NULL, err, sizeof(err), what, whatlen);
+	/* No refused global: the refusal itself says what needs objects (a
+	 * REDUCE of an allowed global, a BUILD...). */
+	if (r == -EPERM && whatlen && !what[0])
+		snprintf(what, whatlen, "%s", err);
+	return r;
+}

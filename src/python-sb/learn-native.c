@@ -1,0 +1,541 @@
+/* SPDX-License-Identifier: MIT */
+/* The native observer of learning mode (learn-native.h).
+ *
+ * The program's process installs a seccomp filter whose action on the file
+ * and socket system calls is SECCOMP_RET_USER_NOTIF, and hands the listener
+ * descriptor (SCM_RIGHTS) to a helper process forked earlier, which is not
+ * under the filter: a notified call blocks until the helper answers, so the
+ * helper must never wait for the program (it would wait for itself). The
+ * helper reads the path or address from /proc/<pid>/mem, answers
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE, and keeps a record. At exit the program
+ * asks for the records over the same socket.
+ *
+ * This is observation only. What the helper reads can change between its
+ * read and the kernel's (another thread may rewrite the buffer: the classic
+ * TOCTOU of user notification), which is why the answer is always "continue"
+ * and never a decision: the filter grants and refuses nothing, the Python
+ * guard and the kernel boundary do. seccomp_notify_id_valid() after the read
+ * only makes sure the memory was the caller's while it was waiting. A denial
+ * by the boundary's own filter (SECCOMP_RET_ERRNO) takes precedence over
+ * USER_NOTIF, so refused calls never reach the helper. */
+#include "learn-native.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "file-policy.h"
+#include "net-rule.h"
+#include "util.h"
+
+/* Records kept by the helper at most: a program that opens more distinct
+ * paths than this is not learning anything a reviewer could read. */
+#define SB_NATIVE_MAX_RECORDS 65536
+
+static struct {
+	pid_t helper;
+	int sock;
+} native = {.helper = -1, .sock = -1};
+
+/* ---- the helper -------------------------------------------------------------- */
+
+struct helper {
+	int listener;
+	char *const *skip_dirs;
+	char **records; /* "F" r|w path, or "N" proto dir port ip */
+	size_t n;
+};
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* A NUL-terminated string of the caller at addr, page by page (a read
+ * stops at the first unmapped page). */
+static bool read_string(int mem, uint64_t addr, char *buf, size_t size)
+{
+	size_t got = 0;
+
+	if (!addr)
+		return false;
+	while (got < size - 1) {
+		size_t room = 4096 - ((addr + got) % 4096);
+		ssize_t n;
+
+		if (room > size - 1 - got)
+			room = size - 1 - got;
+		n = pread(mem, buf + got, room, (off_t)(addr + got));
+		if (n <= 0)
+			return false;
+		if (memchr(buf + got, '\0', (size_t)n))
+			return true;
+		got += (size_t)n;
+	}
+	return false; /* longer than PATH_MAX: the kernel refuses it anyway */
+}
+
+static bool read_bytes(int mem, uint64_t addr, void *buf, size_t size)
+{
+	return addr && pread(mem, buf, size, (off_t)addr) == (ssize_t)size;
+}
+
+/* The directory a relative path is relative to: the caller's cwd or dirfd. */
+static bool base_dir(pid_t pid, int dirfd, char out[PATH_MAX])
+{
+	char link[64];
+	ssize_t n;
+
+	if (dirfd == AT_FDCWD)
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	else
+		snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)pid, dirfd);
+	n = readlink(link, out, PATH_MAX - 1);
+	if (n <= 0 || out[0] != '/')
+		return false;
+	out[n] = '\0';
+	return true;
+}
+
+static void keep(struct helper *h, char *record)
+{
+	if (!record)
+		return;
+	for (size_t i = 0; i < h->n; i++)
+		if (streq(h->records[i], record)) {
+			free(record);
+			return;
+		}
+	if (h->n >= SB_NATIVE_MAX_RECORDS || sb_strv_consume(&h->records, record) < 0)
+		return;
+	h->n++;
+}
+
+static char *file_record(struct helper *h, pid_t pid, int dirfd, const char *path, bool write)
+{
+	char base[PATH_MAX], resolved[PATH_MAX];
+	char *rec;
+
+	if (path[0] != '/' && !base_dir(pid, dirfd, base))
+		return NULL;
+	if (sb_path_resolve(path, path[0] == '/' ? "/" : base, true, resolved) < 0)
+		return NULL;
+	if (under(resolved, "/proc") || under(resolved, "/sys") || under(resolved, "/dev"))
+		return NULL;
+	for (char *const *d = h->skip_dirs; d && *d; d++)
+		if (under(resolved, *d))
+			return NULL;
+	/* The call has not happened yet: a read or an exec of a file that is
+	 * not there fails anyway (libc probing search paths, execvp trying each
+	 * PATH entry), and needs no rule. */
+	if (!write && access(resolved, F_OK) < 0)
+		return NULL;
+	if (asprintf(&rec, "F%c%s", write ? 'w' : 'r', resolved) < 0)
+		return NULL;
+	return rec;
+}
+
+static bool open_writes(uint64_t flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_APPEND));
+}
+
+/* tcp or udp from the socket itself, through a copy of the descriptor;
+ * tcp when it cannot be told. */
+static unsigned socket_protocol(pid_t pid, int fd)
+{
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), copy, type = 0;
+	socklen_t len = sizeof(type);
+
+	if (pidfd < 0)
+		return SB_NET_TCP;
+	copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	close(pidfd);
+	if (copy < 0)
+		return SB_NET_TCP;
+	if (getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		type = SOCK_STREAM;
+	close(copy);
+	return type == SOCK_DGRAM ? SB_NET_UDP : SB_NET_TCP;
+#else
+	(void)pid, (void)fd;
+	return SB_NET_TCP;
+#endif
+}
+
+static char *socket_record(struct helper *h, int mem, pid_t pid, int fd, uint64_t addr,
+			   uint64_t len, unsigned direction)
+{
+	struct sockaddr_storage ss = {0};
+	char ip[INET6_ADDRSTRLEN];
+	uint16_t port;
+	char *rec;
+
+	if (len < sizeof(sa_family_t))
+		return NULL;
+	if (len > sizeof(ss))
+		len = sizeof(ss);
+	if (!read_bytes(mem, addr, &ss, (size_t)len))
+		return NULL;
+	if (ss.ss_family == AF_UNIX) {
+		struct sockaddr_un *un = (struct sockaddr_un *)&ss;
+		char path[sizeof(un->sun_path) + 1];
+		size_t n = len - offsetof(struct sockaddr_un, sun_path);
+
+		if (n == 0 || un->sun_path[0] == '\0') /* abstract: no file */
+			return NULL;
+		memcpy(path, un->sun_path, n < sizeof(un->sun_path) ? n : sizeof(un->sun_path));
+		path[n < sizeof(un->sun_path) ? n : sizeof(un->sun_path)] = '\0';
+		return file_record(h, pid, AT_FDCWD, path, true);
+	}
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		port = ntohs(in->sin_port);
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+		/* IPv4-mapped: the IPv4 rules judge it (spec §3.5). */
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+			inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], ip, sizeof(ip));
+		else
+			inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		port = ntohs(in6->sin6_port);
+	} else {
+		return NULL;
+	}
+	if (asprintf(&rec, "N%u %u %u %s", socket_protocol(pid, fd), direction, port, ip) < 0)
+		return NULL;
+	return rec;
+}
+
+static void handle(struct helper *h, struct seccomp_notif *req, struct seccomp_notif_resp *resp)
+{
+	const __u64 *a = req->data.args;
+	int nr = req->data.nr;
+	char mem_path[64], path[PATH_MAX];
+	char *rec = NULL;
+	int mem;
+
+	snprintf(mem_path, sizeof(mem_path), "/proc/%d/mem", (int)req->pid);
+	mem = open(mem_path, O_RDONLY | O_CLOEXEC);
+	if (mem >= 0) {
+		if (nr == SCMP_SYS(openat) && read_string(mem, a[1], path, sizeof(path)))
+			rec = file_record(h, req->pid, (int)a[0], path, open_writes(a[2]));
+		else if (nr == SCMP_SYS(open) && read_string(mem, a[0], path, sizeof(path)))
+			rec = file_record(h, req->pid, AT_FDCWD, path, open_writes(a[1]));
+		else if (nr == SCMP_SYS(creat) && read_string(mem, a[0], path, sizeof(path)))
+			rec = file_record(h, req->pid, AT_FDCWD, path, true);
+		else if (nr == SCMP_SYS(mkdir) && read_string(mem, a[0], path, sizeof(path)))
+			rec = file_record(h, req->pid, AT_FDCWD, path, true);
+		else if (nr == SCMP_SYS(mkdirat) && read_string(mem, a[1], path, sizeof(path)))
+			rec = file_record(h, req->pid, (int)a[0], path, true);
+		/* A program run by os.system() or subprocess: Landlock needs its
+		 * directory readable (expose-ro grants execution too). */
+		else if (nr == SCMP_SYS(execve) && read_string(mem, a[0], path, sizeof(path)))
+			rec = file_record(h, req->pid, AT_FDCWD, path, false);
+		else if (nr == SCMP_SYS(execveat) && read_string(mem, a[1], path, sizeof(path)))
+			rec = file_record(h, req->pid, (int)a[0], path, false);
+		else if (nr == SCMP_SYS(openat2) && read_string(mem, a[1], path, sizeof(path))) {
+			struct open_how how = {0};
+
+			if (read_bytes(mem, a[2], &how, sizeof(how.flags)))
+				rec = file_record(h, req->pid, (int)a[0], path,
+						  open_writes(how.flags));
+		} else if (nr == SCMP_SYS(connect))
+			rec = socket_record(h, mem, req->pid, (int)a[0], a[1], a[2], SB_NET_OUT);
+		else if (nr == SCMP_SYS(bind))
+			rec = socket_record(h, mem, req->pid, (int)a[0], a[1], a[2], SB_NET_IN);
+		else if (nr == SCMP_SYS(sendto))
+			rec = socket_record(h, mem, req->pid, (int)a[0], a[4], a[5], SB_NET_OUT);
+		close(mem);
+	}
+	/* The memory read above belonged to this very call only if the call is
+	 * still waiting for us. */
+	if (rec && seccomp_notify_id_valid(h->listener, req->id) != 0) {
+		free(rec);
+		rec = NULL;
+	}
+	resp->id = req->id;
+	resp->val = 0;
+	resp->error = 0;
+	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	/* ENOENT: the caller was interrupted meanwhile; nothing to answer. */
+	(void)seccomp_notify_respond(h->listener, resp);
+	keep(h, rec);
+}
+
+static int receive_fd(int sock)
+{
+	char data;
+	char control[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &data, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = control,
+	    .msg_controllen = sizeof(control),
+	};
+	struct cmsghdr *c;
+	int fd;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) <= 0)
+		return -1;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	return fd;
+}
+
+static int send_all(int sock, const char *data, size_t n)
+{
+	while (n) {
+		ssize_t w = send(sock, data, n, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		data += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void send_records(struct helper *h, int sock)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (send_all(sock, h->records[i], strlen(h->records[i]) + 1) < 0)
+			return;
+	send_all(sock, "E", 2);
+}
+
+static _Noreturn void helper_main(int sock, char *const *skip_dirs)
+{
+	struct helper h = {.listener = -1, .skip_dirs = skip_dirs};
+	struct seccomp_notif *req = NULL;
+	struct seccomp_notif_resp *resp = NULL;
+	bool serving = true;
+
+	/* The terminal's Ctrl-C and a group kill reach us too: the program must
+	 * outlive its learning write, and it needs us until its last call. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	h.listener = receive_fd(sock);
+	if (h.listener < 0 || seccomp_notify_alloc(&req, &resp) < 0)
+		_exit(0);
+	/* Serve until no process is under the filter any more (POLLHUP): if
+	 * the helper left earlier, every notified call of a process still
+	 * under it would fail with ENOSYS. The socket may close first (the
+	 * program closed its descriptors, or exited before its children). */
+	while (serving) {
+		struct pollfd p[2] = {
+		    {.fd = sock, .events = POLLIN},
+		    {.fd = h.listener, .events = POLLIN},
+		};
+		char cmd;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents & POLLIN) {
+			memset(req, 0, sizeof(*req));
+			if (seccomp_notify_receive(h.listener, req) == 0)
+				handle(&h, req, resp);
+		} else if (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+			serving = false; /* every filtered process is gone */
+		}
+		if (sock >= 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t n = recv(sock, &cmd, 1, 0);
+
+			if (n == 1 && cmd == 'D') {
+				send_records(&h, sock);
+			} else if (n == 0 || (n < 0 && errno != EINTR)) {
+				close(sock);
+				sock = -1;
+			}
+		}
+	}
+	_exit(0);
+}
+
+/* ---- the program's side ------------------------------------------------------ */
+
+int sb_learn_native_start(char *const *skip_dirs, char **reterr)
+{
+	pid_t pid;
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return sb_error(reterr, -errno, "socketpair: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		return sb_error(reterr, r, "fork: %s", strerror(-r));
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		/* The helper keeps nothing of the program's open: a caller
+		 * waiting for the end of the program's output must not wait
+		 * for the helper too. */
+		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+		    dup2(devnull, 2) < 0 || dup2(sv[1], 3) < 0)
+			_exit(0);
+		close_range(4, ~0U, 0);
+		helper_main(3, skip_dirs);
+	}
+	close(sv[1]);
+	native.helper = pid;
+	native.sock = sv[0];
+	/* Under Yama's ptrace_scope=1 a child may not read its parent's memory
+	 * unless named: no error when Yama is absent. */
+	(void)prctl(PR_SET_PTRACER, (unsigned long)pid, 0, 0, 0);
+	return 0;
+}
+
+static int send_fd(int sock, int fd)
+{
+	char data = 'L';
+	char control[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &data, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = control,
+	    .msg_controllen = sizeof(control),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
+int sb_learn_native_arm(char **reterr)
+{
+	static const char *const calls[] = {"open",    "openat", "openat2",  "creat",	"mkdir",
+					    "mkdirat", "execve", "execveat", "connect", "bind"};
+	scmp_filter_ctx ctx;
+	int r = 0, fd;
+
+	if (native.sock < 0)
+		return sb_error(reterr, -ENOTCONN, "the helper did not start");
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return sb_error(reterr, -ENOMEM, "seccomp_init failed");
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(calls); i++) {
+		int nr = seccomp_syscall_resolve_name(calls[i]);
+
+		/* A call this architecture lacks (open on arm64) is no loss. */
+		if (nr != __NR_SCMP_ERROR && nr >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
+	}
+	/* sendto() with an address only: the datagrams of an unconnected socket. */
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1,
+				     SCMP_A4(SCMP_CMP_NE, 0));
+	if (r >= 0)
+		r = seccomp_load(ctx);
+	if (r < 0) {
+		seccomp_release(ctx);
+		/* Nothing is installed: the helper has nothing to serve. */
+		close(native.sock);
+		native.sock = -1;
+		waitpid(native.helper, NULL, 0);
+		return sb_error(reterr, r, "cannot install the notifying filter: %s", strerror(-r));
+	}
+	/* From here on, a notified call of ours waits for the helper: nothing
+	 * but sendmsg() until it has the listener. Our copy is closed so that
+	 * the helper's is the only one (libseccomp keeps the number in its
+	 * global state, closed only by seccomp_reset(NULL), never called). */
+	fd = seccomp_notify_fd(ctx);
+	r = fd >= 0 ? send_fd(native.sock, fd) : -EBADF;
+	if (fd >= 0)
+		close(fd);
+	seccomp_release(ctx);
+	/* The filter cannot be removed: without a listener every notified call
+	 * fails (ENOSYS), so the program must not run. */
+	if (r < 0)
+		return sb_error(reterr, -EPIPE, "cannot hand the listener to the helper: %s",
+				strerror(-r));
+	return 0;
+}
+
+int sb_learn_native_collect(const struct sb_learn_native_sink *sink)
+{
+	struct sb_buf b = {0};
+	char chunk[8192];
+	bool end = false;
+	int r = 0;
+
+	if (native.sock < 0)
+		return -ENOTCONN;
+	if (send(native.sock, "D", 1, MSG_NOSIGNAL) != 1)
+		return -errno;
+	while (!end) {
+		ssize_t n = recv(native.sock, chunk, sizeof(chunk), 0);
+		size_t start = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EPIPE;
+			break;
+		}
+		if (sb_buf_putn(&b, chunk, (size_t)n) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		/* Whole records only; the tail waits for the next chunk. */
+		for (size_t i = 0; i < b.len; i++) {
+			const char *rec = b.data + start;
+			unsigned protocol, direction, port;
+			char ip[INET6_ADDRSTRLEN];
+
+			if (b.data[i] != '\0')
+				continue;
+			if (rec[0] == 'E') {
+				end = true;
+			} else if (rec[0] == 'F' && rec[1] && rec[2] == '/') {
+				sink->file(rec + 2, rec[1] == 'w', sink->userdata);
+			} else if (rec[0] == 'N' &&
+				   sscanf(rec + 1, "%u %u %u %45s", &protocol, &direction, &port,
+					  ip) == 4 &&
+				   port < 65536) {
+				sink->net(ip, protocol, (uint16_t)port, direction, sink->userdata);
+			}
+			start = i + 1;
+		}
+		memmove(b.data, b.data + start, b.len - start);
+		b.len -= start;
+	}
+	sb_buf_reset(&b);
+	return r;
+}

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/* The learning recorder: what the guard would have refused, as records, and
+ * the write at exit (learn.h). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "learn.h"
+
+#include <arpa/inet.h>
+#include <signal.h>
+#include <time.h>
+
+#include "api-registry.h"
+#include "learn-file.h"
+#include "learn-native.h"
+#include "learn-python.h"
+#include "learn-rules.h"
+#include "net-rule.h"
+#include "util.h"
+
+bool sb_learning;
+
+static struct {
+	const struct sb_profile *profile;
+	char *file;
+	char *cwd;
+	char **host_env;
+	char **skip_dirs;
+	char **stdlib_modules;
+	void (*report)(const struct sb_learn_outcome *outcome);
+	bool native, native_armed;
+	char *native_warning;
+
+	struct sb_learn_set set;
+	struct sb_learn_strset seen_paths; /* every path the guard decided on: not native */
+	struct sb_learn_strset seen_nets;  /* "ip port direction" the guard decided on */
+	char **env_written;
+	char **names;	   /* pairs: ip, name (the first name that resolved to ip) */
+	pid_t pid;	   /* the process that learns: not a child it forked */
+	char **pythonpath; /* the host's PYTHONPATH entries (resolved) */
+	bool pythonpath_used;
+	bool begun, activated, done;
+} learn;
+
+bool sb_learn_wanted(const struct sb_profile *p, const char *root_file, const char **ret_file)
+{
+	if (!p->py_sandbox)
+		return false;
+	if (p->learn == SB_LEARN_FILE && p->learn_file) {
+		*ret_file = p->learn_file;
+		return true;
+	}
+	if (p->root_missing && root_file) {
+		*ret_file = root_file;
+		return true;
+	}
+	return false;
+}
+
+int sb_learn_check_default_lock(const struct sb_load_options *opts, char **reterr)
+{
+	/* The includes of data/py-sandboxes.template. */
+	_cleanup_free_ char *user = opts->home
+					? sb_path_join(opts->home, ".config/py-sandboxes/"
+								   "user-py-sandboxes.profile")
+					: NULL;
+	const char *files[] = {user, "/etc/py-sandboxes/global-py-sandboxes.profile"};
+
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		_cleanup_(sb_profile_freep) struct sb_profile *p = NULL;
+		_cleanup_(sb_diags_done) struct sb_diags diags = {0};
+		struct sb_load_options o = *opts;
+
+		if (!files[i] || access(files[i], F_OK) < 0)
+			continue;
+		o.path = files[i];
+		o.cli_rules = NULL;
+		if (sb_profile_load(&o, &p, &diags) == -ENOMEM)
+			return -ENOMEM;
+		if (p && p->learn_locked)
+			return sb_error(reterr, -EPERM,
+					"%s:%u: learning mode is forbidden, but requested by a "
+					"missing rule file '%s'",
+					p->learn_lock_origin.file, p->learn_lock_origin.line,
+					opts->path ? opts->path : "./.py-sandboxes");
+	}
+	return 0;
+}
+
+/* The interpreter reads PYTHONPATH itself, in C: a module the program
+ * imports from one of its directories needs env=PYTHONPATH on replay (the
+ * kernel boundary grants those directories from the program's PYTHONPATH). */
+static int split_pythonpath(const char *value)
+{
+	_cleanup_free_ char *copy = strdup(value);
+	char *save = NULL;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *d = strtok_r(copy, ":", &save); r >= 0 && d; d = strtok_r(NULL, ":", &save)) {
+		char real[PATH_MAX];
+
+		if (realpath(d, real))
+			r = sb_strv_push(&learn.pythonpath, real);
+	}
+	return r;
+}
+
+static bool under_dir(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+int sb_learn_configure(const struct sb_learn_options *o)
+{
+	int r = 0;
+
+	learn.profile = o->profile;
+	learn.report = o->report;
+	learn.native = o->native;
+	learn.file = strdup(o->file);
+	learn.cwd = strdup(o->cwd);
+	if (!learn.file || !learn.cwd)
+		return -ENOMEM;
+	for (char *const *e = o->host_env; r >= 0 && e && *e; e++) {
+		r = sb_strv_push(&learn.host_env, *e);
+		if (r >= 0 && startswith(*e, "PYTHONPATH="))
+			r = split_pythonpath(*e + strlen("PYTHONPATH="));
+	}
+	if (r < 0)
+		return r;
+	sb_learning = true;
+	return 0;
+}
+
+int sb_learn_environment(char *const *host_env, char *const *rule_env, char ***ret)
+{
+	_cleanup_strv_free_ char **env = NULL;
+	int r = 0;
+
+	for (char *const *e = host_env; r >= 0 && e && *e; e++)
+		r = sb_strv_push(&env, *e);
+	for (char *const *e = rule_env; r >= 0 && e && *e; e++) {
+		size_t n = strcspn(*e, "=");
+		bool replaced = false;
+
+		for (char **h = env; h && *h; h++)
+			if (strncmp(*h, *e, n) == 0 && (*h)[n] == '=') {
+				char *copy = strdup(*e);
+
+				if (!copy)
+					return -ENOMEM;
+				free(*h);
+				*h = copy;
+				replaced = true;
+				break;
+			}
+		if (!replaced)
+			r = sb_strv_push(&env, *e);
+	}
+	if (r < 0)
+		return r;
+	if (!env && !(env = calloc(1, sizeof(*env))))
+		return -ENOMEM;
+	*ret = TAKE_PTR(env);
+	return 0;
+}
+
+void sb_learn_relax_boundary(struct sb_boundary *b)
+{
+	b->use_landlock = false;
+	b->seccomp.allow_inet = true;
+	b->seccomp.allow_udp = true;
+	b->seccomp.allow_unix_socket = true;
+	b->seccomp.allow_exec = true;
+	b->seccomp.allow_fork = true;
+}
+
+int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr _unused_)
+{
+	int r = 0;
+
+	if (!sb_learning)
+		return 0;
+	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++) {
+		char real[PATH_MAX];
+
+		r = sb_strv_push(&learn.skip_dirs, realpath(*d, real) ? real : *d);
+	}
+	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++) {
+		char real[PATH_MAX];
+
+		r = sb_strv_push(&learn.skip_dirs, realpath(*f, real) ? real : *f);
+	}
+	if (r < 0)
+		return r;
+	if (learn.native) {
+		_cleanup_free_ char *why = NULL;
+
+		/* Without the observer the Python guard still learns: say so
+		 * rather than refuse to run. */
+		if (sb_learn_native_start(learn.skip_dirs, &why) < 0) {
+			learn.native = false;
+			if (asprintf(&learn.native_warning,
+				     "native code is not observed during this learning run: %s",
+				     why ? why : "the helper could not start") < 0)
+				learn.native_warning = NULL;
+		}
+	}
+	learn.pid = getpid();
+	learn.begun = true;
+	return 0;
+}
+
+const char *sb_learn_file_path(void)
+{
+	return sb_learning ? learn.file : NULL;
+}
+
+int sb_learn_end(int exit_code)
+{
+	int sig;
+
+	if (!sb_learning || !learn.begun)
+		return exit_code;
+	sb_learn_finish();
+	sig = sb_learn_exit_signal();
+	if (sig) {
+		/* Die as `python` would have: the parent sees the signal. */
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return exit_code;
+}
+
+const char *sb_learn_native_warning(void)
+{
+	return learn.native_warning ? learn.native_warning : "";
+}
+
+static void at_exit(void)
+{
+	int sig;
+
+	sb_learn_finish();
+	/* SystemExit from our SIGTERM/SIGQUIT handler: Py_RunMain() may end
+	 * the process itself (Py_Exit), so die of the signal here, as `python`
+	 * would have, once the file is written. */
+	sig = sb_learn_exit_signal();
+	if (sig) {
+		fflush(NULL);
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+}
+
+int sb_learn_activate(char **reterr)
+{
+	int r;
+
+	if (!sb_learning || !learn.begun)
+		return 0;
+	r = sb_learn_python_activate(&learn.stdlib_modules, reterr);
+	if (r < 0)
+		return r;
+	/* Py_FinalizeEx() calls it after the program, whatever ended it; and
+	 * before Py_RunMain() re-kills itself for an unhandled Ctrl-C. */
+	if (Py_AtExit(at_exit) < 0)
+		return sb_error(reterr, -ENOMEM, "cannot register the learning write at exit");
+	learn.activated = true;
+	if (learn.native) {
+		_cleanup_free_ char *why = NULL;
+
+		r = sb_learn_native_arm(&why);
+		if (r == -EPIPE)
+			return sb_error(reterr, r, "learning: %s", why ? why : "no listener");
+		if (r < 0) {
+			free(learn.native_warning);
+			if (asprintf(&learn.native_warning,
+				     "native code is not observed during this learning run: %s",
+				     why ? why : "the filter could not be installed") < 0)
+				learn.native_warning = NULL;
+		} else {
+			learn.native_armed = true;
+		}
+	}
+	return 0;
+}
+
+int sb_learn_exit_signal(void)
+{
+	return sb_learn_python_exit_signal();
+}
+
+/* ---- records ------------------------------------------------------------------ */
+
+bool sb_learn_file(const char *resolved, bool write)
+{
+	if (!sb_learning || learn.done)
+		return false;
+	/* Out of memory: keep the refusal, which is what a run without learning
+	 * would do; the profile misses the line rather than the sandbox a check. */
+	if (sb_learn_set_add_path(&learn.set, resolved, write, false) < 0)
+		return false;
+	sb_learn_strset_add(&learn.seen_paths, resolved);
+	return true;
+}
+
+void sb_learn_file_decided(const char *resolved, bool write, const char *needed)
+{
+	if (!sb_learning || learn.done)
+		return;
+	for (char **d = learn.pythonpath; !learn.pythonpath_used && d && *d; d++)
+		learn.pythonpath_used = under_dir(resolved, *d);
+	if (learn.native_armed && sb_learn_strset_add(&learn.seen_paths, resolved) == 1) {
+		/* The guard resolves a path by scanning its directory (in C). */
+		_cleanup_free_ char *dir = sb_path_dirname(resolved);
+
+		if (dir)
+			sb_learn_strset_add(&learn.seen_paths, dir);
+	}
+	if (needed)
+		sb_learn_set_add_path(&learn.set, needed, write, false);
+}
+
+void sb_learn_net_name(const char *name, const char *ip)
+{
+	if (!sb_learning || learn.done)
+		return;
+	for (char **p = learn.names; p && p[0] && p[1]; p += 2)
+		if (streq(p[0], ip))
+			return;
+	if (sb_strv_push(&learn.names, ip) >= 0 && sb_strv_push(&learn.names, name) < 0) {
+		/* Keep the pairs aligned. */
+		size_t n = sb_strv_length(learn.names);
+
+		free(learn.names[n - 1]);
+		learn.names[n - 1] = NULL;
+	}
+}
+
+bool sb_learn_net(const char *host, unsigned protocol, uint16_t port, unsigned direction)
+{
+	if (!sb_learning || learn.done)
+		return false;
+	for (char **p = learn.names; p && p[0] && p[1]; p += 2)
+		if (streq(p[0], host)) {
+			host = p[1];
+			break;
+		}
+	return sb_learn_set_add_net(&learn.set, host, protocol, port, direction, false) >= 0;
+}
+
+void sb_learn_net_seen(const char *ip, uint16_t port, unsigned direction)
+{
+	char key[INET6_ADDRSTRLEN + 32];
+
+	if (!sb_learning || !learn.native_armed || learn.done)
+		return;
+	snprintf(key, sizeof(key), "%s %u %u", ip, port, direction);
+	sb_learn_strset_add(&learn.seen_nets, key);
+}
+
+bool sb_learn_import(const char *top_level)
+{
+	if (!sb_learning || learn.done)
+		return false;
+	return sb_learn_set_add_import(&learn.set, top_level) >= 0;
+}
+
+bool sb_learn_api(const char *qualname)
+{
+	const struct sb_api_function *fn;
+	const struct sb_api_rule *rule = NULL;
+
+	if (!sb_learning || learn.done || !(fn = sb_api_lookup(qualname)))
+		return false;
+	/* An explicit DENY is a decision, not a missing rule. */
+	if (!sb_api_is_allowed(learn.profile->apis, learn.profile->n_apis, fn, &rule) && rule &&
+	    rule->deny)
+		return false;
+	return sb_learn_set_add_api(&learn.set, fn) >= 0;
+}
+
+bool sb_learn_api_category(int category)
+{
+	if (!sb_learning || learn.done || category < 0 || category >= SB_API_CATEGORY__N)
+		return false;
+	for (size_t i = 0; i < learn.profile->n_apis; i++) {
+		const struct sb_api_rule *a = &learn.profile->apis[i];
+
+		if (a->deny &&
+		    (a->kind == SB_API_TARGET_ALL ||
+		     (a->kind == SB_API_TARGET_CATEGORY && (int)a->category == category)))
+			return false;
+	}
+	sb_learn_set_add_api_category(&learn.set, (enum sb_api_category)category);
+	return true;
+}
+
+void sb_learn_env_read(const char *name)
+{
+	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))
+		return;
+	sb_learn_set_add_env(&learn.set, name);
+}
+
+void sb_learn_result(const char *needs_objects)
+{
+	if (!sb_learning || learn.done)
+		return;
+	sb_learn_set_add_result(&learn.set, needs_objects);
+}
+
+void sb_learn_env_written(const char *name)
+{
+	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))
+		return;
+	sb_strv_push(&learn.env_written, name);
+}
+
+bool sb_learn_env_was_written(const char *name)
+{
+	return sb_strv_contains(learn.env_written, name);
+}
+
+/* ---- the write --------------------------------------------------------------- */
+
+static void native_file(const char *path, bool write, void *userdata _unused_)
+{
+	if (sb_learn_strset_contains(&learn.seen_paths, path))
+		return;
+	sb_learn_set_add_path(&learn.set, path, write, true);
+}
+
+static void native_net(const char *ip, unsigned protocol, uint16_t port, unsigned direction,
+		       void *userdata _unused_)
+{
+	char key[INET6_ADDRSTRLEN + 32];
+
+	snprintf(key, sizeof(key), "%s %u %u", ip, port, direction);
+	if (sb_learn_strset_contains(&learn.seen_nets, key))
+		return;
+	sb_learn_set_add_net(&learn.set, ip, protocol, port, direction, true);
+}
+
+static const char *env_lookup(const char *name, void *userdata)
+{
+	size_t n = strlen(name);
+
+	for (char **e = userdata; e && *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+/* The learn file's rules when it is not the loaded profile (--learn=<other
+ * file>), so that what it has already is not added again; NULL otherwise. A
+ * file with errors still gives the rules that parsed. */
+static struct sb_profile *load_learn_profile(const char *home)
+{
+	_cleanup_(sb_diags_done) struct sb_diags diags = {0};
+	struct sb_profile *p = NULL;
+	char a[PATH_MAX], b[PATH_MAX];
+	struct sb_load_options o = {
+	    .path = learn.file,
+	    .getenv = env_lookup,
+	    .getenv_userdata = learn.host_env,
+	    .cwd = learn.cwd,
+	    .home = home,
+	};
+	int r;
+
+	if (!realpath(learn.file, a))
+		return NULL;
+	for (char **f = learn.profile->files; f && *f; f++)
+		if (realpath(*f, b) && streq(a, b))
+			return NULL;
+	r = sb_profile_load(&o, &p, &diags);
+	if ((r >= 0 || r == -EINVAL) && p)
+		(void)sb_profile_check(p, &o, &diags);
+	return p;
+}
+
+static char *rules_text(const struct sb_learn_rules *rules)
+{
+	struct sb_buf b = {0};
+
+	for (size_t s = 0; s < SB_LEARN__N; s++)
+		for (char **l = rules->lines[s]; l && *l; l++)
+			if (sb_buf_printf(&b, "%s\n", *l) < 0) {
+				sb_buf_reset(&b);
+				return NULL;
+			}
+	return b.data ? sb_buf_steal(&b) : strdup("");
+}
+
+void sb_learn_finish(void)
+{
+	_cleanup_(sb_learn_rules_done) struct sb_learn_rules rules = {0};
+	_cleanup_(sb_learn_write_result_done) struct sb_learn_write_result res = {0};
+	_cleanup_free_ char *err = NULL, *text = NULL;
+	_cleanup_(sb_profile_freep) struct sb_profile *learn_profile = NULL;
+	char real_file[PATH_MAX];
+	struct sb_learn_outcome out = {.file = learn.file};
+	const char *tmpdir = NULL, *home = NULL;
+	int r;
+
+	/* A child forked by the program (os.fork, multiprocessing) finalizes
+	 * too: only the learning process writes. */
+	/* Not activated: the interpreter never ran the program (a usage error
+	 * CPython reported while reading its configuration). */
+	if (!sb_learning || !learn.activated || learn.done || getpid() != learn.pid)
+		return;
+	learn.done = true;
+
+	if (learn.native_armed) {
+		sb_learn_native_collect(&(struct sb_learn_native_sink){
+		    .file = native_file,
+		    .net = native_net,
+		});
+	}
+	for (char **e = learn.host_env; e && *e; e++)
+		if (startswith(*e, "TMPDIR=") && (*e)[7] == '/')
+			tmpdir = *e + 7;
+		else if (startswith(*e, "HOME=") && (*e)[5] == '/')
+			home = *e + 5;
+
+	if (learn.pythonpath_used)
+		sb_learn_set_add_env(&learn.set, "PYTHONPATH");
+	learn_profile = load_learn_profile(home);
+	r = sb_learn_rules_build(
+	    &learn.set,
+	    &(struct sb_learn_context){
+		.cwd = learn.cwd,
+		.home = home,
+		.tmpdir = tmpdir,
+		.env = learn.host_env,
+		.skip_dirs = learn.skip_dirs,
+		.stdlib_modules = learn.stdlib_modules,
+		.learn_file = realpath(learn.file, real_file) ? real_file : learn.file,
+		.learn_profile = learn_profile,
+	    },
+	    learn.profile, &rules);
+	if (r >= 0)
+		r = sb_learn_file_write(learn.file, &rules, time(NULL), &res, &err);
+	out.error = r < 0 ? r : 0;
+	out.message = err;
+	out.backup = res.backup;
+	out.added = res.added;
+	out.created = res.created;
+	out.changed = res.changed;
+	out.warning = rules.warning;
+	if (r < 0)
+		out.rules_text = text = rules_text(&rules);
+	if (learn.report)
+		learn.report(&out);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* python-sb's partial-mode worker (spec section 7): started by the pysandboxes
+ * package with --pysandboxes-worker=FD, it goes through the normal start-up
+ * (rules, provider, kernel boundary, guard) and then, instead of running a
+ * program, serves calls framed on the inherited socket (src/partial/frame.h). */
+
+#include <stdbool.h>
+
+#include "profile.h"
+
+struct sb_worker {
+	int fd;
+	char **paths;	   /* the parent's sys.path directories that exist */
+	char *main_path;   /* the parent's __main__ script, or NULL */
+	char *main_module; /* the parent's __main__ module (-m), or NULL */
+	char *init_module; /* init_fn, or NULL */
+	char *init_qualname;
+};
+
+/* Parses "FD" from --pysandboxes-worker=FD. 0 or -EINVAL. */
+int sb_worker_parse_fd(const char *text, int *ret_fd);
+
+/* Before the interpreter and the boundary: checks the descriptor, reads the
+ * parent's configuration frame and arranges to die with the parent. 0 or
+ * -errno with *reterr. */
+int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr);
+void sb_worker_done(struct sb_worker *w);
+
+/* After the guard is active: the call loop. Returns the process exit code. */
+int sb_worker_serve(const struct sb_worker *w, const struct sb_profile *profile,
+		    const char *provider);
