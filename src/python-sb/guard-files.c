@@ -26,9 +26,19 @@ static const char *const ca_stores[] = {
     "/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates", "/usr/share/pki",
 };
 
+/* An implicit grant not resolved yet (see resolve_pending()). */
+struct pending_grant {
+	char *path; /* absolute */
+	bool file, writable;
+	bool link_too; /* also the link path itself, if it is one */
+	const char *why;
+};
+
 static struct {
 	struct sb_file_policy policy;
 	bool prepared;
+	struct pending_grant *pending;
+	size_t n_pending;
 } files;
 
 /* Interned keyword names, made once by files_activate(): looking a C string
@@ -534,6 +544,8 @@ static void learn_decided(const char *resolved, bool write, enum sb_fp_verdict v
 /* The decision for one raw path (relative to dir_fd when >= 0, else to the
  * cwd). resolved_out, when given, receives the resolved path. 0, or -1 with
  * the exception set. */
+static int resolve_pending(void);
+
 static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char *resolved_out)
 {
 	char base[PATH_MAX], abs[PATH_MAX], resolved[PATH_MAX];
@@ -543,6 +555,11 @@ static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char 
 	const char *basep = NULL;
 	struct rc_slot *slot = NULL;
 	size_t n;
+
+	if (files.n_pending && resolve_pending() < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
 
 	/* The hot path: a read of an absolute path that was allowed before,
 	 * with nothing changed since (see the resolution cache). Keys are
@@ -1727,6 +1744,81 @@ static bool grants_other_actors(const struct sb_profile *profile)
 	return false;
 }
 
+static int defer_grant(const char *path, bool file, bool writable, bool link_too, const char *why)
+{
+	struct pending_grant *p;
+
+	if (!path || !*path)
+		return 0;
+	p = realloc(files.pending, (files.n_pending + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	files.pending = p;
+	p[files.n_pending] = (struct pending_grant){
+	    .path = strdup(path),
+	    .file = file,
+	    .writable = writable,
+	    .link_too = link_too,
+	    .why = why,
+	};
+	if (!p[files.n_pending].path)
+		return -ENOMEM;
+	files.n_pending++;
+	return 0;
+}
+
+/* The link itself: an exact grant of its own path. */
+static int grant_link(const char *path, const char *why)
+{
+	char hop[PATH_MAX];
+	struct sb_fp_grant *grants;
+	char *copy;
+
+	if (sb_path_resolve(path, "/", false, hop) < 0)
+		return 0;
+	grants = realloc(files.policy.implicit, (files.policy.n_implicit + 1) * sizeof(*grants));
+	if (!grants)
+		return -ENOMEM;
+	files.policy.implicit = grants;
+	copy = strdup(hop);
+	if (!copy)
+		return -ENOMEM;
+	grants[files.policy.n_implicit++] = (struct sb_fp_grant){
+	    .dir = copy,
+	    .len = strlen(copy),
+	    .implicit = true,
+	    .file = true,
+	    .why = why,
+	};
+	return 0;
+}
+
+/* The implicit grants are resolved (realpath and stat of each, ~70 system
+ * calls) at the first decision rather than on every start: a program that
+ * opens nothing never pays for them. Resolving late changes nothing: every
+ * change to the file system the guard mediates is itself a decision, made
+ * after this, and paths relative to the current directory were made
+ * absolute when they were recorded. */
+static int resolve_pending(void)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < files.n_pending; i++) {
+		const struct pending_grant *p = &files.pending[i];
+
+		if (r >= 0)
+			r = sb_file_policy_add_implicit(&files.policy, p->path, p->file,
+							p->writable, p->why);
+		if (r >= 0 && p->link_too)
+			r = grant_link(p->path, p->why);
+		free(p->path);
+	}
+	free(files.pending);
+	files.pending = NULL;
+	files.n_pending = 0;
+	return r;
+}
+
 static int files_prepare(const struct sb_profile *profile, const struct sb_interp_paths *interp,
 			 char **reterr _unused_)
 {
@@ -1737,53 +1829,22 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 
 	r = sb_file_policy_init(&files.policy, profile);
 	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++)
-		r = sb_file_policy_add_implicit(&files.policy, *d, false, false,
-						"the interpreter's files");
-	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++) {
-		/* Each link of the chain (readlink of it) and its target. */
-		char hop[PATH_MAX];
-
-		r = sb_file_policy_add_implicit(&files.policy, *f, true, false,
-						"the interpreter's files");
-		if (r >= 0 && sb_path_resolve(*f, "/", false, hop) == 0) {
-			/* The link itself: an exact grant of its own path. */
-			struct sb_fp_grant *grants = realloc(
-			    files.policy.implicit, (files.policy.n_implicit + 1) * sizeof(*grants));
-			char *copy = strdup(hop);
-
-			if (!grants || !copy) {
-				free(copy);
-				if (grants)
-					files.policy.implicit = grants;
-				r = -ENOMEM;
-				break;
-			}
-			files.policy.implicit = grants;
-			grants[files.policy.n_implicit++] = (struct sb_fp_grant){
-			    .dir = copy,
-			    .len = strlen(copy),
-			    .implicit = true,
-			    .file = true,
-			    .why = "the interpreter's files",
-			};
-		}
-	}
+		r = defer_grant(*d, false, false, false, "the interpreter's files");
+	/* Each link of the chain (readlink of it) and its target. */
+	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++)
+		r = defer_grant(*f, true, false, true, "the interpreter's files");
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_stores); i++)
-		r = sb_file_policy_add_implicit(&files.policy, ca_stores[i], false, false,
-						"a CA store");
+		r = defer_grant(ca_stores[i], false, false, false, "a CA store");
 	/* What the kernel boundary grants too: harmless, and needed by
 	 * subprocess.DEVNULL, os.urandom fallbacks, and the like. */
 	if (r >= 0)
-		r = sb_file_policy_add_implicit(&files.policy, "/dev/null", true, true, "a device");
+		r = defer_grant("/dev/null", true, true, false, "a device");
 	if (r >= 0)
-		r = sb_file_policy_add_implicit(&files.policy, "/dev/zero", true, false,
-						"a device");
+		r = defer_grant("/dev/zero", true, false, false, "a device");
 	if (r >= 0)
-		r = sb_file_policy_add_implicit(&files.policy, "/dev/urandom", true, false,
-						"a device");
+		r = defer_grant("/dev/urandom", true, false, false, "a device");
 	if (r >= 0)
-		r = sb_file_policy_add_implicit(&files.policy, "/dev/random", true, false,
-						"a device");
+		r = defer_grant("/dev/random", true, false, false, "a device");
 	if (r < 0)
 		return r;
 	files.prepared = true;
@@ -1804,11 +1865,18 @@ static int add_sys_path(void)
 		int r = 0;
 
 		if (k == PATH_STRING) {
-			/* '' is the current directory (-c, -m, the REPL). */
+			char abs[PATH_MAX];
+
+			/* '' is the current directory (-c, -m, the REPL); a
+			 * relative entry is made absolute now, as it means now. */
 			if (!*dir)
 				dir = getcwd(cwd, sizeof(cwd));
-			r = sb_file_policy_add_implicit(&files.policy, dir, false, false,
-							"a sys.path entry");
+			else if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)) &&
+				 (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, dir) <
+				     sizeof(abs))
+				dir = abs; /* joined, not normalised: ".." is the resolver's */
+			if (dir && dir[0] == '/')
+				r = defer_grant(dir, false, false, false, "a sys.path entry");
 		}
 		Py_XDECREF(keep);
 		PyErr_Clear();
@@ -1842,15 +1910,14 @@ static int add_sys_path0(void)
 	}
 	if (!*arg0 || streq(arg0, "-m") || streq(arg0, "-c") || streq(arg0, "-")) {
 		if (getcwd(cwd, sizeof(cwd)))
-			r = sb_file_policy_add_implicit(&files.policy, cwd, false, false,
-							"a sys.path entry");
+			r = defer_grant(cwd, false, false, false, "a sys.path entry");
 	} else {
+		/* CPython puts the directory of the script's real path there. */
 		_cleanup_free_ char *real = realpath(arg0, NULL), *dir = NULL;
 
 		dir = real ? sb_path_dirname(real) : NULL;
 		if (dir)
-			r = sb_file_policy_add_implicit(&files.policy, dir, false, false,
-							"a sys.path entry");
+			r = defer_grant(dir, false, false, false, "a sys.path entry");
 	}
 	Py_XDECREF(keep);
 	return r;
@@ -1902,6 +1969,11 @@ static void files_release(void)
 		wrapped[i].original = NULL;
 		wrapped[i].def = (PyMethodDef){0};
 	}
+	for (size_t i = 0; i < files.n_pending; i++)
+		free(files.pending[i].path);
+	free(files.pending);
+	files.pending = NULL;
+	files.n_pending = 0;
 	sb_file_policy_done(&files.policy);
 	files.prepared = false;
 	/* Like the originals: the finalized interpreter's objects. */
