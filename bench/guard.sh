@@ -15,7 +15,9 @@
 # Environment: PYTHON_SB, PYTHON_REF, PYTHON3, KEEP_BUILD as for startup.sh, and
 #   OUT_DIR        where guard.json/guard.md go (default: a new temp dir)
 #   RUNS, WARMUP   hyperfine runs/warm-ups per command (default 40, 5)
-#   MAX_RATIO      threshold for mean(guard) / mean(no guard), os-sandbox=none (1.05)
+#   IRUNS          rounds of the interleaved run (default 60)
+#   MAX_RATIO      threshold for guard / no guard, os-sandbox=none, the median of
+#                  the per-round ratios of the interleaved run (1.05)
 #   DIRS, FILES    shape of the data directory (default 30 directories x 100 files)
 #   CALLGRIND=0    skip the instruction counts
 #   PYTHONHASHSEED fixed in every command's environment (default 0, as
@@ -38,6 +40,7 @@ set -euo pipefail
 RUNS=${RUNS:-40}
 WARMUP=${WARMUP:-5}
 MAX_RATIO=${MAX_RATIO:-1.05}
+IRUNS=${IRUNS:-60}
 DIRS=${DIRS:-30}
 FILES=${FILES:-100}
 command -v hyperfine >/dev/null ||
@@ -100,10 +103,22 @@ echo "== hyperfine: $RUNS runs after $WARMUP warm-ups per command; cwd $profile_
     -n noguard-subprocess "$(q "$sb") $(cfg false-subprocess) $(q "$workload") $(q "$data")" \
     -n python-ref "$(q "$ref") $(q "$workload") $(q "$data")"
 
-status=0
 bench_ratios "$out/guard.json" "$MAX_RATIO" guard-none/noguard-none \
     guard-none/noguard-none guard-subprocess/noguard-subprocess \
-    noguard-none/python-ref || status=$?
+    noguard-none/python-ref || true
+
+# The same pair round-robin (bench/interleave.py): hyperfine's blocks drift
+# with the load of this shared machine; the median of the per-round ratios
+# does not. This run decides the exit status. interleave.py splits commands
+# on spaces and takes no shell quoting (the temporary paths have none).
+echo "== interleaved: $IRUNS rounds after 10 warm-up rounds" >&2
+status=0
+"${clean_env[@]}" "$PYTHON3" "$bench_here/interleave.py" --runs "$IRUNS" \
+    --json "$out/guard-interleaved.json" --gate "guard-none=$MAX_RATIO" \
+    noguard-none="$sb --pysandboxes-config $profile_dir/guard-false-none.py-sandboxes $workload $data" \
+    guard-none="$sb --pysandboxes-config $profile_dir/guard-true-none.py-sandboxes $workload $data" \
+    noguard-subprocess="$sb --pysandboxes-config $profile_dir/guard-false-subprocess.py-sandboxes $workload $data" \
+    guard-subprocess="$sb --pysandboxes-config $profile_dir/guard-true-subprocess.py-sandboxes $workload $data" || status=$?
 
 # Instructions (no timing noise): os-sandbox=none only, valgrind cannot run
 # the seccomp filter.

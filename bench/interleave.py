@@ -8,9 +8,10 @@ two blocks moves by more than the few per cent we care about. Here every round
 runs each command once, in an order reversed every other round, so that drift
 hits all of them alike; the ratios of the medians are what to read.
 
-Usage: interleave.py [--runs N] [--warmup N] [--json FILE] NAME=COMMAND...
+Usage: interleave.py [--runs N] [--warmup N] [--json FILE] [--gate NAME=MAX]...
+                     NAME=COMMAND...
 
-Each COMMAND is split on whitespace and started with posix_spawn (no shell)
+Each COMMAND is split on whitespace and started with posix_spawnp (no shell; PATH searched)
 in the caller's environment (run it under `env -i ...` as the other scripts
 do), stdout and stderr to /dev/null; a non-zero exit stops the measurement.
 The first command is the baseline of the ratios. Prints, per command, the
@@ -33,6 +34,8 @@ def parse():
     p.add_argument("--runs", type=int, default=300)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--json", help="write every sample here")
+    p.add_argument("--gate", metavar="NAME=MAX", action="append", default=[],
+                   help="exit 1 when NAME's paired ratio to the baseline is above MAX")
     p.add_argument("commands", nargs="+", metavar="NAME=COMMAND")
     a = p.parse_args()
     cmds = []
@@ -46,9 +49,9 @@ def parse():
 
 def run_once(argv, devnull):
     t0 = time.perf_counter_ns()
-    pid = os.posix_spawn(argv[0], argv, os.environ,
-                         file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1),
-                                       (os.POSIX_SPAWN_DUP2, devnull, 2)])
+    pid = os.posix_spawnp(argv[0], argv, os.environ,
+                          file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1),
+                                        (os.POSIX_SPAWN_DUP2, devnull, 2)])
     _, status, usage = os.wait4(pid, 0)
     elapsed = (time.perf_counter_ns() - t0) / 1e6
     if status != 0:
@@ -79,11 +82,13 @@ def main():
                 s["sys"].append(sys_)
     base = cmds[0][0]
     bw = samples[base]["wall"]
+    ratios = {}
     print(f"{'command':16} {'median':>8} {'mean':>8} {'p10':>8} {'user':>7} {'sys':>7}"
           f"   paired ratio [95 %]       medians  (ms; {a.runs} rounds; ratios to {base})")
     for name, _ in cmds:
         w = samples[name]["wall"]
         r, lo, hi = paired_ratio(w, bw)
+        ratios[name] = r
         print(f"{name:16} {statistics.median(w):8.3f} {statistics.mean(w):8.3f} "
               f"{sorted(w)[len(w) // 10]:8.3f} {statistics.mean(samples[name]['user']):7.3f} "
               f"{statistics.mean(samples[name]['sys']):7.3f}   "
@@ -92,7 +97,17 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"commands": {n: " ".join(c) for n, c in cmds}, "samples": samples}, f)
+    failed = False
+    for g in a.gate:
+        name, _, limit = g.partition("=")
+        if name not in ratios:
+            sys.exit(f"interleave.py: --gate names an unknown command {name!r}")
+        ok = ratios[name] <= float(limit)
+        failed = failed or not ok
+        print(f"{'OK' if ok else 'FAIL'}: {name} / {base} = {ratios[name]:.4f} "
+              f"(paired median) {'<=' if ok else '>'} {limit}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
