@@ -1406,6 +1406,18 @@ static PyObject *call_wrapped(struct wrapped *w, PyObject *const *args, Py_ssize
 
 	if (!files.prepared || !w->original)
 		return PyErr_Format(PyExc_RuntimeError, "%s is not available", w->name);
+	/* The common case of a wrapper whose function raises its own event:
+	 * the paths are already str or bytes (nothing to convert, nothing a
+	 * second __fspath__ call could change). Straight to the original. */
+	if (w->kind == WRAP_CONVERT && nargs >= (Py_ssize_t)w->n_paths && w - wrapped != W_CHROOT &&
+	    w - wrapped != W_CHDIR) {
+		bool plain = true;
+
+		for (unsigned i = 0; plain && i < w->n_paths; i++)
+			plain = PyUnicode_CheckExact(args[i]) || PyBytes_CheckExact(args[i]);
+		if (plain)
+			return PyObject_Vectorcall(w->original, args, (size_t)nargs, kwnames);
+	}
 	if (nargs + nkw > WRAP_MAX_ARGS)
 		return PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments", w->name,
 				    WRAP_MAX_ARGS);
