@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 
+#include "py-helpers.h"
 #include "util.h"
 
 static PyObject *classes_made[SB_EXC__N];
@@ -145,18 +146,12 @@ static int append_recorded(PyObject *exc, PyObject *out)
 static int collect_denials(PyObject *exc, PyObject *out, PyObject *seen, int depth)
 {
 	PyObject *sandbox_error = classes_made[SB_EXC_SANDBOX_ERROR];
-	PyObject *id, *members;
+	PyObject *members;
 	int r;
 
 	if (!exc || exc == Py_None || depth > 64)
 		return 0;
-	id = PyLong_FromVoidPtr(exc);
-	if (!id)
-		return -1;
-	r = PySet_Contains(seen, id);
-	if (r == 0)
-		r = PySet_Add(seen, id);
-	Py_DECREF(id);
+	r = sb_py_visit_once(seen, exc);
 	if (r != 0)
 		return r < 0 ? -1 : 0;
 

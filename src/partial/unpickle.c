@@ -8,6 +8,7 @@
 
 #include "exceptions.h"
 #include "frame.h"
+#include "py-helpers.h"
 #include "util.h"
 
 #define GRAPH_MAX_DEPTH 1000
@@ -47,19 +48,7 @@ static PyObject *resolve(const char *module, const char *name, bool may_import)
 				     module);
 		return NULL;
 	}
-	for (const char *p = name; obj && *p;) {
-		size_t n = strcspn(p, ".");
-		PyObject *attr = PyUnicode_FromStringAndSize(p, (Py_ssize_t)n), *next;
-
-		next = attr ? PyObject_GetAttr(obj, attr) : NULL;
-		Py_XDECREF(attr);
-		Py_DECREF(obj);
-		obj = next;
-		p += n;
-		if (*p == '.')
-			p++;
-	}
-	return obj;
+	return sb_py_getattr_path(obj, name);
 }
 
 static PyObject *find_class(enum sb_result_channel channel, PyObject *args)
@@ -184,7 +173,6 @@ static PyObject *load(const char *data, size_t len, enum sb_result_channel chann
 static int check_graph(PyObject *v, PyObject *seen, int depth, const char *what)
 {
 	PyTypeObject *t = Py_TYPE(v);
-	PyObject *id;
 	int r = 0;
 
 	if (depth > GRAPH_MAX_DEPTH) {
@@ -199,13 +187,7 @@ static int check_graph(PyObject *v, PyObject *seen, int depth, const char *what)
 	    t == &PyFrozenSet_Type) {
 		PyObject *iter, *item;
 
-		id = PyLong_FromVoidPtr(v);
-		if (!id)
-			return -1;
-		r = PySet_Contains(seen, id);
-		if (r == 0)
-			r = PySet_Add(seen, id);
-		Py_DECREF(id);
+		r = sb_py_visit_once(seen, v);
 		if (r != 0)
 			return r < 0 ? -1 : 0;
 		if (t == &PyDict_Type) {

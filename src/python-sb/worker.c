@@ -6,6 +6,8 @@
  * whatever they call run in their own frames and are guarded as usual. */
 #include "worker.h"
 
+#include "py-helpers.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -431,24 +433,6 @@ static PyObject *main_module(const struct sb_worker *w)
 	return mod;
 }
 
-/* module.qualname, walked attribute by attribute. Steals obj. */
-static PyObject *walk(PyObject *obj, const char *qualname)
-{
-	for (const char *p = qualname; obj && *p;) {
-		size_t n = strcspn(p, ".");
-		PyObject *name = PyUnicode_FromStringAndSize(p, (Py_ssize_t)n), *next;
-
-		next = name ? PyObject_GetAttr(obj, name) : NULL;
-		Py_XDECREF(name);
-		Py_DECREF(obj);
-		obj = next;
-		p += n;
-		if (*p == '.')
-			p++;
-	}
-	return obj;
-}
-
 /* The request's unpickler: the globals the parent's pickle names are
  * imported by the worker's machinery (the parent is trusted: spec section
  * 7); a class of the parent's __main__ is the script run as __mp_main__. */
@@ -466,7 +450,7 @@ static PyObject *request_find_class(PyObject *self _unused_, PyObject *args)
 		obj = main_module(serving);
 	else
 		obj = import_module(module);
-	return walk(obj, name);
+	return sb_py_getattr_path(obj, name);
 }
 
 static PyMethodDef request_methods[] = {
@@ -515,7 +499,7 @@ static PyObject *find_function(const struct sb_worker *w, PyObject *module, PyOb
 		obj = import_module(module);
 		sb_guard_runtime_leave(&section);
 	}
-	return walk(obj, q);
+	return sb_py_getattr_path(obj, q);
 }
 
 static PyObject *run_coroutine(PyObject *coro)
