@@ -46,14 +46,16 @@ static int explain_scalars(const struct sb_profile *p, const struct sb_provider 
 						: "learning mode");
 	snprintf(port, sizeof(port), "%d", p->port);
 	if (r >= 0 && p->port >= 0)
-		r = scalar_line(out, p, SB_KEY_PORT, port, LAYER_PENDING);
+		r = scalar_line(
+		    out, p, SB_KEY_PORT, port,
+		    "partial mode: unused, the worker talks over an inherited socketpair");
 	if (r >= 0)
 		r = scalar_line(out, p, SB_KEY_RESULT_MODE,
 				p->result_mode == SB_RESULT_DATA_ONLY ? "data-only" : "objects",
-				"partial mode: " LAYER_PENDING);
+				"partial mode: the caller's result guard");
 	if (r >= 0)
 		r = scalar_line(out, p, SB_KEY_RESULT_GUARD, p->result_guard ? "true" : "false",
-				"partial mode: " LAYER_PENDING);
+				"partial mode: the caller's result guard");
 	return r;
 }
 

@@ -124,3 +124,16 @@ def test_explain_refuses_invalid_profile(sb):
     assert r.returncode == EXIT_CONFIG, r
     assert r.errors == [f"{sb.path('.py-sandboxes')}:2: Invalid rule 'bogus'"]
     assert "Effective python-sb policy" not in r.stdout
+
+
+def test_partial_mode_keys_name_the_result_guard(sb):
+    # remote-result-* are enforced by the caller's result guard since partial
+    # mode exists: --explain must not call them pending any more.
+    p = sb.profile("os-sandbox=none\nremote-result-mode=objects\nport=8000\n")
+    out = explain(sb)
+    assert rule(out, "remote-result-mode=objects") == (
+        f"{p}:2", "[partial mode: the caller's result guard]")
+    assert rule(out, "remote-result-guard=true") == (
+        "default", "[partial mode: the caller's result guard]")
+    origin, layer = rule(out, "port=8000")
+    assert origin == f"{p}:3" and "socketpair" in layer and "NOT enforced" not in layer
