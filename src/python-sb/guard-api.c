@@ -944,7 +944,8 @@ static const struct {
     {"/gettext.py", "c2py"}, /* plural forms, checked by its own tokenizer */
     {"/multiprocessing/managers.py", "MakeProxyType"},
     {"/multiprocessing/sharedctypes.py", "make_property"},
-    {"/typing.py", "__init__"}, /* ForwardRef: evaluating it is a separate exec */
+    {"/typing.py", "__init__"},		     /* ForwardRef: evaluating it is a separate exec */
+    {"/unittest/mock.py", "_set_signature"}, /* create_autospec: the name is an identifier */
     {"/zipimport.py", "_compile_source"},
 };
 

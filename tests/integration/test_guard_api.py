@@ -95,10 +95,29 @@ class E(enum.Enum):
     A = 1
 T = typing.NamedTuple('T', [('a', int)])
 logging.getLogger('t').warning('logged')
-print(P(1, 2), D(), E.A, T(3), json.dumps([1]))
+class F:
+    y: "int"
+import unittest.mock, ast, gettext
+auto = unittest.mock.create_autospec(lambda a, b: 0)
+auto(1, 2)
+ast.parse('1 + 1')
+print(P(1, 2), D(), E.A, T(3), json.dumps([1]), typing.get_type_hints(F)['y'].__name__,
+      auto.call_count)
 """)
     assert r.returncode == 0, r
-    assert r.stdout.strip().endswith("P(a=1, b=2) D(x=1) E.A T(a=3) [1]"), r
+    assert r.stdout.strip().endswith("P(a=1, b=2) D(x=1) E.A T(a=3) [1] int 1"), r
+
+
+def test_stdlib_compiling_the_programs_source_is_the_programs(sb):
+    # The standard library compiles what the program hands it: that is the
+    # program's dynamic code, refused without a grant.
+    for body in ("import timeit; timeit.timeit('1', number=1)",
+                 "import code; code.InteractiveInterpreter().runsource('1')",
+                 "import runpy, os; open('x.py', 'w').write('1'); "
+                 "runpy.run_path(os.path.abspath('x.py'))"):
+        sb.profile("os-sandbox=none\npython-import=*\nexpose-rw=.\n")
+        r = sb.run("-c", body)
+        assert r.returncode != 0 and "builtins.compile" in r.stderr, (body, r)
 
 
 def test_c_mode_runs_and_guards(sb):
