@@ -129,7 +129,7 @@ static bool frame_is_runtime(PyFrameObject *frame)
  * from runtime frames (the import machinery, runpy) that the section's C
  * code called, down to the first frame of the program (a module's body, a
  * function), whose events are the program's. */
-static bool in_runtime_section(void)
+bool sb_guard_in_runtime_section(void)
 {
 	PyFrameObject *frame;
 
@@ -188,7 +188,7 @@ bool sb_guard_caller_is_runtime(void)
 	const char *file;
 	bool runtime;
 
-	if (in_runtime_section())
+	if (sb_guard_in_runtime_section())
 		return true;
 	/* No Python frame at all: the interpreter itself is acting. */
 	if (!frame)
@@ -264,7 +264,7 @@ static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unus
 			guard.selftest_hits++;
 		return 0;
 	}
-	if (guard.runtime_active && runtime_section_event(event) && in_runtime_section())
+	if (guard.runtime_active && runtime_section_event(event) && sb_guard_in_runtime_section())
 		return 0;
 	/* Decisions must stay cheap: one hash of the name and, for an event
 	 * someone handles, one comparison; no allocation. */

@@ -94,8 +94,121 @@ static bool runtime_may_import(const char *top)
 	return true;
 }
 
+/* Where an import request comes from. */
+enum import_origin {
+	FROM_EVENT,	/* the "import" event: the wrapper or door decided before it */
+	FROM_STATEMENT, /* builtins.__import__: an import statement or an __import__() call */
+	FROM_DOOR,	/* importlib.import_module() and its siblings */
+	FROM_RUN,	/* module code run without an import (runpy, exec_module) */
+};
+
+/* Standard-library functions that import a name the program hands them: an
+ * import they request is the program's, though their frame is the runtime's
+ * (pkgutil.resolve_name('ctypes') would otherwise be the stdlib importing the
+ * stdlib). `how` is the way they import it; their other imports, and the
+ * imports of the module they load (json importing re), stay the runtime's.
+ * `below`: only when that function of the same file is further down the
+ * stack (runpy's helper serves -m, which is the program itself, and
+ * run_module(), which imports what the program names). */
+static const struct {
+	const char *file; /* relative to the standard library */
+	const char *function;
+	enum import_origin how;
+	const char *below;
+} import_delegators[] = {
+    /* A dotted name's parent package (runpy swallows its own refused
+     * __import__ of it and asks find_spec()). */
+    {"/importlib/util.py", "find_spec", FROM_STATEMENT, NULL},
+    {"/logging/config.py", "_resolve", FROM_STATEMENT, NULL}, /* __import__(name) */
+    {"/logging/config.py", "resolve", FROM_STATEMENT, NULL},  /* self.importer(name) */
+    {"/pickle.py", "find_class", FROM_STATEMENT, NULL},
+    {"/pkgutil.py", "resolve_name", FROM_DOOR, NULL},
+    {"/pydoc.py", "safeimport", FROM_STATEMENT, NULL},
+    {"/runpy.py", "_get_module_details", FROM_STATEMENT, "run_module"},
+    {"/runpy.py", "run_module", FROM_RUN, NULL},
+    {"/runpy.py", "run_path", FROM_RUN, NULL},
+};
+
+/* Frames between module code run without an import and what ran it. */
+static bool transparent_frame(const char *file, PyObject *function)
+{
+	if (startswith(file, "<frozen importlib") ||
+	    sb_guard_is_stdlib_source(file, "/importlib/__init__.py"))
+		return true;
+	return sb_guard_is_stdlib_source(file, "/runpy.py") &&
+	       (PyUnicode_CompareWithASCIIString(function, "_run_code") == 0 ||
+		PyUnicode_CompareWithASCIIString(function, "_run_module_code") == 0);
+}
+
+static bool frame_is(PyFrameObject *f, const char *file_rel, const char *function)
+{
+	PyCodeObject *code = PyFrame_GetCode(f);
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+	bool is = file && sb_guard_is_stdlib_source(file, file_rel) &&
+		  PyUnicode_CompareWithASCIIString(code->co_name, function) == 0;
+
+	Py_DECREF(code);
+	PyErr_Clear();
+	return is;
+}
+
+/* Whether a function named `function` of file_rel is on the stack below f. */
+static bool frame_below(PyFrameObject *f, const char *file_rel, const char *function)
+{
+	PyFrameObject *b = PyFrame_GetBack(f);
+	bool found = false;
+
+	for (int depth = 0; b && !found && depth < 64; depth++) {
+		PyFrameObject *next;
+
+		found = frame_is(b, file_rel, function);
+		next = PyFrame_GetBack(b);
+		Py_DECREF(b);
+		b = next;
+	}
+	Py_XDECREF(b);
+	return found;
+}
+
+/* Whether the code that made this request is a delegator importing this
+ * way: the innermost frame for an import statement or an import function
+ * called from Python (the import machinery's own imports have importlib
+ * frames innermost: never a delegator), the first frame past the machinery
+ * for module code run without an import. Only looked at when the runtime
+ * exemption would otherwise apply: rare. */
+static bool imported_for_the_program(enum import_origin origin)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	bool hit = false;
+
+	if (origin == FROM_EVENT || !f)
+		return false;
+	Py_INCREF(f);
+	while (origin == FROM_RUN && f) {
+		PyCodeObject *code = PyFrame_GetCode(f);
+		const char *file = PyUnicode_AsUTF8(code->co_filename);
+		bool skip = file && transparent_frame(file, code->co_name);
+		PyFrameObject *back;
+
+		Py_DECREF(code);
+		if (!skip)
+			break;
+		back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	for (size_t i = 0; f && !hit && i < ELEMENTSOF(import_delegators); i++)
+		hit = import_delegators[i].how == origin &&
+		      frame_is(f, import_delegators[i].file, import_delegators[i].function) &&
+		      (!import_delegators[i].below ||
+		       frame_below(f, import_delegators[i].file, import_delegators[i].below));
+	Py_XDECREF(f);
+	PyErr_Clear();
+	return hit;
+}
+
 /* 0 when allowed, -1 with an exception set when refused. */
-static int check_import(const char *module)
+static int check_import(const char *module, enum import_origin origin)
 {
 	size_t top_len = strcspn(module, ".");
 	char top[256];
@@ -106,7 +219,12 @@ static int check_import(const char *module)
 		return deny_import(module, top_len);
 	memcpy(top, module, top_len);
 	top[top_len] = '\0';
-	if (top_level_allowed(top) || (runtime_may_import(top) && sb_guard_caller_is_runtime()))
+	if (top_level_allowed(top))
+		return 0;
+	/* Our own C code's imports (a runtime section) stay ours even when a
+	 * delegator of the program is further down the stack. */
+	if (runtime_may_import(top) && sb_guard_caller_is_runtime() &&
+	    (sb_guard_in_runtime_section() || !imported_for_the_program(origin)))
 		return 0;
 	return deny_import(module, top_len);
 }
@@ -200,7 +318,8 @@ static int on_exec(PyObject *args)
 	file = PyUnicode_AsUTF8(((PyCodeObject *)code_obj)->co_filename);
 	if (!file)
 		PyErr_Clear();
-	if (!(is_stdlib_module(top) && file && sb_guard_is_runtime_file(file)))
+	if (!(is_stdlib_module(top) && file && sb_guard_is_runtime_file(file)) ||
+	    imported_for_the_program(FROM_RUN))
 		r = deny_import(module, top_len);
 out:
 	Py_DECREF(name);
@@ -214,7 +333,7 @@ static int on_import(PyObject *args)
 
 	if (!name)
 		return -1;
-	return check_import(name);
+	return check_import(name, FROM_EVENT);
 }
 
 /* The "import" audit event only fires for modules that are not loaded yet;
@@ -306,7 +425,7 @@ static PyObject *guarded_import(PyObject *self _unused_, PyObject *const *args, 
 			if (pkg && PyUnicode_Check(pkg))
 				name = PyUnicode_AsUTF8(pkg);
 		}
-		if (name && check_import(name) < 0)
+		if (name && check_import(name, FROM_STATEMENT) < 0)
 			return NULL;
 		if (!name && PyErr_Occurred())
 			return NULL;
@@ -360,7 +479,7 @@ static PyObject *guarded_door(enum importlib_door door, PyObject *args, PyObject
 				package = PyDict_GetItemString(globals, "__name__");
 		}
 		module = requested_module(name, package, level);
-		if (module && check_import(module) < 0)
+		if (module && check_import(module, FROM_DOOR) < 0)
 			return NULL;
 		if (!module && PyErr_Occurred())
 			return NULL;

@@ -95,6 +95,9 @@ struct sb_runtime_section {
 };
 void sb_guard_runtime_enter(struct sb_runtime_section *s);
 void sb_guard_runtime_leave(struct sb_runtime_section *s);
+/* Whether the calling code runs inside an open runtime section (C code of
+ * ours, or runtime frames it called). */
+bool sb_guard_in_runtime_section(void);
 /* Whether code from this file (a co_filename) is the interpreter's own
  * library: under the standard library's directory (not its site-packages)
  * or frozen. */

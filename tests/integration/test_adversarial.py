@@ -866,6 +866,27 @@ attack("pkgutil-resolve_name", MOD, """
     pkgutil.resolve_name('secretmod')
 """, imports=IMPORTS)
 
+# The standard library may import the standard library, but not for the
+# program: a function that imports the name it is given acts for the caller.
+attack("pkgutil-resolve_name-stdlib", MOD, """
+    import pkgutil
+    pkgutil.resolve_name('ctypes')
+    print('SECRETMOD' + '-RAN', flush=True)
+""", imports=IMPORTS)
+
+attack("pydoc-locate-stdlib", MOD, """
+    import pydoc
+    if pydoc.locate('ctypes') is not None:
+        print('SECRETMOD' + '-RAN', flush=True)
+    raise pysandboxes.RuleModuleNotFoundError('locate() swallowed the refusal')
+""", imports=IMPORTS + ", pydoc")
+
+attack("runpy-run_module-stdlib", MOD, """
+    import runpy
+    runpy.run_module('ctypes')
+    print('SECRETMOD' + '-RAN', flush=True)
+""", imports=IMPORTS)
+
 attack("atexit-dunder-import", MOD, """
     import atexit
     atexit.register(__import__, 'secretmod')

@@ -171,3 +171,21 @@ def test_subprocess_provider_guards_too(sb):
     r = sb.run_code("os-sandbox=subprocess\npython-import=json\n", "import colorsys\n")
     assert r.returncode == 1, r
     assert "Module named 'colorsys' is not allowed by a rule" in r.stderr
+
+
+def test_delegators_own_imports_and_their_modules_imports_are_not_charged(sb):
+    # pkgutil.resolve_name imports the name it is given for the program (a
+    # refused name is refused, see test_adversarial.py), but its own `import
+    # re` and what the module it loads imports stay the runtime's.
+    r = run(sb, "pkgutil,json,sys", """\
+import sys
+for m in ('re', 'json', 'json.decoder', 'json.scanner', 'json.encoder'):
+    sys.modules.pop(m, None)
+import pkgutil
+print(pkgutil.resolve_name('json:dumps')([1]))
+try:
+    pkgutil.resolve_name('colorsys')
+except ModuleNotFoundError as e:
+    print('refused', e.name)
+""")
+    assert (r.returncode, r.stdout) == (0, "[1]\nrefused colorsys\n"), r
