@@ -231,6 +231,23 @@ static void pop_component(char *out, size_t *o)
 	out[*o] = '\0';
 }
 
+/* The next component of *p, skipping '/'s: its start, its length in *len,
+ * and *p moved just past it; NULL at the end of the path. */
+static const char *next_component(const char **p, size_t *len)
+{
+	const char *c = *p;
+
+	while (*c == '/')
+		c++;
+	if (!*c) {
+		*p = c;
+		return NULL;
+	}
+	*len = strcspn(c, "/");
+	*p = c + *len;
+	return c;
+}
+
 static int start_at(const char *path, const char *base, char *out, size_t *o)
 {
 	if (path[0] == '/' || !base) {
@@ -263,23 +280,14 @@ static int push_component(char *out, size_t *o, const char *c, size_t len)
 int sb_path_absolute(const char *path, const char *base, char out[PATH_MAX])
 {
 	const char *p = path;
-	size_t o;
+	size_t o, len;
 	int r;
 
 	r = start_at(path, base, out, &o);
 	if (r < 0)
 		return r;
-	while (*p) {
-		const char *c;
-		size_t len;
-
-		while (*p == '/')
-			p++;
-		c = p;
-		while (*p && *p != '/')
-			p++;
-		len = (size_t)(p - c);
-		if (len == 0 || (len == 1 && c[0] == '.'))
+	for (const char *c; (c = next_component(&p, &len));) {
+		if (len == 1 && c[0] == '.')
 			continue;
 		if (len == 2 && c[0] == '.' && c[1] == '.') {
 			pop_component(out, &o);
@@ -316,14 +324,9 @@ int sb_path_resolve_ex(const char *path, const char *base, bool follow_last, cha
 		ssize_t n;
 		size_t len;
 
-		while (*p == '/')
-			p++;
-		if (!*p)
+		c = next_component(&p, &len);
+		if (!c)
 			break;
-		c = p;
-		while (*p && *p != '/')
-			p++;
-		len = (size_t)(p - c);
 		for (q = p; *q == '/'; q++)
 			;
 		last = !*q;
@@ -441,18 +444,10 @@ static bool match_component_below(const char *pattern, const char *resolved, siz
 {
 	char comp[NAME_MAX + 1];
 	const char *p = resolved + root_len;
+	size_t len;
 
-	while (*p) {
-		const char *c;
-		size_t len;
-
-		while (*p == '/')
-			p++;
-		c = p;
-		while (*p && *p != '/')
-			p++;
-		len = (size_t)(p - c);
-		if (len == 0 || len >= sizeof(comp))
+	for (const char *c; (c = next_component(&p, &len));) {
+		if (len >= sizeof(comp))
 			continue;
 		memcpy(comp, c, len);
 		comp[len] = '\0';
