@@ -367,6 +367,18 @@ static int fallback_lookup(const char *name, struct sb_net_addr **ret, size_t *r
 	return addrs_add(ret, ret_n, &a);
 }
 
+bool sb_net_addr_from_sockaddr(const struct sockaddr *sa, struct sb_net_addr *ret)
+{
+	*ret = (struct sb_net_addr){.family = sa->sa_family};
+	if (sa->sa_family == AF_INET)
+		memcpy(ret->bytes, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+	else if (sa->sa_family == AF_INET6)
+		memcpy(ret->bytes, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+	else
+		return false;
+	return true;
+}
+
 static int system_resolve(const char *name, struct sb_net_addr **ret, size_t *ret_n,
 			  void *userdata _unused_)
 {
@@ -396,15 +408,10 @@ static int system_resolve(const char *name, struct sb_net_addr **ret, size_t *re
 		return -EIO;
 	}
 	for (struct addrinfo *ai = res; ai && r >= 0; ai = ai->ai_next) {
-		struct sb_net_addr a = {.family = ai->ai_family};
+		struct sb_net_addr a;
 
-		if (ai->ai_family == AF_INET)
-			memcpy(a.bytes, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
-		else if (ai->ai_family == AF_INET6)
-			memcpy(a.bytes, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, 16);
-		else
-			continue;
-		r = addrs_add(ret, ret_n, &a);
+		if (sb_net_addr_from_sockaddr(ai->ai_addr, &a))
+			r = addrs_add(ret, ret_n, &a);
 	}
 	freeaddrinfo(res);
 	return r;

@@ -17,6 +17,11 @@ struct sb_net_addr {
 	uint8_t bytes[16];
 };
 
+struct sockaddr;
+/* The address of an AF_INET or AF_INET6 socket address (port dropped);
+ * false for any other family. */
+bool sb_net_addr_from_sockaddr(const struct sockaddr *sa, struct sb_net_addr *ret);
+
 /* A rule as the policy keeps it: a copy, so that the policy does not depend on
  * the lifetime of the parsed profile. */
 struct sb_net_policy_rule {

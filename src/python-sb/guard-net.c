@@ -174,14 +174,10 @@ static int lookup(const char *host, int family, int flags, struct target *t)
 	if (e != 0)
 		return e;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		struct sb_net_addr a = {.family = ai->ai_family};
+		struct sb_net_addr a;
 		bool dup = false;
 
-		if (ai->ai_family == AF_INET)
-			memcpy(a.bytes, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
-		else if (ai->ai_family == AF_INET6)
-			memcpy(a.bytes, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, 16);
-		else
+		if (!sb_net_addr_from_sockaddr(ai->ai_addr, &a))
 			continue;
 		for (size_t i = 0; i < t->n_addrs && !dup; i++)
 			dup = memcmp(&t->addrs[i], &a, sizeof(a)) == 0;
