@@ -24,14 +24,12 @@ static struct {
 	bool import_all;
 	char **allowed; /* sorted top-level module names */
 	size_t n_allowed;
-	PyObject *original_import;
 	PyObject *door_original[DOOR__N];
 	PyObject *door_wrapper[DOOR__N];
 	bool importlib_done;
-	/* sys.stdlib_module_names, sorted: what the runtime may import on its
-	 * own behalf. */
-	char **stdlib;
-	size_t n_stdlib;
+	/* sys.stdlib_module_names: what the runtime may import on its own
+	 * behalf. */
+	PyObject *stdlib;
 	char *main_package; /* top level of the -m module, NULL otherwise */
 } imports;
 
@@ -70,8 +68,17 @@ static int deny_import(const char *module, size_t top_len)
 
 static bool is_stdlib_module(const char *top)
 {
-	return imports.n_stdlib > 0 &&
-	       bsearch(&top, imports.stdlib, imports.n_stdlib, sizeof(char *), cmp_str) != NULL;
+	PyObject *name;
+	int r;
+
+	if (!imports.stdlib)
+		return false;
+	name = PyUnicode_FromString(top);
+	r = name ? PySet_Contains(imports.stdlib, name) : -1;
+	Py_XDECREF(name);
+	if (r < 0)
+		PyErr_Clear(); /* not known as the stdlib's: checked as the program's */
+	return r == 1;
 }
 
 /* What the runtime may import on its own behalf, unchecked: its own modules,
@@ -595,29 +602,15 @@ static int imports_prepare(const struct sb_profile *profile,
 	return 0;
 }
 
-static int load_stdlib_names(void)
+/* sys.stdlib_module_names as it is before the program runs: a frozenset,
+ * which nothing can change, held from C (the program may rebind the
+ * attribute, not alter this object). */
+static int keep_stdlib_names(void)
 {
-	PyObject *names = PySys_GetObject("stdlib_module_names"), *it, *item; /* borrowed */
-	size_t cap;
+	PyObject *names = PySys_GetObject("stdlib_module_names"); /* borrowed */
 
-	if (!names || !PyAnySet_Check(names))
-		return 0;
-	cap = (size_t)PySet_GET_SIZE(names);
-	imports.stdlib = calloc(cap ? cap : 1, sizeof(char *));
-	it = imports.stdlib ? PyObject_GetIter(names) : NULL;
-	if (!it)
-		return -1;
-	while ((item = PyIter_Next(it)) && imports.n_stdlib < cap) {
-		const char *n = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
-
-		if (n && !(imports.stdlib[imports.n_stdlib++] = strdup(n)))
-			imports.n_stdlib--;
-		Py_DECREF(item);
-	}
-	Py_DECREF(it);
-	if (PyErr_Occurred())
-		return -1;
-	qsort(imports.stdlib, imports.n_stdlib, sizeof(char *), cmp_str);
+	if (names && PyFrozenSet_CheckExact(names))
+		imports.stdlib = Py_NewRef(names);
 	return 0;
 }
 
@@ -672,16 +665,13 @@ static int imports_activate(char **reterr)
 
 	if (!builtins)
 		goto out;
-	imports.original_import = PyObject_GetAttrString(builtins, "__import__");
-	if (!imports.original_import)
-		goto out;
 	/* m_self NULL: gc.get_referents(wrapper) does not lead to the original. */
 	wrapper = PyCFunction_NewEx(&import_def, NULL, NULL);
 	if (!wrapper)
 		goto out;
 	r = PyObject_SetAttrString(builtins, "__import__", wrapper);
 	if (r >= 0 && !imports.import_all)
-		r = load_stdlib_names();
+		r = keep_stdlib_names();
 	if (r >= 0 && !imports.import_all)
 		r = find_main_package();
 	if (r >= 0) {
@@ -713,9 +703,6 @@ static void imports_release(void)
 	for (size_t i = 0; i < imports.n_allowed; i++)
 		free(imports.allowed[i]);
 	free(imports.allowed);
-	for (size_t i = 0; i < imports.n_stdlib; i++)
-		free(imports.stdlib[i]);
-	free(imports.stdlib);
 	free(imports.main_package);
 	/* The Python objects belonged to the finalized interpreter: drop, don't DECREF. */
 	memset(&imports, 0, sizeof(imports));

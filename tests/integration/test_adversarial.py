@@ -874,12 +874,16 @@ attack("pkgutil-resolve_name-stdlib", MOD, """
     print('SECRETMOD' + '-RAN', flush=True)
 """, imports=IMPORTS)
 
+# pydoc.locate() turns an ImportError into None: that None only proves the
+# refusal if locate() finds an allowed module in the same run.
 attack("pydoc-locate-stdlib", MOD, """
-    import pydoc
-    if pydoc.locate('ctypes') is not None:
+    import pydoc, sys
+    if pydoc.locate('json.decoder') is None:
+        raise RuntimeError('locate() finds nothing, even an allowed module')
+    if pydoc.locate('ctypes') is not None or 'ctypes' in sys.modules:
         print('SECRETMOD' + '-RAN', flush=True)
     raise pysandboxes.RuleModuleNotFoundError('locate() swallowed the refusal')
-""", imports=IMPORTS + ", pydoc")
+""", imports=IMPORTS + ", pydoc, json")
 
 attack("runpy-run_module-stdlib", MOD, """
     import runpy
