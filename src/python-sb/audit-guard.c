@@ -91,6 +91,27 @@ bool sb_guard_is_stdlib_source(const char *file, const char *rel)
 	return streq(f, ">");
 }
 
+bool sb_guard_code_is(PyCodeObject *code, const char *file_rel, const char *function)
+{
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+
+	if (!file) {
+		PyErr_Clear();
+		return false;
+	}
+	return sb_guard_is_stdlib_source(file, file_rel) &&
+	       PyUnicode_CompareWithASCIIString(code->co_name, function) == 0;
+}
+
+bool sb_guard_frame_is(PyFrameObject *frame, const char *file_rel, const char *function)
+{
+	PyCodeObject *code = PyFrame_GetCode(frame);
+	bool is = sb_guard_code_is(code, file_rel, function);
+
+	Py_DECREF(code);
+	return is;
+}
+
 bool sb_guard_is_runtime_file(const char *file)
 {
 	return startswith(file, "<frozen ") || sb_guard_runtime_relative(file);

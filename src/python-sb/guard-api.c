@@ -829,14 +829,9 @@ static bool hands_frame_to_program(void)
 
 	if (!frame)
 		return false;
-	code = PyFrame_GetCode(frame);
-	file = PyUnicode_AsUTF8(code->co_filename);
-	for (size_t i = 0; file && !returner && i < ELEMENTSOF(frame_returners); i++)
-		returner = sb_guard_is_stdlib_source(file, frame_returners[i].file) &&
-			   PyUnicode_CompareWithASCIIString(code->co_name,
-							    frame_returners[i].function) == 0;
-	Py_DECREF(code);
-	PyErr_Clear();
+	for (size_t i = 0; !returner && i < ELEMENTSOF(frame_returners); i++)
+		returner =
+		    sb_guard_frame_is(frame, frame_returners[i].file, frame_returners[i].function);
 	if (!returner)
 		return false;
 	back = PyFrame_GetBack(frame);
@@ -949,17 +944,14 @@ static const struct {
     {"/zipimport.py", "_compile_source"},
 };
 
-static bool caller_generates_code(const char *file, PyObject *function)
+static bool caller_generates_code(PyCodeObject *code, const char *file)
 {
 	/* importlib compiling a module's source: the import guard decides. */
 	if (startswith(file, "<frozen importlib"))
 		return true;
-	if (!sb_guard_is_runtime_file(file))
-		return false;
 	for (size_t i = 0; i < ELEMENTSOF(stdlib_code_generators); i++)
-		if (sb_guard_is_stdlib_source(file, stdlib_code_generators[i].file) &&
-		    PyUnicode_CompareWithASCIIString(function,
-						     stdlib_code_generators[i].function) == 0)
+		if (sb_guard_code_is(code, stdlib_code_generators[i].file,
+				     stdlib_code_generators[i].function))
 			return true;
 	return false;
 }
@@ -1019,7 +1011,7 @@ static int on_compile(PyObject *args)
 	}
 	code = PyFrame_GetCode(frame);
 	file = PyUnicode_AsUTF8(code->co_filename);
-	generated = file && caller_generates_code(file, code->co_name);
+	generated = file && caller_generates_code(code, file);
 	in_runtime = file && sb_guard_is_runtime_file(file);
 	Py_DECREF(code);
 	if (!file)

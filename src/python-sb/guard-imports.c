@@ -137,26 +137,18 @@ static const struct {
 };
 
 /* Frames between module code run without an import and what ran it. */
-static bool transparent_frame(const char *file, PyObject *function)
-{
-	if (startswith(file, "<frozen importlib") ||
-	    sb_guard_is_stdlib_source(file, "/importlib/__init__.py"))
-		return true;
-	return sb_guard_is_stdlib_source(file, "/runpy.py") &&
-	       (PyUnicode_CompareWithASCIIString(function, "_run_code") == 0 ||
-		PyUnicode_CompareWithASCIIString(function, "_run_module_code") == 0);
-}
-
-static bool frame_is(PyFrameObject *f, const char *file_rel, const char *function)
+static bool transparent_frame(PyFrameObject *f)
 {
 	PyCodeObject *code = PyFrame_GetCode(f);
 	const char *file = PyUnicode_AsUTF8(code->co_filename);
-	bool is = file && sb_guard_is_stdlib_source(file, file_rel) &&
-		  PyUnicode_CompareWithASCIIString(code->co_name, function) == 0;
+	bool transparent = file && (startswith(file, "<frozen importlib") ||
+				    sb_guard_is_stdlib_source(file, "/importlib/__init__.py") ||
+				    sb_guard_code_is(code, "/runpy.py", "_run_code") ||
+				    sb_guard_code_is(code, "/runpy.py", "_run_module_code"));
 
 	Py_DECREF(code);
 	PyErr_Clear();
-	return is;
+	return transparent;
 }
 
 /* Whether a function named `function` of file_rel is on the stack below f. */
@@ -168,7 +160,7 @@ static bool frame_below(PyFrameObject *f, const char *file_rel, const char *func
 	for (int depth = 0; b && !found && depth < 64; depth++) {
 		PyFrameObject *next;
 
-		found = frame_is(b, file_rel, function);
+		found = sb_guard_frame_is(b, file_rel, function);
 		next = PyFrame_GetBack(b);
 		Py_DECREF(b);
 		b = next;
@@ -191,22 +183,16 @@ static bool imported_for_the_program(enum import_origin origin)
 	if (origin == FROM_EVENT || !f)
 		return false;
 	Py_INCREF(f);
-	while (origin == FROM_RUN && f) {
-		PyCodeObject *code = PyFrame_GetCode(f);
-		const char *file = PyUnicode_AsUTF8(code->co_filename);
-		bool skip = file && transparent_frame(file, code->co_name);
-		PyFrameObject *back;
+	while (origin == FROM_RUN && f && transparent_frame(f)) {
+		PyFrameObject *back = PyFrame_GetBack(f);
 
-		Py_DECREF(code);
-		if (!skip)
-			break;
-		back = PyFrame_GetBack(f);
 		Py_DECREF(f);
 		f = back;
 	}
 	for (size_t i = 0; f && !hit && i < ELEMENTSOF(import_delegators); i++)
 		hit = import_delegators[i].how == origin &&
-		      frame_is(f, import_delegators[i].file, import_delegators[i].function) &&
+		      sb_guard_frame_is(f, import_delegators[i].file,
+					import_delegators[i].function) &&
 		      (!import_delegators[i].below ||
 		       frame_below(f, import_delegators[i].file, import_delegators[i].below));
 	Py_XDECREF(f);
@@ -243,16 +229,11 @@ static int check_import(const char *module, enum import_origin origin)
  * mod_spec): the module's name is read from their arguments. */
 static PyObject *module_being_run(PyFrameObject *frame)
 {
-	PyCodeObject *code = PyFrame_GetCode(frame);
 	PyObject *locals = NULL, *v = NULL, *name = NULL;
-	const char *file = PyUnicode_AsUTF8(code->co_filename);
 	bool bootstrap =
-	    PyUnicode_CompareWithASCIIString(code->co_name, "_call_with_frames_removed") == 0;
-	bool runpy = file && sb_guard_is_stdlib_source(file, "/runpy.py") &&
-		     PyUnicode_CompareWithASCIIString(code->co_name, "_run_code") == 0;
+	    sb_guard_frame_is(frame, "/importlib/_bootstrap.py", "_call_with_frames_removed");
+	bool runpy = !bootstrap && sb_guard_frame_is(frame, "/runpy.py", "_run_code");
 
-	Py_DECREF(code);
-	PyErr_Clear();
 	if (!bootstrap && !runpy)
 		return NULL;
 	locals = PyFrame_GetLocals(frame);

@@ -9,6 +9,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <frameobject.h>
 #include <stdbool.h>
 
 #include "boundary.h"
@@ -108,6 +109,11 @@ const char *sb_guard_runtime_relative(const char *file);
 /* Whether file is the standard library's module rel ("/runpy.py"), from
  * the standard library's directory or frozen ("<frozen runpy>"). */
 bool sb_guard_is_stdlib_source(const char *file, const char *rel);
+/* Whether code (a frame's) is the standard library's function `function`
+ * of the module rel ("/pkgutil.py", "resolve_name"): the tables of stdlib
+ * functions the guard treats apart are matched with these. */
+bool sb_guard_code_is(PyCodeObject *code, const char *file_rel, const char *function);
+bool sb_guard_frame_is(PyFrameObject *frame, const char *file_rel, const char *function);
 
 /* Raising the pysandboxes exception classes (pysandboxes-module.c). Each sets
  * the exception and returns -1 (so a handler can `return sb_raise_...`). */
