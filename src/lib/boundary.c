@@ -15,28 +15,30 @@
 static const struct {
 	const char *path;
 	bool writable;
+	bool is_file; /* spares Landlock's build a failed directory rule */
 	const char *why;
 } system_grants[] = {
-    {"/etc/ld.so.cache", false, "dynamic loader"},
-    {"/etc/ssl", false, "CA store"},
-    {"/etc/pki", false, "CA store"},
-    {"/etc/ca-certificates", false, "CA store"},
-    {"/usr/share/ca-certificates", false, "CA store"},
-    {"/usr/share/pki", false, "CA store"},
-    {"/usr/lib/locale", false, "locales"},
-    {"/usr/share/zoneinfo", false, "time zones"},
-    {"/etc/localtime", false, "time zone"},
-    {"/dev/null", true, "/dev/null"},
-    {"/dev/zero", false, "/dev/zero"},
-    {"/dev/urandom", false, "random numbers"},
-    {"/dev/random", false, "random numbers"},
+    {"/etc/ld.so.cache", false, true, "dynamic loader"},
+    {"/etc/ssl", false, false, "CA store"},
+    {"/etc/pki", false, false, "CA store"},
+    {"/etc/ca-certificates", false, false, "CA store"},
+    {"/usr/share/ca-certificates", false, false, "CA store"},
+    {"/usr/share/pki", false, false, "CA store"},
+    {"/usr/lib/locale", false, false, "locales"},
+    {"/usr/share/zoneinfo", false, false, "time zones"},
+    {"/etc/localtime", false, true, "time zone"},
+    {"/dev/null", true, true, "/dev/null"},
+    {"/dev/zero", false, true, "/dev/zero"},
+    {"/dev/urandom", false, true, "random numbers"},
+    {"/dev/random", false, true, "random numbers"},
     /* Resolved to /proc/<pid> when the rule is added: this process only. */
-    {"/proc/self", false, "the process's own /proc entry"},
-    {"/sys/devices/system/cpu", false, "os.cpu_count()"},
+    {"/proc/self", false, false, "the process's own /proc entry"},
+    {"/sys/devices/system/cpu", false, false, "os.cpu_count()"},
 };
 
+/* is_file: known not to be a directory (see struct sb_landlock_path). */
 static int add_path(struct sb_boundary *b, const char *path, bool writable, bool optional,
-		    const char *why)
+		    bool is_file, const char *why)
 {
 	struct sb_landlock_path *paths;
 	char *copy, *reason;
@@ -46,6 +48,7 @@ static int add_path(struct sb_boundary *b, const char *path, bool writable, bool
 		if (streq(b->paths[i].path, path)) {
 			b->paths[i].writable = b->paths[i].writable || writable;
 			b->paths[i].optional = b->paths[i].optional && optional;
+			b->paths[i].is_file = b->paths[i].is_file || is_file;
 			return 0;
 		}
 	copy = strdup(path);
@@ -58,8 +61,8 @@ static int add_path(struct sb_boundary *b, const char *path, bool writable, bool
 		free(reason);
 		return -ENOMEM;
 	}
-	b->paths[b->n_paths] =
-	    (struct sb_landlock_path){.path = copy, .writable = writable, .optional = optional};
+	b->paths[b->n_paths] = (struct sb_landlock_path){
+	    .path = copy, .writable = writable, .optional = optional, .is_file = is_file};
 	b->n_paths++;
 	return sb_strv_consume(&b->path_reasons, reason);
 }
@@ -88,7 +91,7 @@ static int add_system_lib_dirs(struct sb_boundary *b)
 	if (!dirs)
 		return -ENOMEM;
 	for (char *d = strtok_r(dirs, ":", &save); d && r >= 0; d = strtok_r(NULL, ":", &save))
-		r = add_path(b, d, false, true, "shared libraries");
+		r = add_path(b, d, false, true, false, "shared libraries");
 	return r;
 }
 
@@ -98,14 +101,14 @@ static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
 	int r = 0;
 
 	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++)
-		r = add_path(b, *d, false, true, "interpreter");
+		r = add_path(b, *d, false, true, false, "interpreter");
 	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++)
-		r = add_path(b, *f, false, true, "interpreter and program");
+		r = add_path(b, *f, false, true, false, "interpreter and program");
 	if (r >= 0)
 		r = add_system_lib_dirs(b);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(system_grants); i++)
 		r = add_path(b, system_grants[i].path, system_grants[i].writable, true,
-			     system_grants[i].why);
+			     system_grants[i].is_file, system_grants[i].why);
 	for (size_t i = 0; r >= 0 && i < p->n_exposes; i++) {
 		const struct sb_expose_rule *e = &p->exposes[i];
 		_cleanup_free_ char *why = NULL;
@@ -113,7 +116,8 @@ static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
 		if (asprintf(&why, "expose-%s at %s:%u", e->writable ? "rw" : "ro", e->origin.file,
 			     e->origin.line) < 0)
 			return -ENOMEM;
-		r = add_path(b, e->resolved ? e->resolved : e->path, e->writable, false, why);
+		r = add_path(b, e->resolved ? e->resolved : e->path, e->writable, false, false,
+			     why);
 	}
 	if (r >= 0 && p->n_ignores)
 		r = add_note(b, "ignore= cannot hide paths from Landlock: the Python guard does");

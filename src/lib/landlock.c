@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -135,11 +136,33 @@ int sb_landlock_abi(void)
 	return abi < 0 ? -errno : abi;
 }
 
-static int add_path_rule(int ruleset_fd, const struct sb_landlock_path *p, uint64_t handled_fs,
-			 struct sb_landlock_report *report, char **reterr)
+/* The O_PATH descriptors of the rules, closed together once the ruleset is
+ * complete: one close_range() instead of a close() per grant. */
+struct rule_fds {
+	int *fds;
+	size_t n;
+};
+
+static void rule_fds_close(struct rule_fds *f)
 {
-	_cleanup_close_ int fd = -1;
+	/* Descriptors opened in a row are consecutive unless an inherited one
+	 * sat in between: close each run of consecutive ones in one call. */
+	for (size_t i = 0, end; i < f->n; i = end) {
+		for (end = i + 1; end < f->n && f->fds[end] == f->fds[end - 1] + 1; end++)
+			;
+		if (end - i == 1 ||
+		    close_range((unsigned)f->fds[i], (unsigned)f->fds[end - 1], 0) < 0)
+			for (size_t k = i; k < end; k++)
+				close(f->fds[k]);
+	}
+	f->n = 0;
+}
+
+static int add_path_rule(int ruleset_fd, const struct sb_landlock_path *p, uint64_t handled_fs,
+			 struct sb_landlock_report *report, struct rule_fds *fds, char **reterr)
+{
 	struct landlock_path_beneath_attr attr = {0};
+	int fd;
 	struct stat st;
 	int r;
 
@@ -150,6 +173,8 @@ static int add_path_rule(int ruleset_fd, const struct sb_landlock_path *p, uint6
 	 * could not read and never triggers an automount or a FIFO open. It
 	 * follows symlinks on purpose: the rule lands on the target. */
 	fd = open(p->path, O_PATH | O_CLOEXEC);
+	if (fd >= 0)
+		fds->fds[fds->n++] = fd;
 	if (fd < 0) {
 		r = -errno;
 		/* An implicit grant the caller cannot even reach (a home directory
@@ -170,6 +195,11 @@ static int add_path_rule(int ruleset_fd, const struct sb_landlock_path *p, uint6
 	 * at the destination, so REFER cannot widen a grant. */
 	attr.allowed_access = p->writable ? handled_fs : (ACCESS_FS_RO & handled_fs);
 	attr.parent_fd = fd;
+	/* A grant known to be a file (a device, the launcher) takes only the
+	 * file rights: if it were a directory after all, the rule would only
+	 * grant less. */
+	if (p->is_file)
+		attr.allowed_access &= ACCESS_FILE;
 
 	/* Most grants are directories: try the directory rights first. A file
 	 * takes only the file rights (EINVAL otherwise), which fstat() would
@@ -221,6 +251,8 @@ int sb_landlock_apply(const struct sb_landlock_policy *policy, struct sb_landloc
 {
 	_cleanup_(sb_landlock_report_done) struct sb_landlock_report local = {0};
 	struct sb_landlock_ruleset_attr ruleset_attr = {0};
+	_cleanup_free_ int *fd_array = NULL; /* declared first: freed after fds is closed */
+	_cleanup_(rule_fds_close) struct rule_fds fds = {0};
 	_cleanup_close_ int ruleset_fd = -1;
 	uint64_t want_net = 0, want_scoped = 0;
 	struct abi_rights have;
@@ -265,11 +297,16 @@ int sb_landlock_apply(const struct sb_landlock_policy *policy, struct sb_landloc
 				landlock_hint(r));
 	}
 
+	fd_array = calloc(policy->n_paths + 1, sizeof(*fd_array));
+	if (!fd_array)
+		return sb_error(reterr, -ENOMEM, "out of memory");
+	fds.fds = fd_array;
 	for (size_t i = 0; i < policy->n_paths; i++) {
-		r = add_path_rule(ruleset_fd, &policy->paths[i], have.fs, report, reterr);
+		r = add_path_rule(ruleset_fd, &policy->paths[i], have.fs, report, &fds, reterr);
 		if (r < 0)
 			return r;
 	}
+	rule_fds_close(&fds);
 
 	/* A port rule for a right the ruleset does not handle is EINVAL, so the
 	 * port lists only count when the right is both asked for and known. */

@@ -12,6 +12,7 @@ struct sb_landlock_path {
 	const char *path; /* a directory, or a regular file (file rights only) */
 	bool writable;	  /* false: execute, read_file, read_dir */
 	bool optional;	  /* implicit grant: also skipped when unreachable (EACCES) */
+	bool is_file;	  /* known not to be a directory: file rights only, tried first */
 };
 
 struct sb_landlock_policy {

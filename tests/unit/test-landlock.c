@@ -50,6 +50,10 @@ enum {
 	G_SYSTEM = 1 << 5,  /* /usr and the /lib, /bin links: enough to exec /bin/true */
 	G_MISSING = 1 << 6, /* base/missing, which does not exist */
 	G_DEVNULL = 1 << 7, /* /dev/null alone, writable (a device file rule) */
+	/* The same grants marked is_file (known not to be a directory). */
+	G_HINT_FILE_RO = 1 << 8, /* base/files/granted, read-only */
+	G_HINT_DEVNULL = 1 << 9, /* /dev/null, writable */
+	G_HINT_WRONG = 1 << 10,	 /* base/ro, a directory, wrongly marked is_file */
 };
 
 typedef int (*op_fn)(const void *arg);
@@ -179,6 +183,17 @@ static const struct sb_landlock_policy *make_policy(struct policy_buf *b, unsign
 	/* Literal strings from here on: no copy needed. */
 	if (grants & G_DEVNULL)
 		b->paths[b->policy.n_paths++] = (struct sb_landlock_path){"/dev/null", true};
+	if (grants & G_HINT_FILE_RO) {
+		add_grant(b, fx("files/granted"), false);
+		b->paths[b->policy.n_paths - 1].is_file = true;
+	}
+	if (grants & G_HINT_WRONG) {
+		add_grant(b, fx("ro"), false);
+		b->paths[b->policy.n_paths - 1].is_file = true;
+	}
+	if (grants & G_HINT_DEVNULL)
+		b->paths[b->policy.n_paths++] =
+		    (struct sb_landlock_path){"/dev/null", true, .is_file = true};
 	if (grants & G_SYSTEM) {
 		/* /bin, /lib, /lib64 are links into /usr on Debian 12; a rule
 		 * follows them, and one that does not exist is skipped. */
@@ -515,6 +530,14 @@ static const struct fs_case fs_cases[] = {
     {"file rule rw: no create beside it", G_FILE_RW, op_create_beside_granted, EACCES, 1, false},
     {"device file rule rw: /dev/null writable", G_DEVNULL, op_write_devnull, 0, 1, false},
     {"missing path skipped, the rest applies", G_RO | G_MISSING, op_read_ro, 0, 1, false},
+    /* is_file: the file rights go in first time; a wrong hint only grants
+     * less (no listing), never more. */
+    {"is_file rule: the granted file is readable", G_HINT_FILE_RO, op_read_granted, 0, 1, true},
+    {"is_file rule: a sibling is not", G_HINT_FILE_RO, op_read_sibling, EACCES, 1, false},
+    {"is_file rule ro: write denied", G_HINT_FILE_RO, op_write_granted, EACCES, 1, false},
+    {"is_file device rule rw: /dev/null writable", G_HINT_DEVNULL, op_write_devnull, 0, 1, false},
+    {"is_file on a directory: files below readable", G_HINT_WRONG, op_read_ro, 0, 1, false},
+    {"is_file on a directory: not listable", G_HINT_WRONG, op_list_ro, EACCES, 1, false},
     {"execve outside every grant", G_RO, op_exec_true, EACCES, 1, true},
     {"execve inside an ro grant", G_SYSTEM, op_exec_true, 0, 1, true},
 };
@@ -856,6 +879,54 @@ static void run_report_cases(void)
 	       "EOPNOTSUPP: hint: %s", res.err);
 }
 
+/* Descriptors open in [from, from + 64): /proc/self/fd is not readable
+ * under the policy, fcntl() needs no access. */
+static unsigned count_fds(int from)
+{
+	unsigned n = 0;
+
+	for (int fd = from; fd < from + 64; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* The rules' O_PATH descriptors are closed in runs of consecutive numbers:
+ * none may stay open, and one the caller held in between must survive. */
+static void run_descriptor_case(void)
+{
+	struct policy_buf b;
+	int status, lowest;
+	pid_t pid;
+
+	fixture_reset();
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		bail_out("fork");
+	if (pid == 0) {
+		const struct sb_landlock_policy *p =
+		    make_policy(&b, G_RO | G_RW | G_MISSING | G_FILE_RO | G_DEVNULL | G_SYSTEM);
+		struct sb_landlock_report report;
+		char *err = NULL;
+		unsigned before;
+
+		lowest = dup(0);
+		if (lowest < 0 || close(lowest) < 0 || dup2(0, lowest + 2) < 0)
+			_exit(CHILD_BAD_ERRNO);
+		before = count_fds(lowest);
+		if (sb_landlock_apply(p, &report, &err) < 0)
+			_exit(CHILD_APPLY_FAILED);
+		if (fcntl(lowest + 2, F_GETFD) < 0)
+			_exit(1); /* the caller's descriptor was closed */
+		_exit(count_fds(lowest) == before ? 0 : 2);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		bail_out("waitpid");
+	TAP_IS_INT(WIFEXITED(status) ? WEXITSTATUS(status) : CHILD_SIGNALED, 0,
+		   "rule descriptors all closed, the caller's one between them kept "
+		   "(1: caller's closed, 2: one left open)");
+}
+
 int main(void)
 {
 	struct passwd *pw;
@@ -888,6 +959,7 @@ int main(void)
 		run_fs_cases(true);
 	else if (geteuid() == 0)
 		tap_diag("no user nobody: the unprivileged rerun is skipped");
+	run_descriptor_case();
 	run_net_cases();
 	run_scope_cases();
 	run_report_cases();
