@@ -5,6 +5,7 @@
 #
 # bench_setup [BUILD_DIR] sets:
 #   sb, ref       absolute paths of python-sb and python-ref
+#   ref_bare      python-ref-bare (bench/meson.build), when there is one
 #   clean_env     `env -i ...` prefix: the one environment every command runs in
 #   env_names     the names clean_env sets (for wrappers that clear the environment)
 #   profile_dir   a temp dir (the cwd from then on) holding .py-sandboxes and
@@ -37,6 +38,7 @@ bench_binaries() {
         [[ -n ${PYTHON_SB:-} && -n ${PYTHON_REF:-} ]] || die "set both PYTHON_SB and PYTHON_REF"
         sb=$(realpath -- "$PYTHON_SB")
         ref=$(realpath -- "$PYTHON_REF")
+        if [[ -n ${PYTHON_REF_BARE:-} ]]; then ref_bare=$(realpath -- "$PYTHON_REF_BARE"); fi
     else
         command -v meson >/dev/null || die "meson not found"
         if (($# > 0)); then
@@ -69,6 +71,10 @@ bench_binaries() {
             die "build failed (run: meson compile -C $builddir)"
         sb=$builddir/python-sb
         ref=$builddir/bench/python-ref
+        # For information only (bench/meson.build): absent without python.o.
+        if meson compile -C "$builddir" bench/python-ref-bare >/dev/null 2>&1; then
+            ref_bare=$builddir/bench/python-ref-bare
+        fi
     fi
     [[ -x $sb ]] || die "$sb is not executable"
     [[ -x $ref ]] || die "$ref is not executable"

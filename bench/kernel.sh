@@ -131,9 +131,12 @@ bench_ratios "$out/kernel.json" "$MAX_RATIO" python-sb-landlock/python-ref \
 # the per-round ratios does not. This run decides the exit status.
 echo "== interleaved: $IRUNS rounds after 10 warm-up rounds" >&2
 istatus=0
+bare=()
+if [[ -n ${ref_bare:-} ]]; then bare=(python-ref-bare="$ref_bare -c pass"); fi
 "${clean_env[@]}" "$PYTHON3" "$bench_here/interleave.py" --runs "$IRUNS" \
     --json "$out/kernel-interleaved.json" --gate "python-sb-landlock=$MAX_RATIO" \
     python-ref="$ref -c pass" \
+    "${bare[@]}" \
     python3="$PYTHON3 -c pass" \
     python-sb-none="$sb ${none[*]} -c pass" \
     python-sb-subprocess="$sb -c pass" \

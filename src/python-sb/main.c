@@ -12,6 +12,7 @@
 #include "env-policy.h"
 #include "explain.h"
 #include "guard.h"
+#include "launcher.h"
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
@@ -280,7 +281,7 @@ static int start_learning(struct sb_profile *profile, const struct sb_load_optio
 	});
 }
 
-int main(int argc, char **argv)
+int sb_launcher_main(int argc, char **argv)
 {
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
 	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
