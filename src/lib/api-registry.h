@@ -24,8 +24,23 @@ struct sb_api_function {
 	enum sb_api_category category;
 };
 
-extern const struct sb_api_function sb_api_registry[];
+/* The index of each function in sb_api_registry: SB_API_FN_os_system ... (the
+ * qualname with its dots as underscores), so that code naming a registry
+ * function gets it at compile time, with no lookup at start and a typo a
+ * compile error. */
+enum sb_api_fn {
+#define SB_API(id, qualname, category) SB_API_FN_##id,
+#include "api-registry-list.h"
+#undef SB_API
+	SB_API_FN__N,
+};
+
+extern const struct sb_api_function sb_api_registry[SB_API_FN__N];
 extern const size_t sb_api_registry_size;
+/* sb_api_registry's indices in qualname order (strcmp), generated at build
+ * time by src/tools/api-index-gen.c: sb_api_lookup() needs no index built at
+ * start. */
+extern const unsigned short sb_api_by_name[SB_API_FN__N];
 
 /* "process-exec" ... ; NULL for an out-of-range value. */
 const char *sb_api_category_name(enum sb_api_category c);

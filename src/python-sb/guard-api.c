@@ -58,190 +58,271 @@ enum {
 	F_ANY_OF = 1 << 4,
 };
 
+/* The modules that hold guarded functions, in strcmp order of their names
+ * (api_prepare checks it): a name in sys.modules or from _imp is found by
+ * binary search, with no Python string made for it. */
+enum api_module {
+	M__imp,
+	M__interpreters,
+	M__pickle,
+	M__posixsubprocess,
+	M__signal,
+	M__thread,
+	M__xxsubinterpreters,
+	M_builtins,
+	M_concurrent_interpreters,
+	M_ctypes,
+	M_faulthandler,
+	M_importlib,
+	M_inspect,
+	M_multiprocessing_context,
+	M_multiprocessing_process,
+	M_os,
+	M_pickle,
+	M_posix,
+	M_pty,
+	M_resource,
+	M_signal,
+	M_subprocess,
+	M_sys,
+	M_threading,
+	M__N,
+};
+
+static const char *const module_names[M__N] = {
+    [M__imp] = "_imp",
+    [M__interpreters] = "_interpreters",
+    [M__pickle] = "_pickle",
+    [M__posixsubprocess] = "_posixsubprocess",
+    [M__signal] = "_signal",
+    [M__thread] = "_thread",
+    [M__xxsubinterpreters] = "_xxsubinterpreters",
+    [M_builtins] = "builtins",
+    [M_concurrent_interpreters] = "concurrent.interpreters",
+    [M_ctypes] = "ctypes",
+    [M_faulthandler] = "faulthandler",
+    [M_importlib] = "importlib",
+    [M_inspect] = "inspect",
+    [M_multiprocessing_context] = "multiprocessing.context",
+    [M_multiprocessing_process] = "multiprocessing.process",
+    [M_os] = "os",
+    [M_pickle] = "pickle",
+    [M_posix] = "posix",
+    [M_pty] = "pty",
+    [M_resource] = "resource",
+    [M_signal] = "signal",
+    [M_subprocess] = "subprocess",
+    [M_sys] = "sys",
+    [M_threading] = "threading",
+};
+
+#define NO_FN (-1)
+
+/* fn and alias are registry indices (SB_API_FN_*, api-registry.h): known at
+ * compile time, so a misspelt name does not compile instead of leaving a
+ * function unguarded. */
 struct wrap_entry {
-	const char *module; /* key in sys.modules */
-	const char *cls;    /* NULL for a module-level function */
+	enum api_module module;
+	const char *cls; /* NULL for a module-level function */
 	const char *attr;
-	const char *qualname; /* registry name; NULL for the import hooks */
-	const char *alias;    /* another registry name for the same thing */
+	short fn;    /* the registry function; NO_FN for the import hooks */
+	short alias; /* another registry name for the same thing, or NO_FN */
 	enum ev_family family;
 	unsigned flags;
 };
 
+/* module.attr, whose registry id is module_attr (dots as underscores). */
 #define FN(m, a, fam)                                                                              \
 	{                                                                                          \
-		m, NULL, a, m "." a, NULL, fam, 0                                                  \
+		M_##m, NULL, #a, SB_API_FN_##m##_##a, NO_FN, fam, 0                                \
 	}
 #define FNX(m, a, fam)                                                                             \
 	{                                                                                          \
-		m, NULL, a, m "." a, NULL, fam, F_EXEMPT_LIBRARY                                   \
+		M_##m, NULL, #a, SB_API_FN_##m##_##a, NO_FN, fam, F_EXEMPT_LIBRARY                 \
 	}
 /* posix functions are copied into os by `from posix import *`: both dicts
  * hold the original, and both spellings are registry names. */
-#define OS(a, fam) FN("posix", a, fam), FN("os", a, fam)
-#define METHOD(m, c, a, q, alias)                                                                  \
+#define OS(a, fam) FN(posix, a, fam), FN(os, a, fam)
+#define METHOD(m, c, a, fn, alias)                                                                 \
 	{                                                                                          \
-		m, c, a, q, alias, EV_NONE, F_METHOD                                               \
+		M_##m, #c, #a, SB_API_FN_##fn, alias, EV_NONE, F_METHOD                            \
 	}
 
 static const struct wrap_entry entries[] = {
     /* process-exec */
-    OS("system", EV_SYSTEM),
-    FN("os", "popen", EV_NONE),
-    OS("execv", EV_EXEC),
-    OS("execve", EV_EXEC),
-    FN("os", "execl", EV_NONE),
-    FN("os", "execle", EV_NONE),
-    FN("os", "execlp", EV_NONE),
-    FN("os", "execlpe", EV_NONE),
-    FN("os", "execvp", EV_NONE),
-    FN("os", "execvpe", EV_NONE),
-    FN("os", "spawnv", EV_NONE),
-    FN("os", "spawnve", EV_NONE),
-    FN("os", "spawnvp", EV_NONE),
-    FN("os", "spawnvpe", EV_NONE),
-    FN("os", "spawnl", EV_NONE),
-    FN("os", "spawnle", EV_NONE),
-    FN("os", "spawnlp", EV_NONE),
-    FN("os", "spawnlpe", EV_NONE),
-    OS("posix_spawn", EV_POSIX_SPAWN),
-    OS("posix_spawnp", EV_POSIX_SPAWN),
-    OS("fork", EV_FORK),
-    OS("forkpty", EV_FORKPTY),
-    FN("subprocess", "run", EV_NONE),
-    FN("subprocess", "call", EV_NONE),
-    FN("subprocess", "check_call", EV_NONE),
-    FN("subprocess", "check_output", EV_NONE),
-    FN("subprocess", "getoutput", EV_NONE),
-    FN("subprocess", "getstatusoutput", EV_NONE),
+    OS(system, EV_SYSTEM),
+    FN(os, popen, EV_NONE),
+    OS(execv, EV_EXEC),
+    OS(execve, EV_EXEC),
+    FN(os, execl, EV_NONE),
+    FN(os, execle, EV_NONE),
+    FN(os, execlp, EV_NONE),
+    FN(os, execlpe, EV_NONE),
+    FN(os, execvp, EV_NONE),
+    FN(os, execvpe, EV_NONE),
+    FN(os, spawnv, EV_NONE),
+    FN(os, spawnve, EV_NONE),
+    FN(os, spawnvp, EV_NONE),
+    FN(os, spawnvpe, EV_NONE),
+    FN(os, spawnl, EV_NONE),
+    FN(os, spawnle, EV_NONE),
+    FN(os, spawnlp, EV_NONE),
+    FN(os, spawnlpe, EV_NONE),
+    OS(posix_spawn, EV_POSIX_SPAWN),
+    OS(posix_spawnp, EV_POSIX_SPAWN),
+    OS(fork, EV_FORK),
+    OS(forkpty, EV_FORKPTY),
+    FN(subprocess, run, EV_NONE),
+    FN(subprocess, call, EV_NONE),
+    FN(subprocess, check_call, EV_NONE),
+    FN(subprocess, check_output, EV_NONE),
+    FN(subprocess, getoutput, EV_NONE),
+    FN(subprocess, getstatusoutput, EV_NONE),
     /* subprocess's own reference to _posixsubprocess.fork_exec (Debian's
      * 3.11 has it too): the spec's "ALLOW:subprocess.Popen also needs
      * ALLOW:_posixsubprocess.fork_exec" must hold through it. */
-    {"subprocess", NULL, "_fork_exec", "subprocess._fork_exec", "_posixsubprocess.fork_exec",
-     EV_NONE, F_ANY_OF},
-    FN("_posixsubprocess", "fork_exec", EV_NONE),
-    FN("pty", "spawn", EV_NONE),
-    FN("pty", "fork", EV_NONE),
-    METHOD("multiprocessing.process", "BaseProcess", "start",
-	   "multiprocessing.process.BaseProcess.start", NULL),
+    {M_subprocess, NULL, "_fork_exec", SB_API_FN_subprocess__fork_exec,
+     SB_API_FN__posixsubprocess_fork_exec, EV_NONE, F_ANY_OF},
+    FN(_posixsubprocess, fork_exec, EV_NONE),
+    FN(pty, spawn, EV_NONE),
+    FN(pty, fork, EV_NONE),
+    METHOD(multiprocessing_process, BaseProcess, start, multiprocessing_process_BaseProcess_start,
+	   NO_FN),
     /* multiprocessing.Process is multiprocessing.context.Process: one class,
      * two registry names, both must be allowed. */
-    METHOD("multiprocessing.context", "Process", "start", "multiprocessing.context.Process.start",
-	   "multiprocessing.Process.start"),
-    METHOD("multiprocessing.context", "ForkProcess", "start",
-	   "multiprocessing.context.ForkProcess.start", NULL),
-    METHOD("multiprocessing.context", "SpawnProcess", "start",
-	   "multiprocessing.context.SpawnProcess.start", NULL),
-    METHOD("multiprocessing.context", "ForkServerProcess", "start",
-	   "multiprocessing.context.ForkServerProcess.start", NULL),
-    FN("_xxsubinterpreters", "create", EV_NONE),
-    FN("_interpreters", "create", EV_NONE),
-    FN("concurrent.interpreters", "create", EV_NONE),
+    METHOD(multiprocessing_context, Process, start, multiprocessing_context_Process_start,
+	   SB_API_FN_multiprocessing_Process_start),
+    METHOD(multiprocessing_context, ForkProcess, start, multiprocessing_context_ForkProcess_start,
+	   NO_FN),
+    METHOD(multiprocessing_context, SpawnProcess, start, multiprocessing_context_SpawnProcess_start,
+	   NO_FN),
+    METHOD(multiprocessing_context, ForkServerProcess, start,
+	   multiprocessing_context_ForkServerProcess_start, NO_FN),
+    FN(_xxsubinterpreters, create, EV_NONE),
+    FN(_interpreters, create, EV_NONE),
+    FN(concurrent_interpreters, create, EV_NONE),
 
     /* process-control */
-    OS("kill", EV_KILL),
-    OS("killpg", EV_KILLPG),
-    OS("nice", EV_NONE),
-    OS("setpriority", EV_NONE),
-    OS("abort", EV_NONE),
-    OS("setsid", EV_NONE),
-    OS("setpgid", EV_NONE),
-    OS("setpgrp", EV_NONE),
-    FN("_signal", "alarm", EV_NONE),
-    FN("signal", "alarm", EV_NONE),
-    FN("_signal", "setitimer", EV_NONE),
-    FN("signal", "setitimer", EV_NONE),
-    FN("_signal", "raise_signal", EV_NONE),
-    FN("signal", "raise_signal", EV_NONE),
-    FN("_signal", "pthread_kill", EV_NONE),
-    FN("signal", "pthread_kill", EV_NONE),
-    FN("resource", "setrlimit", EV_SETRLIMIT),
-    FN("resource", "prlimit", EV_PRLIMIT),
+    OS(kill, EV_KILL),
+    OS(killpg, EV_KILLPG),
+    OS(nice, EV_NONE),
+    OS(setpriority, EV_NONE),
+    OS(abort, EV_NONE),
+    OS(setsid, EV_NONE),
+    OS(setpgid, EV_NONE),
+    OS(setpgrp, EV_NONE),
+    FN(_signal, alarm, EV_NONE),
+    FN(signal, alarm, EV_NONE),
+    FN(_signal, setitimer, EV_NONE),
+    FN(signal, setitimer, EV_NONE),
+    FN(_signal, raise_signal, EV_NONE),
+    FN(signal, raise_signal, EV_NONE),
+    FN(_signal, pthread_kill, EV_NONE),
+    FN(signal, pthread_kill, EV_NONE),
+    FN(resource, setrlimit, EV_SETRLIMIT),
+    FN(resource, prlimit, EV_PRLIMIT),
 
     /* privileges */
-    OS("setuid", EV_NONE),
-    OS("setgid", EV_NONE),
-    OS("seteuid", EV_NONE),
-    OS("setegid", EV_NONE),
-    OS("setreuid", EV_NONE),
-    OS("setregid", EV_NONE),
-    OS("setresuid", EV_NONE),
-    OS("setresgid", EV_NONE),
-    OS("setgroups", EV_NONE),
-    OS("initgroups", EV_NONE),
-    OS("umask", EV_NONE),
-    OS("unshare", EV_NONE),
-    OS("setns", EV_NONE),
+    OS(setuid, EV_NONE),
+    OS(setgid, EV_NONE),
+    OS(seteuid, EV_NONE),
+    OS(setegid, EV_NONE),
+    OS(setreuid, EV_NONE),
+    OS(setregid, EV_NONE),
+    OS(setresuid, EV_NONE),
+    OS(setresgid, EV_NONE),
+    OS(setgroups, EV_NONE),
+    OS(initgroups, EV_NONE),
+    OS(umask, EV_NONE),
+    OS(unshare, EV_NONE),
+    OS(setns, EV_NONE),
 
     /* threads: no audit event before 3.13 */
-    FN("_thread", "start_new_thread", EV_NONE),
-    FN("_thread", "start_new", EV_NONE),
-    FN("_thread", "start_joinable_thread", EV_NONE),
-    FN("_thread", "interrupt_main", EV_NONE),
-    FN("_thread", "stack_size", EV_NONE),
-    FN("threading", "_start_new_thread", EV_NONE),
-    FN("threading", "_start_joinable_thread", EV_NONE),
-    FN("threading", "settrace", EV_NONE),
-    FN("threading", "setprofile", EV_NONE),
-    FN("threading", "settrace_all_threads", EV_NONE),
-    FN("threading", "setprofile_all_threads", EV_NONE),
-    FN("threading", "stack_size", EV_NONE),
-    FN("sys", "_settraceallthreads", EV_NONE),
-    FN("sys", "_setprofileallthreads", EV_NONE),
-    METHOD("threading", "Thread", "start", "threading.Thread.start", NULL),
+    FN(_thread, start_new_thread, EV_NONE),
+    FN(_thread, start_new, EV_NONE),
+    FN(_thread, start_joinable_thread, EV_NONE),
+    FN(_thread, interrupt_main, EV_NONE),
+    FN(_thread, stack_size, EV_NONE),
+    FN(threading, _start_new_thread, EV_NONE),
+    FN(threading, _start_joinable_thread, EV_NONE),
+    FN(threading, settrace, EV_NONE),
+    FN(threading, setprofile, EV_NONE),
+    FN(threading, settrace_all_threads, EV_NONE),
+    FN(threading, setprofile_all_threads, EV_NONE),
+    FN(threading, stack_size, EV_NONE),
+    FN(sys, _settraceallthreads, EV_NONE),
+    FN(sys, _setprofileallthreads, EV_NONE),
+    METHOD(threading, Thread, start, threading_Thread_start, NO_FN),
 
     /* native; ctypes.CDLL is judged on the ctypes.dlopen event */
-    FN("ctypes", "cast", EV_NONE),
-    FN("ctypes", "string_at", EV_STRING_AT),
-    FN("ctypes", "wstring_at", EV_WSTRING_AT),
+    FN(ctypes, cast, EV_NONE),
+    FN(ctypes, string_at, EV_STRING_AT),
+    FN(ctypes, wstring_at, EV_WSTRING_AT),
 
     /* introspection; inspect's helpers call sys._getframe from the library,
      * which the sys._getframe event exempts, so they need their own guard. */
-    FN("importlib", "reload", EV_NONE),
-    FNX("inspect", "currentframe", EV_NONE),
-    FNX("inspect", "stack", EV_NONE),
-    FNX("inspect", "trace", EV_NONE),
-    FN("faulthandler", "enable", EV_NONE),
+    FN(importlib, reload, EV_NONE),
+    FNX(inspect, currentframe, EV_NONE),
+    FNX(inspect, stack, EV_NONE),
+    FNX(inspect, trace, EV_NONE),
+    FN(faulthandler, enable, EV_NONE),
 
     /* dynamic-code */
-    FNX("builtins", "eval", EV_DYNAMIC),
-    FNX("builtins", "exec", EV_DYNAMIC),
-    FNX("builtins", "compile", EV_DYNAMIC),
+    FNX(builtins, eval, EV_DYNAMIC),
+    FNX(builtins, exec, EV_DYNAMIC),
+    FNX(builtins, compile, EV_DYNAMIC),
 
     /* deserialization */
-    FN("_pickle", "loads", EV_NONE),
-    FN("_pickle", "load", EV_NONE),
-    FN("pickle", "loads", EV_NONE),
-    FN("pickle", "load", EV_NONE),
-    FN("pickle", "_loads", EV_NONE),
-    FN("pickle", "_load", EV_NONE),
-    METHOD("pickle", "_Unpickler", "__init__", "pickle._Unpickler", NULL),
+    FN(_pickle, loads, EV_NONE),
+    FN(_pickle, load, EV_NONE),
+    FN(pickle, loads, EV_NONE),
+    FN(pickle, load, EV_NONE),
+    FN(pickle, _loads, EV_NONE),
+    FN(pickle, _load, EV_NONE),
+    METHOD(pickle, _Unpickler, __init__, pickle__Unpickler, NO_FN),
 
     /* import hooks, no decision of their own */
-    {"_imp", NULL, "create_builtin", NULL, NULL, EV_NONE, F_IMP_HOOK},
-    {"_imp", NULL, "exec_builtin", NULL, NULL, EV_NONE, F_IMP_HOOK},
-    {"_imp", NULL, "create_dynamic", NULL, NULL, EV_NONE, F_IMP_HOOK},
-    {"_imp", NULL, "exec_dynamic", NULL, NULL, EV_NONE, F_IMP_HOOK},
-    {"importlib", NULL, "import_module", NULL, NULL, EV_NONE, F_AFTER_IMPORT},
+    {M__imp, NULL, "create_builtin", NO_FN, NO_FN, EV_NONE, F_IMP_HOOK},
+    {M__imp, NULL, "exec_builtin", NO_FN, NO_FN, EV_NONE, F_IMP_HOOK},
+    {M__imp, NULL, "create_dynamic", NO_FN, NO_FN, EV_NONE, F_IMP_HOOK},
+    {M__imp, NULL, "exec_dynamic", NO_FN, NO_FN, EV_NONE, F_IMP_HOOK},
+    {M_importlib, NULL, "import_module", NO_FN, NO_FN, EV_NONE, F_AFTER_IMPORT},
 };
 
-#define N_ENTRIES   ELEMENTSOF(entries)
-#define MAX_TRACKED 40
+#define N_ENTRIES ELEMENTSOF(entries)
 
-/* Registry names an unclaimed event of each family stands for: the event
+/* The count of a family is that of its initialisers: it cannot disagree. */
+#define FAMILY(...)                                                                                \
+	{                                                                                          \
+		sizeof((short[]){__VA_ARGS__}) / sizeof(short),                                    \
+		{                                                                                  \
+			__VA_ARGS__                                                                \
+		}                                                                                  \
+	}
+
+/* Registry functions an unclaimed event of each family stands for: the event
  * does not say which spelling was called, so every one must be allowed. */
-static const char *const family_names[EV__N][4] = {
-    [EV_SYSTEM] = {"os.system", "posix.system"},
-    [EV_POSIX_SPAWN] = {"os.posix_spawn", "posix.posix_spawn", "os.posix_spawnp",
-			"posix.posix_spawnp"},
-    [EV_FORK] = {"os.fork", "posix.fork"},
-    [EV_FORKPTY] = {"os.forkpty", "posix.forkpty"},
-    [EV_KILL] = {"os.kill", "posix.kill"},
-    [EV_KILLPG] = {"os.killpg", "posix.killpg"},
-    [EV_SETRLIMIT] = {"resource.setrlimit"},
-    [EV_PRLIMIT] = {"resource.prlimit"},
-    [EV_STRING_AT] = {"ctypes.string_at"},
-    [EV_WSTRING_AT] = {"ctypes.wstring_at"},
+static const struct {
+	unsigned n;
+	short fn[4];
+} families[EV__N] = {
+    [EV_SYSTEM] = FAMILY(SB_API_FN_os_system, SB_API_FN_posix_system),
+    [EV_POSIX_SPAWN] = FAMILY(SB_API_FN_os_posix_spawn, SB_API_FN_posix_posix_spawn,
+			      SB_API_FN_os_posix_spawnp, SB_API_FN_posix_posix_spawnp),
+    [EV_FORK] = FAMILY(SB_API_FN_os_fork, SB_API_FN_posix_fork),
+    [EV_FORKPTY] = FAMILY(SB_API_FN_os_forkpty, SB_API_FN_posix_forkpty),
+    [EV_KILL] = FAMILY(SB_API_FN_os_kill, SB_API_FN_posix_kill),
+    [EV_KILLPG] = FAMILY(SB_API_FN_os_killpg, SB_API_FN_posix_killpg),
+    [EV_SETRLIMIT] = FAMILY(SB_API_FN_resource_setrlimit),
+    [EV_PRLIMIT] = FAMILY(SB_API_FN_resource_prlimit),
+    [EV_STRING_AT] = FAMILY(SB_API_FN_ctypes_string_at),
+    [EV_WSTRING_AT] = FAMILY(SB_API_FN_ctypes_wstring_at),
+};
+
+/* os.exec passes (path, args, env): [with env][os, posix]. */
+static const short exec_fns[2][2] = {
+    {SB_API_FN_os_execv, SB_API_FN_posix_execv},
+    {SB_API_FN_os_execve, SB_API_FN_posix_execve},
 };
 
 /* Events a wrapper is about to cause, per thread: a count, restored when the
@@ -249,8 +330,7 @@ static const char *const family_names[EV__N][4] = {
 static _Thread_local unsigned claims[EV__N];
 
 struct tracked_module {
-	const char *name;
-	PyObject *key;	/* interned name */
+	PyObject *key;	/* the name as a str, made when first needed (module_key) */
 	PyObject *done; /* the module object every entry was installed on */
 };
 
@@ -260,20 +340,14 @@ static struct {
 	bool category_allowed[SB_API_CATEGORY__N]; /* for names outside the registry */
 	bool any_deserialization;		   /* some unpickling entry point granted */
 	bool eval_keys; /* eval-* present: the eval layer, not a grant, decides */
-	int entry_index[N_ENTRIES], entry_alias[N_ENTRIES];
-	int family_index[EV__N][4];
-	/* Named events with one registry function each. */
-	int i_popen, i_cdll, i_getframe, i_getframemodulename, i_current_frames,
-	    i_current_exceptions, i_settrace, i_setprofile, i_addaudithook, i_get_objects,
-	    i_get_referrers, i_get_referents, i_subinterp, i_eval, i_exec, i_compile,
-	    i_pickle_loads;
-	int exec_index[2][2]; /* [with env][os, posix] */
 
 	PyObject *original[N_ENTRIES]; /* strong; only C holds them */
 	PyObject *wrapper[N_ENTRIES];
-	struct tracked_module tracked[MAX_TRACKED];
-	size_t n_tracked;
-	Py_ssize_t modules_size;
+	PyObject *attr_key[N_ENTRIES]; /* entries[i].attr as a str */
+	/* Each module's entries as a chain (first[m], then next[i]), linked
+	 * by api_prepare: installing on a module walks its own entries. */
+	short first[M__N], next[N_ENTRIES];
+	struct tracked_module tracked[M__N];
 	bool pending; /* a tracked module was still initialising at the last scan */
 	char **site_dirs;
 	size_t n_site_dirs;
@@ -295,21 +369,6 @@ static bool is_our_wrapper(PyObject *o, size_t *ret_index)
 }
 
 /* ---- decisions ---------------------------------------------------------- */
-
-static int resolve(const char *qualname, int *ret, char **reterr)
-{
-	const struct sb_api_function *fn = sb_api_lookup(qualname);
-
-	if (!fn) {
-		/* A table typo would silently leave a function unguarded. */
-		if (asprintf(reterr, "internal error: '%s' is not in the API registry", qualname) <
-		    0)
-			*reterr = NULL;
-		return -EINVAL;
-	}
-	*ret = (int)(fn - sb_api_registry);
-	return 0;
-}
 
 static bool caller_is_library(void)
 {
@@ -420,15 +479,15 @@ static inline int check(int index)
 
 static int check_entry(size_t i)
 {
-	if (!sb_guard_armed() || !entries[i].qualname)
+	if (!sb_guard_armed() || entries[i].fn == NO_FN)
 		return 0;
 	if ((entries[i].flags & F_EXEMPT_LIBRARY) && caller_is_library())
 		return 0;
 	if (entries[i].flags & F_ANY_OF)
-		return api.allowed[api.entry_index[i]] ? 0 : check(api.entry_alias[i]);
-	if (check(api.entry_index[i]) < 0)
+		return api.allowed[entries[i].fn] ? 0 : check(entries[i].alias);
+	if (check(entries[i].fn) < 0)
 		return -1;
-	if (api.entry_alias[i] >= 0 && check(api.entry_alias[i]) < 0)
+	if (entries[i].alias != NO_FN && check(entries[i].alias) < 0)
 		return -1;
 	return 0;
 }
@@ -493,9 +552,9 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 		saved = claims[family];
 		/* A library caller's eval/exec/compile is not a grant: the
 		 * "compile" event decides whose source it is (on_compile). */
-		claims[family] = family != EV_DYNAMIC		   ? 1
-				 : api.allowed[api.entry_index[i]] ? dynamic_budget(i, args, nargs)
-								   : 0;
+		claims[family] = family != EV_DYNAMIC	      ? 1
+				 : api.allowed[entries[i].fn] ? dynamic_budget(i, args, nargs)
+							      : 0;
 	}
 	/* The original may be released by a re-wrap while it runs. */
 	Py_INCREF(original);
@@ -559,35 +618,112 @@ static const tramp_fn tramps[] = {P8(0),  P8(1),  P8(2),  P8(3),  P8(4),  P8(5),
 				  P8(12), P8(13), P8(14), P8(15), P8(16), P8(17)};
 _Static_assert(ELEMENTSOF(tramps) >= ELEMENTSOF(entries), "add TRAMP8 rows");
 
+/* The module id of a module's name, or -1 when it holds nothing guarded. */
+static int module_id(const char *name)
+{
+	size_t lo = 0, hi = M__N;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		/* Most names in sys.modules differ in their first letter. */
+		int c = (unsigned char)name[0] - (unsigned char)module_names[mid][0];
+
+		c = c ? c : strcmp(name, module_names[mid]);
+		if (c == 0)
+			return (int)mid;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+/* The name of module m as a str (the key in sys.modules, and the wrappers'
+ * __module__): sys.modules' own key when activation found the module there,
+ * else made (interned) when first needed; borrowed. */
+static PyObject *module_key(enum api_module m)
+{
+	if (!api.tracked[m].key)
+		api.tracked[m].key = PyUnicode_InternFromString(module_names[m]);
+	return api.tracked[m].key;
+}
+
+/* Entry i's attribute name as a str (borrowed), made once and shared with a
+ * neighbour of the same name: OS() puts posix.X and os.X side by side. */
+static PyObject *attr_key(size_t i)
+{
+	if (api.attr_key[i])
+		return api.attr_key[i];
+	if (i > 0 && api.attr_key[i - 1] && streq(entries[i - 1].attr, entries[i].attr))
+		api.attr_key[i] = Py_NewRef(api.attr_key[i - 1]);
+	else if (i + 1 < N_ENTRIES && api.attr_key[i + 1] &&
+		 streq(entries[i + 1].attr, entries[i].attr))
+		api.attr_key[i] = Py_NewRef(api.attr_key[i + 1]);
+	else
+		api.attr_key[i] = PyUnicode_FromString(entries[i].attr);
+	return api.attr_key[i];
+}
+
+/* Whether entry i's wrapper has anything to do: refuse a call, claim an
+ * event for a family, or hook the import system. A spelling the rules allow
+ * outright keeps its original function (nothing to create and install at
+ * every start for, e.g., python-api=ALLOW:threads). */
+static bool entry_needed(size_t i)
+{
+	const struct wrap_entry *e = &entries[i];
+
+	return e->fn == NO_FN || e->family != EV_NONE || !api.allowed[e->fn] ||
+	       (e->alias != NO_FN && !api.allowed[e->alias]);
+}
+
 /* Puts entry i's wrapper on target (a module or a class). 0 also when the
  * attribute does not exist in this Python version. */
 static int install(size_t i, PyObject *target)
 {
 	/* A module's namespace is its dict: going to it directly skips the
-	 * generic attribute machinery, ~150 times on every start. */
+	 * generic attribute machinery, ~90 times on every start. */
 	PyObject *dict = PyModule_Check(target) ? PyModule_GetDict(target) : NULL;
-	PyObject *current, *original, *value;
+	PyObject *name = attr_key(i), *current, *original, *value;
 	size_t j;
+	bool ours;
 	int r;
 
+	if (!name)
+		return -1;
 	if (dict) {
-		current = PyDict_GetItemString(dict, entries[i].attr); /* borrowed */
-		Py_XINCREF(current);
+		/* A lookup that fails (a planted key whose __eq__ raises) must
+		 * not leave the function unwrapped: the error propagates. */
+		current = PyDict_GetItemWithError(dict, name); /* borrowed */
+		if (!current)
+			return PyErr_Occurred() ? -1 : 0;
+		Py_INCREF(current);
 	} else {
-		current = PyObject_GetAttrString(target, entries[i].attr);
+		current = PyObject_GetAttr(target, name);
+		if (!current) {
+			PyErr_Clear();
+			return 0;
+		}
 	}
-	if (!current) {
-		PyErr_Clear();
-		return 0;
-	}
-	if (is_our_wrapper(current, &j) && j == i) {
+	ours = is_our_wrapper(current, &j);
+	if (ours && j == i) {
 		Py_DECREF(current);
 		return 0;
+	}
+	if (!entry_needed(i)) {
+		/* Another spelling's wrapper copied here (signal.alarm from
+		 * _signal) would refuse what this spelling's rule allows. */
+		value = ours ? api.original[j] : NULL;
+		Py_DECREF(current);
+		if (!value)
+			return 0;
+		return dict ? PyDict_SetItem(dict, name, value)
+			    : PyObject_SetAttr(target, name, value);
 	}
 	/* Another spelling's wrapper (signal.alarm copied from the wrapped
 	 * _signal): wrap the original behind it, so that each spelling needs
 	 * its own grant and no more. */
-	original = is_our_wrapper(current, &j) ? api.original[j] : current;
+	original = ours ? api.original[j] : current;
 	if (!original) {
 		Py_DECREF(current);
 		return 0;
@@ -596,14 +732,16 @@ static int install(size_t i, PyObject *target)
 	Py_XSETREF(api.original[i], original);
 	Py_DECREF(current);
 	if (!api.wrapper[i]) {
-		PyObject *modname = PyUnicode_InternFromString(entries[i].module);
+		PyObject *modname = module_key(entries[i].module);
 
 		if (!modname)
 			return -1;
 		api.wrapper[i] = PyCFunction_NewEx(&defs[i], NULL, modname);
-		Py_DECREF(modname);
 		if (!api.wrapper[i])
 			return -1;
+		/* m_self NULL, m_module a str: a wrapper is in no reference
+		 * cycle, and the collector need not visit it on every pass. */
+		PyObject_GC_UnTrack(api.wrapper[i]);
 	}
 	if (entries[i].flags & F_METHOD) {
 		value = PyInstanceMethod_New(api.wrapper[i]);
@@ -612,8 +750,7 @@ static int install(size_t i, PyObject *target)
 	} else {
 		value = Py_NewRef(api.wrapper[i]);
 	}
-	r = dict ? PyDict_SetItemString(dict, entries[i].attr, value)
-		 : PyObject_SetAttrString(target, entries[i].attr, value);
+	r = dict ? PyDict_SetItem(dict, name, value) : PyObject_SetAttr(target, name, value);
 	Py_DECREF(value);
 	return r;
 }
@@ -622,25 +759,24 @@ static int install(size_t i, PyObject *target)
  * create step); the classes come with the after_import scan. */
 static int install_on_module(const char *name, PyObject *module)
 {
-	for (size_t i = 0; i < N_ENTRIES; i++) {
-		if (!streq(entries[i].module, name) || (entries[i].flags & F_METHOD))
-			continue;
-		if (install(i, module) < 0)
+	int m = module_id(name);
+
+	for (int i = m >= 0 ? api.first[m] : -1; i >= 0; i = api.next[i])
+		if (!(entries[i].flags & F_METHOD) && install((size_t)i, module) < 0)
 			return -1;
-	}
 	return 0;
 }
 
-static int install_all(const char *name, PyObject *module)
+/* Every entry of module m, then m is done until sys.modules holds another
+ * module under its name. */
+static int install_all(enum api_module m, PyObject *module)
 {
-	for (size_t i = 0; i < N_ENTRIES; i++) {
+	for (int i = api.first[m]; i >= 0; i = api.next[i]) {
 		PyObject *cls;
 		int r;
 
-		if (!streq(entries[i].module, name))
-			continue;
 		if (!(entries[i].flags & F_METHOD)) {
-			if (install(i, module) < 0)
+			if (install((size_t)i, module) < 0)
 				return -1;
 			continue;
 		}
@@ -649,11 +785,13 @@ static int install_all(const char *name, PyObject *module)
 			PyErr_Clear();
 			continue;
 		}
-		r = PyType_Check(cls) ? install(i, cls) : 0;
+		r = PyType_Check(cls) ? install((size_t)i, cls) : 0;
 		Py_DECREF(cls);
 		if (r < 0)
 			return -1;
 	}
+	Py_INCREF(module);
+	Py_XSETREF(api.tracked[m].done, module);
 	return 0;
 }
 
@@ -672,21 +810,25 @@ static bool module_initializing(PyObject *module)
 	return initializing;
 }
 
+/* After an import that changed sys.modules: each guarded module, looked up
+ * by its interned name. */
 static int scan_modules(void)
 {
 	PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
 
 	api.pending = false;
-	for (size_t t = 0; t < api.n_tracked; t++) {
-		struct tracked_module *m = &api.tracked[t];
-		PyObject *module = PyDict_GetItemWithError(modules, m->key); /* borrowed */
+	for (size_t m = 0; m < M__N; m++) {
+		PyObject *key = module_key((enum api_module)m), *module;
 
+		if (!key)
+			return -1;
+		module = PyDict_GetItemWithError(modules, key); /* borrowed */
 		if (!module) {
 			if (PyErr_Occurred())
 				return -1;
 			continue;
 		}
-		if (module == m->done)
+		if (module == api.tracked[m].done)
 			continue;
 		/* A module still running its body (an import inside it) gets
 		 * its functions later: come back after the next import. */
@@ -694,16 +836,45 @@ static int scan_modules(void)
 			api.pending = true;
 			continue;
 		}
-		if (install_all(m->name, module) < 0)
+		if (install_all((enum api_module)m, module) < 0)
 			return -1;
-		Py_INCREF(module);
-		Py_XSETREF(m->done, module);
 	}
 	return 0;
 }
 
-/* Called after every import through builtins.__import__: nothing to do
- * unless sys.modules changed since the last look. */
+/* At activation: the modules the runtime loaded so far (os, posix, _thread,
+ * builtins, _imp...), found in one pass over sys.modules, with no string made
+ * for the ~20 guarded modules that are not there; the rest are wrapped as
+ * they are imported. No import is in progress at this point, so no module is
+ * still initialising. The modules are collected first: installing looks up
+ * classes, which may run Python code that changes sys.modules. */
+static int install_loaded(void)
+{
+	PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+	PyObject *found[M__N] = {0}, *key, *value;
+	Py_ssize_t pos = 0;
+	int r = 0;
+
+	while (PyDict_Next(modules, &pos, &key, &value)) {
+		const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+		int m = name ? module_id(name) : -1;
+
+		if (!name)
+			PyErr_Clear();
+		if (m < 0 || found[m])
+			continue;
+		found[m] = Py_NewRef(value);
+		if (!api.tracked[m].key && PyUnicode_CheckExact(key))
+			api.tracked[m].key = Py_NewRef(key);
+	}
+	for (size_t m = 0; m < M__N; m++) {
+		if (found[m] && r == 0)
+			r = install_all((enum api_module)m, found[m]);
+		Py_XDECREF(found[m]);
+	}
+	return r;
+}
+
 /* sb_guard_after_import() calls this only when sys.modules changed, or when
  * it asked to be called again (1: a module was still initialising). */
 static int api_after_import(void)
@@ -723,12 +894,9 @@ static int check_family(enum ev_family family)
 		claims[family]--;
 		return 0;
 	}
-	for (size_t k = 0; k < ELEMENTSOF(api.family_index[family]); k++) {
-		int idx = api.family_index[family][k];
-
-		if (idx >= 0 && check(idx) < 0)
+	for (size_t k = 0; k < families[family].n; k++)
+		if (check(families[family].fn[k]) < 0)
 			return -1;
-	}
 	return 0;
 }
 
@@ -741,7 +909,7 @@ static int on_exec(PyObject *args)
 {
 	/* os.exec passes (path, args, env): env is None for execv. */
 	PyObject *env = PyTuple_Size(args) >= 3 ? PyTuple_GET_ITEM(args, 2) : Py_None;
-	const int *names = api.exec_index[env != Py_None];
+	const short *names = exec_fns[env != Py_None];
 
 	PyErr_Clear();
 	if (claims[EV_EXEC] > 0) {
@@ -798,13 +966,13 @@ static int on_wstring_at(PyObject *args _unused_)
 
 static int on_popen(PyObject *args _unused_)
 {
-	return check(api.i_popen);
+	return check(SB_API_FN_subprocess_Popen);
 }
 
 /* ctypes.CDLL and PyDLL (and _ctypes.dlopen) all open through this. */
 static int on_dlopen(PyObject *args _unused_)
 {
-	return check(api.i_cdll);
+	return check(SB_API_FN_ctypes_CDLL);
 }
 
 /* Standard-library functions that return the frame they read: exempt as
@@ -855,59 +1023,59 @@ static bool frame_read_by_runtime(void)
 static int on_getframe(PyObject *args _unused_)
 {
 	/* typing, logging, namedtuple, enum... read their caller's frame. */
-	return frame_read_by_runtime() ? 0 : check(api.i_getframe);
+	return frame_read_by_runtime() ? 0 : check(SB_API_FN_sys__getframe);
 }
 
 static int on_getframemodulename(PyObject *args _unused_)
 {
-	return caller_is_library() ? 0 : check(api.i_getframemodulename);
+	return caller_is_library() ? 0 : check(SB_API_FN_sys__getframemodulename);
 }
 
 static int on_current_frames(PyObject *args _unused_)
 {
-	return check(api.i_current_frames);
+	return check(SB_API_FN_sys__current_frames);
 }
 
 static int on_current_exceptions(PyObject *args _unused_)
 {
-	return check(api.i_current_exceptions);
+	return check(SB_API_FN_sys__current_exceptions);
 }
 
 static int on_settrace(PyObject *args _unused_)
 {
-	return check(api.i_settrace);
+	return check(SB_API_FN_sys_settrace);
 }
 
 static int on_setprofile(PyObject *args _unused_)
 {
-	return check(api.i_setprofile);
+	return check(SB_API_FN_sys_setprofile);
 }
 
 /* A second hook could not remove ours, but it could observe every event
  * (and the arguments of refused calls). */
 static int on_addaudithook(PyObject *args _unused_)
 {
-	return check(api.i_addaudithook);
+	return check(SB_API_FN_sys_addaudithook);
 }
 
 static int on_get_objects(PyObject *args _unused_)
 {
-	return check(api.i_get_objects);
+	return check(SB_API_FN_gc_get_objects);
 }
 
 static int on_get_referrers(PyObject *args _unused_)
 {
-	return check(api.i_get_referrers);
+	return check(SB_API_FN_gc_get_referrers);
 }
 
 static int on_get_referents(PyObject *args _unused_)
 {
-	return check(api.i_get_referents);
+	return check(SB_API_FN_gc_get_referents);
 }
 
 static int on_subinterpreter(PyObject *args _unused_)
 {
-	return check(api.i_subinterp);
+	return check(SB_API_FN__xxsubinterpreters_create);
 }
 
 /* Running a code object (exec/eval of one, or the second half of exec of a
@@ -920,7 +1088,7 @@ static int on_exec_code(PyObject *args _unused_)
 	}
 	if (caller_is_library())
 		return 0;
-	return check(api.i_exec);
+	return check(SB_API_FN_builtins_exec);
 }
 
 /* The standard library's own code generators: what they compile is built
@@ -978,7 +1146,7 @@ static int check_compile(void)
 		claims[EV_DYNAMIC]--;
 		return 0;
 	}
-	return check(api.i_compile);
+	return check(SB_API_FN_builtins_compile);
 }
 
 /* compile(), and eval/exec of a string, raise "compile" (source, filename).
@@ -1033,7 +1201,7 @@ static int on_compile(PyObject *args)
 	 * library exemption stays for it; the standard library's is the table. */
 	if (!in_runtime && caller_is_library())
 		return 0;
-	return check(api.i_compile);
+	return check(SB_API_FN_builtins_compile);
 }
 
 /* Any global a pickle names (the gadget's os.system) is looked up here,
@@ -1043,7 +1211,7 @@ static int on_find_class(PyObject *args _unused_)
 {
 	if (api.any_deserialization)
 		return 0;
-	return check(api.i_pickle_loads);
+	return check(SB_API_FN_pickle_loads);
 }
 
 static int on_marshal(PyObject *args _unused_)
@@ -1106,7 +1274,7 @@ static int on_getattr(PyObject *args)
 	for (size_t k = 0; k < ELEMENTSOF(frame_attrs); k++) {
 		if (PyUnicode_CompareWithASCIIString(name, frame_attrs[k]) != 0)
 			continue;
-		if (api.allowed[api.i_getframe] || frame_read_by_runtime())
+		if (api.allowed[SB_API_FN_sys__getframe] || frame_read_by_runtime())
 			return 0;
 		if (asprintf(&what, "reading %s.%s", Py_TYPE(PyTuple_GET_ITEM(args, 0))->tp_name,
 			     frame_attrs[k]) < 0) {
@@ -1160,42 +1328,15 @@ static const struct sb_audit_handler api_handlers[] = {
 static int api_prepare(const struct sb_profile *profile,
 		       const struct sb_interp_paths *interp _unused_, char **reterr)
 {
-	static const struct {
-		int *index;
-		const char *qualname;
-	} named[] = {
-	    {&api.i_popen, "subprocess.Popen"},
-	    {&api.i_cdll, "ctypes.CDLL"},
-	    {&api.i_getframe, "sys._getframe"},
-	    {&api.i_getframemodulename, "sys._getframemodulename"},
-	    {&api.i_current_frames, "sys._current_frames"},
-	    {&api.i_current_exceptions, "sys._current_exceptions"},
-	    {&api.i_settrace, "sys.settrace"},
-	    {&api.i_setprofile, "sys.setprofile"},
-	    {&api.i_addaudithook, "sys.addaudithook"},
-	    {&api.i_get_objects, "gc.get_objects"},
-	    {&api.i_get_referrers, "gc.get_referrers"},
-	    {&api.i_get_referents, "gc.get_referents"},
-	    {&api.i_subinterp, "_xxsubinterpreters.create"},
-	    {&api.i_eval, "builtins.eval"},
-	    {&api.i_exec, "builtins.exec"},
-	    {&api.i_compile, "builtins.compile"},
-	    {&api.i_pickle_loads, "pickle.loads"},
-	    {&api.exec_index[0][0], "os.execv"},
-	    {&api.exec_index[0][1], "posix.execv"},
-	    {&api.exec_index[1][0], "os.execve"},
-	    {&api.exec_index[1][1], "posix.execve"},
-	};
-	int r;
-
 	api.allowed = calloc(sb_api_registry_size, sizeof(*api.allowed));
 	api.decider = calloc(sb_api_registry_size, sizeof(*api.decider));
 	if (!api.allowed || !api.decider)
 		return -ENOMEM;
 	api.eval_keys = profile->eval.any_key;
 	/* One decision per function, computed once: the hot path is an array
-	 * read. */
-	for (size_t i = 0; i < sb_api_registry_size; i++) {
+	 * read. Without python-api= lines every decision is the implicit
+	 * refusal calloc() wrote (denied, no deciding rule). */
+	for (size_t i = 0; profile->n_apis > 0 && i < sb_api_registry_size; i++) {
 		const struct sb_api_function *fn = &sb_api_registry[i];
 
 		api.allowed[i] =
@@ -1207,7 +1348,7 @@ static int api_prepare(const struct sb_profile *profile,
 	}
 	/* A name no function rule can match: the category and `*` rules
 	 * decide. */
-	for (size_t c = 0; c < SB_API_CATEGORY__N; c++) {
+	for (size_t c = 0; profile->n_apis > 0 && c < SB_API_CATEGORY__N; c++) {
 		const struct sb_api_function outside = {"", (enum sb_api_category)c};
 
 		api.category_allowed[c] =
@@ -1216,48 +1357,27 @@ static int api_prepare(const struct sb_profile *profile,
 	if (api.eval_keys)
 		api.category_allowed[SB_API_DYNAMIC_CODE] = false;
 
-	for (size_t i = 0; i < ELEMENTSOF(named); i++) {
-		r = resolve(named[i].qualname, named[i].index, reterr);
-		if (r < 0)
-			return r;
-	}
-	for (size_t f = 0; f < EV__N; f++)
-		for (size_t k = 0; k < ELEMENTSOF(family_names[f]); k++) {
-			api.family_index[f][k] = -1;
-			if (family_names[f][k]) {
-				r = resolve(family_names[f][k], &api.family_index[f][k], reterr);
-				if (r < 0)
-					return r;
-			}
+	/* The registry functions of the tables above are compile-time
+	 * indices; module_id() needs its table in order. */
+	for (size_t m = 1; m < M__N; m++)
+		if (strcmp(module_names[m - 1], module_names[m]) >= 0) {
+			if (asprintf(reterr,
+				     "internal error: the API guard's module '%s' is out of order",
+				     module_names[m]) < 0)
+				*reterr = NULL;
+			return -EINVAL;
 		}
-	for (size_t i = 0; i < N_ENTRIES; i++) {
-		size_t t;
-
-		api.entry_index[i] = api.entry_alias[i] = -1;
-		if (entries[i].qualname) {
-			r = resolve(entries[i].qualname, &api.entry_index[i], reterr);
-			if (r < 0)
-				return r;
-		}
-		if (entries[i].alias) {
-			r = resolve(entries[i].alias, &api.entry_alias[i], reterr);
-			if (r < 0)
-				return r;
-		}
+	for (size_t m = 0; m < M__N; m++)
+		api.first[m] = -1;
+	for (size_t i = N_ENTRIES; i-- > 0;) {
 		defs[i] = (PyMethodDef){
 		    .ml_name = entries[i].attr,
 		    .ml_meth = (PyCFunction)(void (*)(void))tramps[i],
 		    .ml_flags = METH_FASTCALL | METH_KEYWORDS,
 		    .ml_doc = "Guarded by the python-api= rules of py-sandboxes.",
 		};
-		for (t = 0; t < api.n_tracked; t++)
-			if (streq(api.tracked[t].name, entries[i].module))
-				break;
-		if (t == api.n_tracked) {
-			if (api.n_tracked == MAX_TRACKED)
-				return -E2BIG;
-			api.tracked[api.n_tracked++].name = entries[i].module;
-		}
+		api.next[i] = api.first[entries[i].module];
+		api.first[entries[i].module] = (short)i;
 	}
 	return 0;
 }
@@ -1322,14 +1442,7 @@ static int api_activate(char **reterr)
 	if (r < 0)
 		return r;
 	api.command_compile_pending = running_command();
-	for (size_t t = 0; t < api.n_tracked; t++) {
-		api.tracked[t].key = PyUnicode_InternFromString(api.tracked[t].name);
-		if (!api.tracked[t].key)
-			goto fail;
-	}
-	/* Everything the runtime loaded so far (os, posix, _thread, builtins,
-	 * _imp...); the rest as it is imported. */
-	if (scan_modules() < 0)
+	if (install_loaded() < 0)
 		goto fail;
 	return 0;
 fail:

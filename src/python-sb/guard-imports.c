@@ -638,9 +638,20 @@ static int find_main_package(void)
 	return 0;
 }
 
+/* A module the runtime loaded (new reference), or NULL. At activation no
+ * import is in progress: a plain look in sys.modules does, without the two
+ * attribute lookups PyImport_GetModule() makes to wait for a module still
+ * initialising. */
+static PyObject *loaded_at_start(const char *name)
+{
+	PyObject *module = PyDict_GetItemString(PyImport_GetModuleDict(), name); /* borrowed */
+
+	return Py_XNewRef(module);
+}
+
 static int imports_activate(char **reterr)
 {
-	PyObject *builtins = PyImport_ImportModule("builtins");
+	PyObject *builtins = loaded_at_start("builtins");
 	PyObject *wrapper = NULL;
 	int r = -1;
 
@@ -656,7 +667,7 @@ static int imports_activate(char **reterr)
 	if (r >= 0 && !imports.import_all)
 		r = find_main_package();
 	if (r >= 0) {
-		PyObject *bootstrap = sb_guard_loaded_module("_frozen_importlib");
+		PyObject *bootstrap = loaded_at_start("_frozen_importlib");
 
 		if (bootstrap) {
 			r = wrap_door(bootstrap, DOOR_GCD_IMPORT);

@@ -339,6 +339,49 @@ def test_signal_alarm_allowed_by_grant(sb):
     allowed(r)
 
 
+# A spelling its rules allow outright is left unwrapped (nothing to install at
+# start); every other spelling of the same function stays guarded.
+
+def test_allowed_copy_gets_the_original_back(sb):
+    # signal copies alarm from _signal, wrapped at start: the copy must not
+    # keep _signal's wrapper, which would refuse what signal.alarm's rule allows.
+    r = run(sb, "import signal, _signal\nprint('ORIGINAL', signal.alarm.__self__ is _signal)\n"
+                "probe('x', lambda: signal.alarm(0))\nprobe('y', lambda: _signal.alarm(0))\n",
+            api=["ALLOW:signal.alarm"])
+    assert "ORIGINAL True\n" in r.stdout, r
+    allowed(r)
+    denied(r, "_signal.alarm", "process-control", "y")
+
+
+def test_allowed_original_copied_is_wrapped(sb):
+    r = run(sb, "import _signal, signal\nprint('ORIGINAL', _signal.alarm.__self__ is _signal)\n"
+                "probe('x', lambda: _signal.alarm(0))\nprobe('y', lambda: signal.alarm(0))\n",
+            api=["ALLOW:_signal.alarm"])
+    assert "ORIGINAL True\n" in r.stdout, r
+    allowed(r)
+    denied(r, "signal.alarm", "process-control", "y")
+
+
+def test_allowed_os_spelling_posix_still_wrapped(sb):
+    r = run(sb, "import os, posix\nm = os.umask(0o022)\nos.umask(m)\n"
+                "print('ORIGINAL', os.umask.__self__ is posix)\n"
+                "probe('x', lambda: posix.umask(m))\n",
+            api=["ALLOW:os.umask"])
+    assert "ORIGINAL True\n" in r.stdout, r
+    denied(r, "posix.umask", "privileges")
+
+
+def test_allowed_spelling_of_an_event_family_keeps_its_wrapper(sb):
+    # os.kill raises the same event as posix.kill: unwrapped, nothing would
+    # tell the event which spelling was called, and posix.kill's DENY would
+    # refuse it.
+    r = run(sb, "import os, posix\nprobe('x', lambda: os.kill(os.getpid(), 0))\n"
+                "probe('y', lambda: posix.kill(os.getpid(), 0))\n",
+            api=["ALLOW:os.kill"], provider="none")
+    allowed(r)
+    denied(r, "posix.kill", "process-control", "y")
+
+
 def test_umask_unchanged_when_refused(sb):
     r = run(sb, "import os\nprobe('x', lambda: os.umask(0o777))\n"
                 "print([l for l in open('/proc/self/status') if l.startswith('Umask')])\n",

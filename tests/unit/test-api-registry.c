@@ -153,6 +153,70 @@ static void test_registry(void)
 	}
 }
 
+/* The compile-time ids and the index generated at build time
+ * (src/tools/api-index-gen.c): each id names its own row, and the index is
+ * every row once, in strcmp order, so that the binary search finds each
+ * qualname at its own row and nothing else. */
+static void test_ids_and_index(void)
+{
+	static const struct {
+		const char *id;
+		int value;
+	} ids[] = {
+#define SB_API(id, qualname, category) {#id, SB_API_FN_##id},
+#include "api-registry-list.h"
+#undef SB_API
+	};
+	bool seen[SB_API_FN__N] = {false}, ok = true;
+
+	TAP_IS_INT(ELEMENTSOF(ids), sb_api_registry_size, "one id per row");
+	TAP_IS_INT(SB_API_FN__N, sb_api_registry_size, "SB_API_FN__N is the registry's size");
+	for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+		char expect[128];
+		size_t k;
+
+		for (k = 0; sb_api_registry[ids[i].value].qualname[k] && k + 1 < sizeof(expect);
+		     k++)
+			expect[k] = sb_api_registry[ids[i].value].qualname[k] == '.'
+					? '_'
+					: sb_api_registry[ids[i].value].qualname[k];
+		expect[k] = '\0';
+		ok = ok && ids[i].value == (int)i && streq(ids[i].id, expect);
+	}
+	tap_ok(ok, "every SB_API_FN_<id> is the row of <id> with dots as underscores");
+	TAP_IS_STR(sb_api_registry[SB_API_FN_os_system].qualname, "os.system",
+		   "SB_API_FN_os_system");
+	TAP_IS_STR(sb_api_registry[SB_API_FN_pickle__Unpickler].qualname, "pickle._Unpickler",
+		   "SB_API_FN_pickle__Unpickler");
+	TAP_IS_STR(
+	    sb_api_registry[SB_API_FN_multiprocessing_context_ForkServerProcess_start].qualname,
+	    "multiprocessing.context.ForkServerProcess.start", "a long id");
+
+	ok = true;
+	for (size_t i = 0; i < SB_API_FN__N; i++) {
+		unsigned row = sb_api_by_name[i];
+
+		ok = ok && row < SB_API_FN__N && !seen[row];
+		if (row < SB_API_FN__N)
+			seen[row] = true;
+		if (i > 0)
+			ok = ok && strcmp(sb_api_registry[sb_api_by_name[i - 1]].qualname,
+					  sb_api_registry[row].qualname) < 0;
+	}
+	tap_ok(ok, "sb_api_by_name is every row once, in strcmp order");
+	ok = true;
+	for (size_t i = 0; i < SB_API_FN__N; i++)
+		ok = ok && sb_api_lookup(sb_api_registry[i].qualname) == &sb_api_registry[i];
+	tap_ok(ok, "sb_api_lookup finds every qualname at its own row");
+	/* Neighbours in strcmp order of the first and last names, and names
+	 * that are a prefix or an extension of a registered one. */
+	tap_ok(sb_api_lookup("_") == NULL, "before the first name");
+	tap_ok(sb_api_lookup("~") == NULL, "after the last name");
+	tap_ok(sb_api_lookup("os.syste") == NULL, "a prefix of a name");
+	tap_ok(sb_api_lookup("os.system.x") == NULL, "an extension of a name");
+	tap_ok(sb_api_lookup("OS.SYSTEM") == NULL, "names are case-sensitive");
+}
+
 static void test_categories(void)
 {
 	static const char *const names[] = {
@@ -392,6 +456,31 @@ static void test_decisions(void)
 		       allowed ? "allowed" : "denied", got_decider);
 	}
 
+	/* A function rule matches a registry row by identity and a function
+	 * from elsewhere (a copy) by name; never another row. */
+	{
+		_cleanup_free_ struct sb_api_rule *rules = NULL;
+		struct sb_api_function copy = sb_api_registry[SB_API_FN_os_system];
+		const struct sb_api_function other = {"os.systemx", SB_API_PROCESS_EXEC};
+		size_t n = 0;
+
+		TAP_IS_INT(sb_api_rule_parse("ALLOW:os.system", origin, &rules, &n, NULL), 0,
+			   "parse ALLOW:os.system");
+		tap_ok(sb_api_is_allowed(rules, n, &sb_api_registry[SB_API_FN_os_system], NULL),
+		       "the row itself");
+		tap_ok(sb_api_is_allowed(rules, n, &copy, NULL), "a copy of the row, by name");
+		tap_ok(!sb_api_is_allowed(rules, n, &sb_api_registry[SB_API_FN_posix_system], NULL),
+		       "another row");
+		tap_ok(!sb_api_is_allowed(rules, n, &other, NULL), "another name");
+
+		/* A rule naming a copy still matches the row by name. */
+		rules[0].function = &copy;
+		tap_ok(sb_api_is_allowed(rules, n, &sb_api_registry[SB_API_FN_os_system], NULL),
+		       "a rule naming a copy of the row");
+		tap_ok(!sb_api_is_allowed(rules, n, &sb_api_registry[SB_API_FN_posix_system], NULL),
+		       "a rule naming a copy, another row");
+	}
+
 	/* A NULL ret_rule is allowed. */
 	{
 		_cleanup_free_ struct sb_api_rule *rules = NULL;
@@ -421,6 +510,7 @@ static void test_decisions(void)
 int main(void)
 {
 	test_registry();
+	test_ids_and_index();
 	test_categories();
 	test_parse_ok();
 	test_parse_bad();
