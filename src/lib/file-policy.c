@@ -277,12 +277,41 @@ static int push_component(char *out, size_t *o, const char *c, size_t len)
 	return 0;
 }
 
+/* The length of path when it is absolute and already in the form
+ * sb_path_absolute() gives (no "//", "." or ".." component, no trailing
+ * '/'), else 0: most paths a program hands over are. */
+static size_t clean_absolute_len(const char *path)
+{
+	const char *s = path;
+
+	if (*s != '/')
+		return 0;
+	for (;;) {
+		const char *c = s + 1; /* s is at a '/' */
+
+		if (*c == '/' || (*c == '\0' && s != path))
+			return 0;
+		if (*c == '.' &&
+		    (c[1] == '/' || c[1] == '\0' || (c[1] == '.' && (c[2] == '/' || c[2] == '\0'))))
+			return 0;
+		s = strchr(c, '/');
+		if (!s)
+			return (size_t)(c - path) + strlen(c);
+	}
+}
+
 int sb_path_absolute(const char *path, const char *base, char out[PATH_MAX])
 {
 	const char *p = path;
-	size_t o, len;
+	size_t o, len = clean_absolute_len(path);
 	int r;
 
+	if (len) {
+		if (len >= PATH_MAX)
+			return -ENAMETOOLONG;
+		memcpy(out, path, len + 1);
+		return 0;
+	}
 	r = start_at(path, base, out, &o);
 	if (r < 0)
 		return r;
@@ -390,23 +419,28 @@ int sb_path_resolve(const char *path, const char *base, bool follow_last, char o
 	return sb_path_resolve_ex(path, base, follow_last, out, NULL);
 }
 
-static bool covers(const struct sb_fp_grant *g, const char *path)
+/* path is n bytes long: each grant costs a length test and, only where it
+ * can match, one memcmp. */
+static bool covers(const struct sb_fp_grant *g, const char *path, size_t n)
 {
 	if (g->file)
-		return streq(g->dir, path);
+		return n == g->len && memcmp(g->dir, path, n) == 0;
 	if (g->len == 1 && g->dir[0] == '/')
 		return path[0] == '/';
-	return strncmp(path, g->dir, g->len) == 0 && (path[g->len] == '\0' || path[g->len] == '/');
+	return n >= g->len && (path[g->len] == '\0' || path[g->len] == '/') &&
+	       memcmp(path, g->dir, g->len) == 0;
 }
 
 const struct sb_fp_grant *sb_file_policy_grant_for(const struct sb_file_policy *p,
 						   const char *resolved)
 {
+	size_t n = strlen(resolved);
+
 	for (size_t i = 0; i < p->n_grants; i++)
-		if (covers(&p->grants[i], resolved))
+		if (covers(&p->grants[i], resolved, n))
 			return &p->grants[i];
 	for (size_t i = 0; i < p->n_implicit; i++)
-		if (covers(&p->implicit[i], resolved))
+		if (covers(&p->implicit[i], resolved, n))
 			return &p->implicit[i];
 	return NULL;
 }
@@ -516,24 +550,26 @@ enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const c
 	const struct sb_fp_grant *ro = NULL;
 	const struct sb_fp_ignore *ig;
 	char base[NAME_MAX + 1];
+	size_t n = strlen(resolved);
 
 	*ret_grant = NULL;
 	*ret_ignore = NULL;
 	/* Ignore rules come before any grant. */
-	ig = find_ignore(p, raw ? raw_basename(raw, base) : NULL, abs, resolved);
+	ig = p->n_ignores ? find_ignore(p, raw ? raw_basename(raw, base) : NULL, abs, resolved)
+			  : NULL;
 	if (ig) {
 		*ret_ignore = ig;
 		return SB_FP_IGNORED;
 	}
 	for (size_t i = 0; i < p->n_grants; i++)
-		if (covers(&p->grants[i], resolved)) {
+		if (covers(&p->grants[i], resolved, n)) {
 			*ret_grant = &p->grants[i];
 			return !write || p->grants[i].writable ? SB_FP_ALLOW : SB_FP_READ_ONLY;
 		}
 	/* Implicit grants only add reading (and /dev/null): they never take
 	 * away what an explicit rule gives, whatever their length. */
 	for (size_t i = 0; i < p->n_implicit; i++)
-		if (covers(&p->implicit[i], resolved)) {
+		if (covers(&p->implicit[i], resolved, n)) {
 			if (!write || p->implicit[i].writable) {
 				*ret_grant = &p->implicit[i];
 				return SB_FP_ALLOW;

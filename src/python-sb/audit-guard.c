@@ -28,6 +28,7 @@ static struct {
 	struct sb_audit_handler *handlers; /* every part's, sorted by event */
 	size_t n_handlers;
 	const struct sb_audit_handler **index; /* by hash of the event name */
+	uint32_t *index_n;		       /* how many handlers the event has */
 	uint32_t index_mask;
 	uint64_t modules_version; /* sys.modules at the last after-import pass */
 	bool after_import_again;  /* a part asked for another pass */
@@ -233,14 +234,17 @@ static uint32_t event_hash(const char *event)
 	return h;
 }
 
-/* The first of the handlers of event in the sorted table, or NULL. */
-static const struct sb_audit_handler *find_handlers(const char *event)
+/* The first of the handlers of event in the sorted table, or NULL; *n how
+ * many there are (the names are compared once, here). */
+static const struct sb_audit_handler *find_handlers(const char *event, unsigned *n)
 {
 	for (uint32_t i = event_hash(event) & guard.index_mask;; i = (i + 1) & guard.index_mask) {
 		const struct sb_audit_handler *h = guard.index[i];
 
-		if (!h || streq(h->event, event))
+		if (!h || streq(h->event, event)) {
+			*n = h ? guard.index_n[i] : 0;
 			return h;
+		}
 	}
 }
 
@@ -253,7 +257,8 @@ static int build_index(void)
 	while (size < 4 * guard.n_handlers)
 		size *= 2;
 	guard.index = calloc(size, sizeof(*guard.index));
-	if (!guard.index)
+	guard.index_n = calloc(size, sizeof(*guard.index_n));
+	if (!guard.index || !guard.index_n)
 		return -ENOMEM;
 	guard.index_mask = (uint32_t)(size - 1);
 	for (size_t k = 0; k < guard.n_handlers; k++) {
@@ -266,6 +271,9 @@ static int build_index(void)
 		     i = (i + 1) & guard.index_mask)
 			;
 		guard.index[i] = h;
+		while (k + guard.index_n[i] < guard.n_handlers &&
+		       streq(h[guard.index_n[i]].event, h->event))
+			guard.index_n[i]++;
 	}
 	return 0;
 }
@@ -279,6 +287,7 @@ static int cmp_handler(const void *a, const void *b)
 static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unused_)
 {
 	const struct sb_audit_handler *h;
+	unsigned n;
 
 	if (!guard.armed) {
 		if (streq(event, SB_SELFTEST_EVENT))
@@ -289,9 +298,9 @@ static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unus
 		return 0;
 	/* Decisions must stay cheap: one hash of the name and, for an event
 	 * someone handles, one comparison; no allocation. */
-	h = find_handlers(event);
-	for (; h && h < guard.handlers + guard.n_handlers && streq(h->event, event); h++)
-		if (h->handle(args) < 0)
+	h = find_handlers(event, &n);
+	for (unsigned k = 0; k < n; k++)
+		if (h[k].handle(args) < 0)
 			return -1;
 	return 0;
 }
@@ -429,5 +438,6 @@ void sb_guard_release(void)
 	free(guard.stdlib_dir);
 	free(guard.handlers);
 	free(guard.index);
+	free(guard.index_n);
 	memset(&guard, 0, sizeof(guard));
 }

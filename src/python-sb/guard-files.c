@@ -77,11 +77,14 @@ static int dir_fd_path(int fd, char out[PATH_MAX])
  * absolute lexical path without "..", what the resolver answered, so that a
  * repeated decision needs no system call and the first decision in a known
  * directory needs one lstat (of the last component), or none once the
- * directory's links are listed (dir_has_link()), instead of one per
- * component. Decisions (grants, ignore= rules) are still taken each time on
- * the resolved path; only the resolution is remembered. All storage is static
- * (a fixed table and a fixed string arena): nothing is allocated on the hot
- * path, and a full cache is emptied, not grown.
+ * directory's links are listed (dir_has_link()) or when the caller's own
+ * system call tells (os.stat through lstat: stat_through_lstat()), instead of
+ * one per component. Every directory met on the way is cached too, so a new
+ * directory below a known one costs one lstat, not one per component from
+ * "/". Decisions (grants, ignore= rules) are still taken each time on the
+ * resolved path; only the resolution is remembered. All storage is static (a
+ * fixed table and a fixed arena): nothing is allocated on the hot path, and a
+ * full cache is emptied, not grown.
  *
  * Why this is safe: the resolved path of P can only change when the file
  * system namespace changes along P: a symbolic link created, replaced or
@@ -95,9 +98,12 @@ static int dir_fd_path(int fd, char out[PATH_MAX])
  * before the change is made. Entries are only added by read decisions, and
  * only for resolutions whose components all existed (the last one may be
  * missing when the directory listing showed it is no link: making it one is a
- * write decision too). Changes of the current
- * directory ("os.chdir", raised by chdir and fchdir) and of the root (chroot)
- * drop the cached cwd.
+ * write decision too). Changes of the current directory ("os.chdir", raised
+ * by chdir and fchdir) and of the root (chroot) drop the cached cwd. The one
+ * file system whose names change without any write of the program is /proc
+ * (/proc/self/fd/N is whatever fd N is now, /proc/self/cwd follows fchdir):
+ * nothing below it is remembered, however it is reached (/dev/fd is a
+ * link there).
  *
  * That argument needs the program to be the only actor: a second thread or a
  * forked child could change the namespace between another thread's write
@@ -115,39 +121,69 @@ static int dir_fd_path(int fd, char out[PATH_MAX])
  * kernel layer (Landlock), which checks at use, is the defence against them. */
 
 #define RC_SLOTS  16384u     /* a power of two; at most half used */
-#define RC_ARENA  (2u << 20) /* key and value strings */
+#define RC_ARENA  (2u << 20) /* records: key and value strings */
 #define RC_PROBES 16u
 
+/* 8 bytes: the table is looked at on every decision and its pages are
+ * touched at random (the first touch of each costs two page faults, a read
+ * then the copy on write), so it is kept small: 128 KiB for 8192 entries (an
+ * import-heavy program reading 3000 files uses 3300). The key, its length
+ * and what only directories need live in the record. A full table is emptied
+ * and filled again. */
 struct rc_slot {
-	uint32_t gen; /* valid when == rc.gen */
-	uint32_t hash;
-	uint32_t key;	  /* offset of the key (absolute lexical path) */
-	uint32_t val;	  /* offset of the resolved path */
-	uint16_t key_len; /* PATH_MAX fits */
-	uint16_t val_len;
-	bool follow;
-	bool allowed; /* a read decision on it allowed (only without ignore=) */
+	uint16_t gen;	   /* valid when == rc.gen */
+	uint16_t hash;	   /* the high half of the key's hash: a quick reject */
+	uint32_t rec : 24; /* offset of the record in the arena */
+	uint32_t follow : 1;
+	uint32_t allowed : 1; /* a read decision on it allowed (only without ignore=) */
 	/* For a directory entry: its symbolic links, listed once (see
 	 * dir_has_link()), so that names in it need no lstat. */
-	uint8_t dir_state; /* DIR_UNSCANNED, DIR_SCANNED or DIR_UNSCANNABLE */
-	uint8_t misses;	   /* lstat-needing decisions before the scan */
-	uint16_t links_len;
-	uint32_t links; /* offset of the link names, each NUL-terminated */
+	uint32_t dir_state : 2; /* DIR_UNSCANNED, DIR_SCANNED or DIR_UNSCANNABLE */
+	uint32_t misses : 4;	/* lstat-needing decisions before the scan */
 };
 
+_Static_assert(sizeof(struct rc_slot) == 8, "a slot is 8 bytes");
+_Static_assert(RC_ARENA <= 1u << 24, "record offsets fit in 24 bits");
+
 enum { DIR_UNSCANNED, DIR_SCANNED, DIR_UNSCANNABLE };
+
+/* Unknown names in a directory before its links are listed (see dir_has_link()). */
+#define DIR_SCAN_AFTER 2
+
+/* A record in the arena: this header, the key (the absolute lexical path),
+ * then the resolved path unless it is the key itself (val_len 0), as it is
+ * for most paths. Read and written with memcpy (no alignment). */
+struct rc_rec {
+	uint32_t links; /* offset of the link names, each NUL-terminated */
+	uint16_t links_len;
+	uint16_t val_len;
+	uint16_t key_len; /* PATH_MAX fits */
+};
 
 static struct {
 	struct rc_slot slots[RC_SLOTS];
 	char arena[RC_ARENA];
 	uint32_t used; /* bytes of arena in use */
 	uint32_t n;    /* entries */
-	uint32_t gen;  /* 0 = never valid */
+	uint16_t gen;  /* 0 = never valid */
 	bool off;      /* threads or fork seen: never again */
 	bool cwd_valid;
 	size_t cwd_len;
 	char cwd[PATH_MAX];
 } rc; /* zero: in .bss, not in the binary; files_prepare() sets gen */
+
+static struct rc_rec rc_rec_of(const struct rc_slot *sl)
+{
+	struct rc_rec r;
+
+	memcpy(&r, rc.arena + sl->rec, sizeof(r));
+	return r;
+}
+
+static const char *rc_key(const struct rc_slot *sl)
+{
+	return rc.arena + sl->rec + sizeof(struct rc_rec);
+}
 
 static void rc_clear(void)
 {
@@ -177,62 +213,77 @@ static bool rc_usable(void)
 }
 
 /* Eight bytes at a time: a collision only costs a probe (keys are compared
- * in full), so speed matters more than quality here. */
+ * in full), so speed matters more than quality here. The last word overlaps
+ * the one before it rather than being assembled byte by byte. */
 static uint32_t rc_hash(const char *s, size_t n, bool follow)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 1 | follow), w;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 1 | follow), w = 0;
+	const char *end = s + n;
 
-	for (; n >= 8; s += 8, n -= 8) {
+	if (n < 8) {
+		for (size_t i = 0; i < n; i++)
+			w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		return (uint32_t)(h ^ (h >> 32));
+	}
+	for (; end - s > 8; s += 8) {
 		memcpy(&w, s, 8);
 		h = (h ^ w) * 0xff51afd7ed558ccdull;
 		h ^= h >> 32;
 	}
-	if (n) {
-		w = 0;
-		for (size_t i = 0; i < n; i++)
-			w |= (uint64_t)(unsigned char)s[i] << (8 * i);
-		h = (h ^ w) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
+	memcpy(&w, end - 8, 8);
+	h = (h ^ w) * 0xff51afd7ed558ccdull;
+	h ^= h >> 32;
 	return (uint32_t)(h ^ (h >> 29));
 }
 
-static struct rc_slot *rc_find(const char *abs, size_t n, bool follow)
+/* h is rc_hash(abs, n, follow). */
+static struct rc_slot *rc_find_h(const char *abs, size_t n, bool follow, uint32_t h)
 {
-	uint32_t h = rc_hash(abs, n, follow);
-
 	for (uint32_t i = 0; i < RC_PROBES; i++) {
 		struct rc_slot *sl = &rc.slots[(h + i) & (RC_SLOTS - 1)];
 
 		if (sl->gen != rc.gen)
 			return NULL;
-		if (sl->hash == h && sl->follow == follow && sl->key_len == n &&
-		    memcmp(rc.arena + sl->key, abs, n) == 0)
+		if (sl->hash == (uint16_t)(h >> 16) && sl->follow == follow &&
+		    rc_rec_of(sl).key_len == n && memcmp(rc_key(sl), abs, n) == 0)
 			return sl;
 	}
 	return NULL;
 }
 
 /* The resolved path of (abs, follow) into out; NULL when not cached. */
-static struct rc_slot *rc_get(const char *abs, size_t n, bool follow, char out[PATH_MAX])
+static struct rc_slot *rc_get_h(const char *abs, size_t n, bool follow, uint32_t h,
+				char out[PATH_MAX])
 {
-	struct rc_slot *sl = rc_find(abs, n, follow);
+	struct rc_slot *sl = rc_find_h(abs, n, follow, h);
 
 	if (sl) {
-		memcpy(out, rc.arena + sl->val, sl->val_len);
-		out[sl->val_len] = '\0';
+		struct rc_rec r = rc_rec_of(sl);
+		size_t m = r.val_len ? r.val_len : r.key_len;
+
+		memcpy(out, rc_key(sl) + (r.val_len ? r.key_len : 0), m);
+		out[m] = '\0';
 	}
 	return sl;
 }
 
-static struct rc_slot *rc_put(const char *abs, size_t n, bool follow, const char *resolved)
+static struct rc_slot *rc_get(const char *abs, size_t n, bool follow, char out[PATH_MAX])
+{
+	return rc_get_h(abs, n, follow, rc_hash(abs, n, follow), out);
+}
+
+static struct rc_slot *rc_put_h(const char *abs, size_t n, bool follow, uint32_t h,
+				const char *resolved)
 {
 	size_t m = strlen(resolved);
-	uint32_t h = rc_hash(abs, n, follow);
+	struct rc_rec r = {0};
 
 	if (n >= PATH_MAX || m >= PATH_MAX)
 		return NULL;
-	if (rc.n >= RC_SLOTS / 2 || rc.used + n + m > RC_ARENA) {
+	if (m == n && memcmp(abs, resolved, n) == 0)
+		m = 0; /* the value is the key */
+	if (rc.n >= RC_SLOTS / 2 || rc.used + sizeof(r) + n + m > RC_ARENA) {
 		bool cwd_valid = rc.cwd_valid;
 
 		rc_clear();
@@ -240,23 +291,27 @@ static struct rc_slot *rc_put(const char *abs, size_t n, bool follow, const char
 	}
 	for (uint32_t i = 0; i < RC_PROBES; i++) {
 		struct rc_slot *sl = &rc.slots[(h + i) & (RC_SLOTS - 1)];
+		char *at = rc.arena + rc.used;
 
 		if (sl->gen == rc.gen)
 			continue;
-		memcpy(rc.arena + rc.used, abs, n);
-		memcpy(rc.arena + rc.used + n, resolved, m);
-		*sl = (struct rc_slot){.gen = rc.gen,
-				       .hash = h,
-				       .key = rc.used,
-				       .val = rc.used + (uint32_t)n,
-				       .key_len = (uint16_t)n,
-				       .val_len = (uint16_t)m,
-				       .follow = follow};
-		rc.used += (uint32_t)(n + m);
+		r.val_len = (uint16_t)m;
+		r.key_len = (uint16_t)n;
+		memcpy(at, &r, sizeof(r));
+		memcpy(at + sizeof(r), abs, n);
+		memcpy(at + sizeof(r) + n, resolved, m);
+		*sl = (struct rc_slot){
+		    .gen = rc.gen, .hash = (uint16_t)(h >> 16), .rec = rc.used, .follow = follow};
+		rc.used += (uint32_t)(sizeof(r) + n + m);
 		rc.n++;
 		return sl;
 	}
 	return NULL;
+}
+
+static struct rc_slot *rc_put(const char *abs, size_t n, bool follow, const char *resolved)
+{
+	return rc_put_h(abs, n, follow, rc_hash(abs, n, follow), resolved);
 }
 
 /* Lists the symbolic links of directory dir (resolved) into the arena for
@@ -295,34 +350,44 @@ static void dir_scan(struct rc_slot *ds, const char *dir)
 		}
 	}
 	if (n == 0) {
+		struct rc_rec r = rc_rec_of(ds);
+
 		rc.used += total;
-		ds->links = start;
-		ds->links_len = (uint16_t)total;
+		r.links = start;
+		r.links_len = (uint16_t)total;
+		memcpy(rc.arena + ds->rec, &r, sizeof(r));
 		ds->dir_state = DIR_SCANNED;
 	}
 out:
 	close(fd);
 }
 
-/* Whether name in the directory of entry ds (resolved dir) is a symbolic
- * link: 1 or 0, -1 when unknown (the caller lstats). A directory is listed on
- * its second unknown name: a package directory whose one .pyc is opened
- * costs no more than before. The list is as valid as the entry: a link can
- * only appear or go through a write decision, which empties the cache. */
-static int dir_has_link(struct rc_slot *ds, const char *dir, const char *name)
+/* Whether name (len bytes) in the directory of entry ds (resolved dir) is a
+ * symbolic link: 1 or 0 (0 also when it does not exist), -1 when unknown
+ * (the caller lstats). A directory is listed on its second unknown name: a
+ * package directory whose one .pyc is opened costs no more than before. The
+ * list is as valid as the entry: a link can only appear or go through a
+ * write decision, which empties the cache. Without may_scan, an unknown name
+ * does not count towards the listing. */
+static int dir_has_link(struct rc_slot *ds, const char *dir, const char *name, size_t len,
+			bool may_scan)
 {
+	struct rc_rec r;
+
 	if (!ds)
 		return -1;
-	if (ds->dir_state == DIR_UNSCANNED && ++ds->misses >= 2)
+	if (ds->dir_state == DIR_UNSCANNED && may_scan && ++ds->misses >= DIR_SCAN_AFTER)
 		dir_scan(ds, dir);
 	if (ds->dir_state != DIR_SCANNED)
 		return -1;
-	for (uint32_t off = 0; off < ds->links_len;) {
-		const char *l = rc.arena + ds->links + off;
+	r = rc_rec_of(ds);
+	for (uint32_t off = 0; off < r.links_len;) {
+		const char *l = rc.arena + r.links + off;
+		size_t m = strlen(l);
 
-		if (streq(l, name))
+		if (m == len && memcmp(l, name, len) == 0)
 			return 1;
-		off += (uint32_t)strlen(l) + 1;
+		off += (uint32_t)m + 1;
 	}
 	return 0;
 }
@@ -355,82 +420,184 @@ static bool has_dotdot(const char *raw)
 	return false;
 }
 
-/* sb_path_resolve(raw, base, follow) through the cache. abs is
- * sb_path_absolute(raw, base); base is a physical directory (getcwd, or
- * /proc/self/fd of a dir_fd), so without ".." resolving raw from base and
- * abs from "/" walk the same components. A trailing '/' makes the resolver
- * follow the last component: it is part of the key as follow. 0, or < 0 when
- * the caller must use the resolver itself. */
-static int resolve_cached(const char *raw, const char *abs, bool follow, char out[PATH_MAX],
-			  struct rc_slot **ret_slot)
+/* Whether the kernel follows the last component of raw (len bytes) whatever
+ * the call: a trailing '/' or "." names what a link there points to, even for
+ * lstat or unlink ("link/." is the target directory). */
+static bool follows_last(const char *raw, size_t len)
 {
-	char dir[PATH_MAX], rdir[PATH_MAX];
-	struct rc_slot *ds;
-	size_t n = strlen(abs), len = strlen(raw), d, rn, name_len;
-	bool complete;
-	struct stat st;
+	return raw[len - 1] == '/' || (raw[len - 1] == '.' && (len == 1 || raw[len - 2] == '/'));
+}
 
+/* /proc changes its names without any write of the program (its fds, its
+ * cwd, its threads: /proc/self/fd/3 is a link to whatever fd 3 is now), so
+ * nothing resolved there is remembered. */
+static bool in_proc(const char *resolved)
+{
+	const char *rest = startswith(resolved, "/proc");
+
+	return rest && (!*rest || *rest == '/');
+}
+
+/* Appends "/name" (or "name" to "/") to the resolved path in out (length *o). */
+static bool append_name(char out[PATH_MAX], size_t *o, const char *name, size_t len)
+{
+	if (*o + 1 + len >= PATH_MAX)
+		return false;
+	if (*o > 1)
+		out[(*o)++] = '/';
+	memcpy(out + *o, name, len);
+	*o += len;
+	out[*o] = '\0';
+	return true;
+}
+
+/* What a lookup learnt about a key, for the next step not to hash and probe
+ * it again. */
+struct rc_hint {
+	uint32_t h;  /* rc_hash() of the key */
+	bool valid;  /* h is set */
+	bool follow; /* the key's follow */
+	bool absent; /* the key was looked up and is not cached */
+};
+
+enum {
+	WALK_FALLBACK = -1, /* a link or an oddity: ask sb_path_resolve() */
+	WALK_DONE = 0,	    /* out is the resolution */
+	WALK_LAST_UNKNOWN,  /* out is the resolution if the last name is no link */
+};
+
+/* sb_path_resolve(raw, base, follow) through the cache, walking abs (which is
+ * sb_path_absolute(raw, base), base a physical directory: getcwd, or
+ * /proc/self/fd of a dir_fd, so that without ".." resolving raw from base and
+ * abs from "/" walk the same components). It starts at the longest leading
+ * directory of abs that is cached and resolves each further component as the
+ * resolver would: a name that is no link resolves to itself, a missing one is
+ * appended lexically with everything after it. Each directory found on the
+ * way is cached, so that the next path in it or below it needs no system
+ * call for those components (the first decision in a new package directory
+ * lstats one name, not every component from "/"). A link goes to the
+ * resolver. A trailing '/' makes the resolver follow the last component: it
+ * is part of the key as follow. With last_unknown, the last name's link
+ * status is not looked up (WALK_LAST_UNKNOWN): the caller finds it out with
+ * the very system call it makes anyway (see read_wrapped()). *ret_slot is the
+ * entry of abs when it is cached. hint, when given, is what the caller's
+ * lookup of raw found (used when raw is abs), and receives abs's hash. */
+static int resolve_cached(const char *raw, const char *abs, bool follow, bool last_unknown,
+			  char out[PATH_MAX], struct rc_slot **ret_slot, struct rc_hint *hint)
+{
+	struct rc_slot *ds = NULL;
+	size_t n = strlen(abs), len = strlen(raw), d, o;
+	bool complete = true;
+	struct rc_hint in = hint ? *hint : (struct rc_hint){0};
+	uint32_t h;
+
+	/* Whatever the way out, *hint only ever describes abs. */
+	if (hint)
+		hint->valid = false;
 	*ret_slot = NULL;
 	if (!*raw || has_dotdot(raw) || !rc_usable())
-		return -1;
-	if (raw[len - 1] == '/')
+		return WALK_FALLBACK;
+	if (follows_last(raw, len))
 		follow = true;
 	if (n == 1) { /* "/" */
 		out[0] = '/', out[1] = '\0';
-		return 0;
+		return WALK_DONE;
 	}
-	if ((*ret_slot = rc_get(abs, n, follow, out)))
-		return 0;
-	/* The parent directory: cached, or resolved (and cached when all of
-	 * its components exist). The resolver follows every component but the
-	 * last, so abs resolves as its parent's resolution plus the name. */
-	for (d = n; abs[d - 1] != '/'; d--)
-		;
-	name_len = n - d;
-	d = d > 1 ? d - 1 : 1;
-	memcpy(dir, abs, d);
-	dir[d] = '\0';
-	ds = rc_get(dir, d, true, rdir);
-	if (!ds) {
-		if (sb_path_resolve_ex(dir, "/", true, rdir, &complete) < 0)
-			return -1;
-		if (!complete) /* not cached: the resolver appends lexically */
-			return -1;
-		ds = rc_put(dir, d, true, rdir);
+	if (in.valid && in.follow == follow && len == n && memcmp(raw, abs, n) == 0) {
+		h = in.h;
+		if (!in.absent && (*ret_slot = rc_get_h(abs, n, follow, h, out)))
+			return WALK_DONE;
+	} else {
+		h = rc_hash(abs, n, follow);
+		if ((*ret_slot = rc_get_h(abs, n, follow, h, out)))
+			return WALK_DONE;
 	}
-	rn = strlen(rdir);
-	if (rn + 1 + name_len >= PATH_MAX)
-		return -1;
-	if (follow) {
-		/* A link is left to the resolver. Otherwise the name resolves
-		 * to itself: the resolver's lstat of it either finds no link
-		 * or fails, and a missing name is appended as it is. */
-		switch (dir_has_link(ds, rdir, abs + n - name_len)) {
-		case 1:
-			return -1;
-		case 0:
+	if (hint)
+		*hint = (struct rc_hint){.h = h, .valid = true, .follow = follow, .absent = true};
+	/* The longest cached leading directory: usually the parent. abs
+	 * starts with '/', has no trailing '/' and is not "/". */
+	d = (size_t)((const char *)memrchr(abs, '/', n) - abs);
+	for (;;) {
+		d = d ? d : 1;
+		ds = rc_get(abs, d, true, out);
+		if (ds || d == 1)
 			break;
-		default:
-			/* The one system call of a first decision in a known
-			 * directory; a missing name is not cached. */
-			if (rn > 1)
-				rdir[rn++] = '/';
-			memcpy(rdir + rn, abs + n - name_len, name_len + 1);
-			if (lstat(rdir, &st) < 0)
-				return -1;
-			if (S_ISLNK(st.st_mode))
-				return -1;
-			memcpy(out, rdir, strlen(rdir) + 1);
-			*ret_slot = rc_put(abs, n, follow, out);
-			return 0;
-		}
+		d = (size_t)((const char *)memrchr(abs, '/', d) - abs);
 	}
-	if (rn > 1)
-		rdir[rn++] = '/';
-	memcpy(rdir + rn, abs + n - name_len, name_len + 1);
-	memcpy(out, rdir, strlen(rdir) + 1);
-	*ret_slot = rc_put(abs, n, follow, out);
-	return 0;
+	if (!ds) {
+		/* The root: its entry holds the list of its links (/lib, /bin). */
+		out[0] = '/', out[1] = '\0';
+		ds = rc_put(abs, 1, true, out);
+	}
+	o = strlen(out);
+	/* Then component by component, each directory cached as it is found. */
+	for (size_t s = d; s < n;) {
+		const char *name, *slash;
+		size_t name_len, e;
+		bool last;
+		int link = 0;
+
+		while (abs[s] == '/')
+			s++;
+		slash = memchr(abs + s, '/', n - s);
+		e = slash ? (size_t)(slash - abs) : n;
+		name = abs + s;
+		name_len = e - s;
+		last = e == n;
+		if (in_proc(out))
+			return WALK_FALLBACK;
+		if (complete && (!last || follow)) {
+			/* Only last names count towards listing a
+			 * directory: each directory on the way is looked at
+			 * once and cached (listing /tmp for it would cost more
+			 * than that lstat), and the caller that can do without
+			 * (last_unknown) does not make it listed either. */
+			link = dir_has_link(ds, out, name, name_len, last && !last_unknown);
+			if (link < 0 && last && last_unknown) {
+				if (!append_name(out, &o, name, name_len))
+					return WALK_FALLBACK;
+				return WALK_LAST_UNKNOWN;
+			}
+			if (link < 0) {
+				struct stat st;
+				size_t before = o;
+
+				if (!append_name(out, &o, name, name_len))
+					return WALK_FALLBACK;
+				if (lstat(out, &st) < 0)
+					complete = false; /* missing: the rest is lexical */
+				else if (S_ISLNK(st.st_mode))
+					link = 1;
+				o = before;
+				out[o] = '\0';
+			}
+		}
+		/* A link: the resolver, for good or, for a directory, to resolve
+		 * it once and cache where it leads. */
+		if (link > 0) {
+			char prefix[PATH_MAX];
+			bool all;
+
+			if (last)
+				return WALK_FALLBACK;
+			memcpy(prefix, abs, e);
+			prefix[e] = '\0';
+			if (sb_path_resolve_ex(prefix, "/", true, out, &all) < 0 || !all ||
+			    in_proc(out))
+				return WALK_FALLBACK;
+			o = strlen(out);
+		} else if (!append_name(out, &o, name, name_len)) {
+			return WALK_FALLBACK;
+		}
+		if (!last && complete)
+			ds = rc_put(abs, e, true, out);
+		s = e;
+	}
+	/* A missing name is not remembered: a file the program has not made
+	 * yet is made by a write decision, which the next one would see. */
+	if (complete && !in_proc(out))
+		*ret_slot = rc_put_h(abs, n, follow, h, out);
+	return WALK_DONE;
 }
 
 static int refuse_unresolvable(const char *raw, const char *why)
@@ -546,33 +713,44 @@ static void learn_decided(const char *resolved, bool write, enum sb_fp_verdict v
  * the exception set. */
 static int resolve_pending(void);
 
-static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char *resolved_out)
+/* The implicit grants, resolved at the first decision. 0, or -1 with the
+ * exception set. */
+static int files_ready(void)
 {
-	char base[PATH_MAX], abs[PATH_MAX], resolved[PATH_MAX];
-	const struct sb_fp_grant *g;
-	const struct sb_fp_ignore *ig;
-	enum sb_fp_verdict v;
-	const char *basep = NULL;
-	struct rc_slot *slot = NULL;
-	size_t n;
-
 	if (files.n_pending && resolve_pending() < 0) {
 		PyErr_NoMemory();
 		return -1;
 	}
+	return 0;
+}
 
-	/* The hot path: a read of an absolute path that was allowed before,
-	 * with nothing changed since (see the resolution cache). Keys are
-	 * sb_path_absolute() forms (no "//", "." or ".." component, no
-	 * trailing '/'), so a raw path equal to a key is its own abs. Without
-	 * ignore= rules a read decision depends on the resolved path alone,
-	 * which the entry stands for. */
-	if (!write && !resolved_out && !files.policy.n_ignores && raw[0] == '/' &&
-	    (n = strlen(raw)) < PATH_MAX && rc_usable()) {
-		slot = rc_find(raw, n, follow);
-		if (slot && slot->allowed)
-			return 0;
-	}
+/* The hot path: a read of an absolute path that was allowed before, with
+ * nothing changed since (see the resolution cache). Keys are
+ * sb_path_absolute() forms (no "//", "." or ".." component, no trailing
+ * '/'), so a raw path equal to a key is its own abs. Without ignore= rules a
+ * read decision depends on the resolved path alone, which the entry stands
+ * for. n is strlen(raw). */
+static bool read_allowed_before(const char *raw, size_t n, bool follow, struct rc_hint *hint)
+{
+	struct rc_slot *slot;
+	uint32_t h;
+
+	hint->valid = false;
+	if (files.policy.n_ignores || raw[0] != '/' || n >= PATH_MAX || !rc_usable())
+		return false;
+	h = rc_hash(raw, n, follow);
+	slot = rc_find_h(raw, n, follow, h);
+	*hint = (struct rc_hint){.h = h, .valid = true, .follow = follow, .absent = !slot};
+	return slot && slot->allowed;
+}
+
+/* The lexical absolute form of raw (relative to dir_fd, or the cwd) into
+ * abs, and the directory it is relative to into base (*basep NULL for an
+ * absolute raw). 0, or -1 with the exception set. */
+static int absolute(const char *raw, int dir_fd, char abs[PATH_MAX], char base[PATH_MAX],
+		    const char **basep)
+{
+	*basep = NULL;
 	if (raw[0] != '/') {
 		if (dir_fd >= 0) {
 			if (dir_fd_path(dir_fd, base) < 0)
@@ -582,24 +760,26 @@ static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char 
 		} else if (!cwd_get(base)) {
 			return refuse_unresolvable(raw, "the current directory cannot be named");
 		}
-		basep = base;
+		*basep = base;
 	}
-	/* A write may change the namespace: forget every resolution before it
-	 * happens, and remember none made for it (see the resolution cache). */
-	if (write)
-		rc_clear();
-	slot = NULL;
-	if (sb_path_absolute(raw, basep, abs) < 0 ||
-	    ((write || resolve_cached(raw, abs, follow, resolved, &slot) < 0) &&
-	     sb_path_resolve(raw, basep, follow, resolved) < 0))
+	if (sb_path_absolute(raw, *basep, abs) < 0)
 		return refuse_unresolvable(raw, "it is too long or loops");
+	return 0;
+}
+
+/* The verdict on a resolved path, and what follows from it: learning, the
+ * refusal. slot is the cache entry this very resolution came from, if any
+ * (NULL when the resolver itself answered, e.g. for a path with ".."). */
+static int verdict(const char *raw, const char *abs, const char *resolved, bool write,
+		   struct rc_slot *slot)
+{
+	const struct sb_fp_grant *g;
+	const struct sb_fp_ignore *ig;
+	enum sb_fp_verdict v;
+
 	v = sb_file_policy_decide(&files.policy, raw, abs, resolved, write, &g, &ig);
-	/* Only an entry this very resolution came from (slot is NULL when the
-	 * resolver itself answered, e.g. for a path with ".."). */
 	if (slot && v == SB_FP_ALLOW && !write && !files.policy.n_ignores)
 		slot->allowed = true;
-	if (resolved_out)
-		memcpy(resolved_out, resolved, strlen(resolved) + 1);
 	if (sb_learn_active())
 		learn_decided(resolved, write, v, g);
 	if (v == SB_FP_ALLOW)
@@ -611,6 +791,50 @@ static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char 
 	    sb_learn_file(resolved, write))
 		return 0;
 	return refuse(v, g, ig, raw, abs, resolved, write);
+}
+
+/* check_raw() after its fast path, into the caller's abs and resolved. With
+ * last_unknown (a read that follows the last name), 1 when only the last
+ * name's link status is missing: resolved is then right if it is no link,
+ * and the decision is the caller's (see stat_through_lstat()). hint as for
+ * resolve_cached(). */
+static int check_raw_ex(const char *raw, int dir_fd, bool write, bool follow, bool last_unknown,
+			char abs[PATH_MAX], char resolved[PATH_MAX], struct rc_hint *hint)
+{
+	char base[PATH_MAX];
+	const char *basep;
+	struct rc_slot *slot = NULL;
+	int walk = WALK_FALLBACK;
+
+	/* A write may change the namespace: forget every resolution before it
+	 * happens, and remember none made for it (see the resolution cache). */
+	if (write)
+		rc_clear();
+	if (absolute(raw, dir_fd, abs, base, &basep) < 0)
+		return -1;
+	if (!write)
+		walk = resolve_cached(raw, abs, follow, last_unknown, resolved, &slot, hint);
+	if (walk == WALK_LAST_UNKNOWN)
+		return 1;
+	if (walk != WALK_DONE && sb_path_resolve(raw, basep, follow, resolved) < 0)
+		return refuse_unresolvable(raw, "it is too long or loops");
+	return verdict(raw, abs, resolved, write, slot);
+}
+
+static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char *resolved_out)
+{
+	char abs[PATH_MAX], resolved[PATH_MAX];
+	struct rc_hint hint = {0};
+	int r;
+
+	if (files_ready() < 0)
+		return -1;
+	if (!write && !resolved_out && read_allowed_before(raw, strlen(raw), follow, &hint))
+		return 0;
+	r = check_raw_ex(raw, dir_fd, write, follow, false, abs, resolved, &hint);
+	if (r == 0 && resolved_out)
+		memcpy(resolved_out, resolved, strlen(resolved) + 1);
+	return r;
 }
 
 enum path_kind {
@@ -630,6 +854,15 @@ static enum path_kind path_bytes(PyObject *o, bool allow_pathlike, const char **
 	*keep = NULL;
 	if (!o || o == Py_None)
 		return PATH_NONE;
+	/* The common case, read in place: an ASCII str is its UTF-8. */
+	if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
+		const char *s = (const char *)PyUnicode_DATA(o);
+
+		if (memchr(s, '\0', (size_t)PyUnicode_GET_LENGTH(o)))
+			return PATH_UNCHECKABLE;
+		*ret = s;
+		return PATH_STRING;
+	}
 	if (PyLong_Check(o) || (!PyUnicode_Check(o) && !PyBytes_Check(o) && PyIndex_Check(o)))
 		return PATH_FD;
 	if (!PyUnicode_Check(o) && !PyBytes_Check(o)) {
@@ -758,8 +991,14 @@ static bool open_writes(PyObject *mode, PyObject *flags)
 	if (mode && PyUnicode_Check(mode)) {
 		const char *m = PyUnicode_AsUTF8(mode);
 
-		if (!m || strpbrk(m, "wax+"))
+		if (!m) {
+			PyErr_Clear();
 			return true;
+		}
+		/* A few characters: a loop costs less than strpbrk(). */
+		for (; *m; m++)
+			if (*m == 'w' || *m == 'a' || *m == 'x' || *m == '+')
+				return true;
 	}
 	if (flags && PyLong_Check(flags)) {
 		long f = PyLong_AsLong(flags);
@@ -1177,7 +1416,9 @@ static PyObject *convert(PyObject *o)
 {
 	if (PyUnicode_Check(o) || PyBytes_Check(o) || PyLong_Check(o) || o == Py_None)
 		return Py_NewRef(o);
-	if (PyObject_HasAttr((PyObject *)Py_TYPE(o), keys.fspath))
+	/* Looked up as PyOS_FSPath() looks it up: in the type's MRO (its
+	 * method cache), running no Python code on the way. */
+	if (_PyType_Lookup(Py_TYPE(o), keys.fspath))
 		return PyOS_FSPath(o);
 	/* bytearray, memoryview: copied now, so a warning filter run by the
 	 * original (DeprecationWarning) cannot change it after the check. */
@@ -1388,14 +1629,135 @@ static Py_ssize_t kw_index(PyObject *kwnames, PyObject *key, const char *name)
 	return -1;
 }
 
+/* os.stat(path) whose last name's link status the cache does not know
+ * (resolved: the path if it is no link): one lstat() answers both questions.
+ * For a name that is no link, stat() and lstat() return the same, so the
+ * program gets the lstat() result, decided on the path the very same system
+ * call showed to be no link; a link goes the usual way (the resolver, then
+ * stat()). A failure (a missing name) is decided on the path as the resolver
+ * would append it, and the program gets lstat()'s error, which is stat()'s. */
+static PyObject *stat_through_lstat(PyObject *path, const char *raw, const char *abs,
+				    const char *resolved, const struct rc_hint *hint,
+				    bool *use_stat)
+{
+	PyObject *st = PyObject_Vectorcall(wrapped[W_LSTAT].original, &path, 1, NULL);
+	PyObject *type, *value, *tb;
+	struct rc_slot *slot = NULL;
+
+	*use_stat = false;
+	if (st) {
+		PyObject *mode =
+		    PyTuple_Check(st) && PyTuple_GET_SIZE(st) > 0 ? PyTuple_GET_ITEM(st, 0) : NULL;
+		long m = mode && PyLong_Check(mode) ? PyLong_AsLong(mode) : -1;
+
+		if (m == -1 || S_ISLNK(m)) {
+			PyErr_Clear();
+			Py_DECREF(st);
+			*use_stat = true;
+			return NULL;
+		}
+		if (!in_proc(resolved))
+			slot = hint->valid && hint->follow
+				   ? rc_put_h(abs, strlen(abs), true, hint->h, resolved)
+				   : rc_put(abs, strlen(abs), true, resolved);
+		if (verdict(raw, abs, resolved, false, slot) < 0)
+			Py_CLEAR(st);
+		return st;
+	}
+	PyErr_Fetch(&type, &value, &tb);
+	if (verdict(raw, abs, resolved, false, NULL) < 0) {
+		Py_XDECREF(type);
+		Py_XDECREF(value);
+		Py_XDECREF(tb);
+		return NULL;
+	}
+	PyErr_Restore(type, value, tb);
+	return NULL;
+}
+
+/* read_wrapped() once the cache has not answered: the decision (and, for
+ * stat, possibly the call itself through stat_through_lstat()). The path is
+ * str or bytes. */
+static __attribute__((noinline)) PyObject *
+read_decide_and_call(struct wrapped *w, PyObject *const *call, size_t nargsf, PyObject *kwnames,
+		     const char *raw, size_t n, bool follow, struct rc_hint *hint)
+{
+	char abs[PATH_MAX], resolved[PATH_MAX];
+	PyObject *result = NULL;
+	bool use_stat = true;
+	int r;
+
+	/* lstat() answers for stat() only when the kernel would not follow the
+	 * last name anyway (lstat("link/") and lstat("link/.") do). */
+	r = check_raw_ex(raw, -1, false, follow,
+			 w - wrapped == W_STAT && follow && wrapped[W_LSTAT].original && n &&
+			     !follows_last(raw, n),
+			 abs, resolved, hint);
+	if (r < 0)
+		return NULL;
+	if (r > 0) {
+		result = stat_through_lstat(call[0], raw, abs, resolved, hint, &use_stat);
+		/* A link: resolved and decided as any other path. */
+		if (use_stat && check_raw(raw, -1, false, follow, NULL) < 0)
+			return NULL;
+	}
+	if (use_stat)
+		result = PyObject_Vectorcall(w->original, call, nargsf, kwnames);
+	return result;
+}
+
+/* stat, lstat and access called with one positional path, and at most
+ * follow_symlinks: the common case (importlib's probes, os.path.exists,
+ * pathlib), without call_wrapped_general()'s keyword handling. A path
+ * allowed before goes straight to the original; the import machinery's
+ * probes are exempted only after that (looking at the caller costs more than
+ * the cache lookup). */
+static PyObject *read_wrapped(struct wrapped *w, PyObject *const *args, PyObject *kwnames)
+{
+	bool follow = kwnames ? kw_true(args[1], w->follow) : w->follow;
+	/* The keyword's value, if any, follows the path; the original gets
+	 * the answer the decision used (a __bool__ could change its mind). */
+	PyObject *call[2] = {convert(args[0]), follow ? Py_True : Py_False};
+	PyObject *keep = NULL, *result = NULL;
+	size_t nargsf = 1;
+	const char *raw = NULL;
+	struct rc_hint hint;
+	size_t n;
+
+	if (!call[0])
+		return NULL;
+	if (path_bytes(call[0], false, &raw, &keep) != PATH_STRING) {
+		Py_XDECREF(keep);
+		PyErr_Clear();
+		/* A held fd, or a type the original will refuse: the general
+		 * path (check_obj) decides. */
+		if (check_obj(call[0], -1, false, follow, false) == 0)
+			result = PyObject_Vectorcall(w->original, call, nargsf, kwnames);
+		Py_DECREF(call[0]);
+		return result;
+	}
+	if (files_ready() < 0)
+		goto out;
+	n = strlen(raw);
+	if (read_allowed_before(raw, n, follow, &hint) ||
+	    (w->probe && caller_is_import_machinery()))
+		result = PyObject_Vectorcall(w->original, call, nargsf, kwnames);
+	else
+		result = read_decide_and_call(w, call, nargsf, kwnames, raw, n, follow, &hint);
+out:
+	Py_XDECREF(keep);
+	Py_DECREF(call[0]);
+	return result;
+}
+
 #define WRAP_MAX_ARGS 16 /* os functions take at most 7 */
 
 /* A vectorcall: the arguments stay in the caller's array (which Python code
  * cannot change, unlike a dict passed as **kwargs) and are copied into a
  * stack array only to replace converted paths; no tuple or dict is built on
  * the way to the original. */
-static PyObject *call_wrapped(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
-			      PyObject *kwnames)
+static __attribute__((noinline)) PyObject *
+call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
 	PyObject *stack[WRAP_MAX_ARGS], *paths[2] = {NULL, NULL}, *result = NULL;
 	PyObject *rewritten = NULL, *new_kwnames = NULL, *call_kwnames = kwnames;
@@ -1404,20 +1766,6 @@ static PyObject *call_wrapped(struct wrapped *w, PyObject *const *args, Py_ssize
 	int dir_fd;
 	bool has_dir_fd;
 
-	if (!files.prepared || !w->original)
-		return PyErr_Format(PyExc_RuntimeError, "%s is not available", w->name);
-	/* The common case of a wrapper whose function raises its own event:
-	 * the paths are already str or bytes (nothing to convert, nothing a
-	 * second __fspath__ call could change). Straight to the original. */
-	if (w->kind == WRAP_CONVERT && nargs >= (Py_ssize_t)w->n_paths && w - wrapped != W_CHROOT &&
-	    w - wrapped != W_CHDIR) {
-		bool plain = true;
-
-		for (unsigned i = 0; plain && i < w->n_paths; i++)
-			plain = PyUnicode_CheckExact(args[i]) || PyBytes_CheckExact(args[i]);
-		if (plain)
-			return PyObject_Vectorcall(w->original, args, (size_t)nargs, kwnames);
-	}
 	if (nargs + nkw > WRAP_MAX_ARGS)
 		return PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments", w->name,
 				    WRAP_MAX_ARGS);
@@ -1445,6 +1793,10 @@ static PyObject *call_wrapped(struct wrapped *w, PyObject *const *args, Py_ssize
 
 		i_follow = kw_index(kwnames, keys.follow_symlinks, "follow_symlinks");
 		follow = kw_true(i_follow < 0 ? NULL : stack[nargs + i_follow], w->follow);
+		/* The original gets the answer the decision used: a __bool__
+		 * asked twice could answer otherwise the second time. */
+		if (i_follow >= 0)
+			stack[nargs + i_follow] = follow ? Py_True : Py_False;
 		switch (w->kind) {
 		case WRAP_READ:
 		case WRAP_READLINK:
@@ -1555,6 +1907,35 @@ out:
 	Py_XDECREF(rewritten);
 	Py_XDECREF(new_kwnames);
 	return result;
+}
+
+/* The common cases first, in a function small enough to be inlined into
+ * each wrapper; the rest in call_wrapped_general(). */
+static inline PyObject *call_wrapped(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
+				     PyObject *kwnames)
+{
+	if (!files.prepared || !w->original)
+		return PyErr_Format(PyExc_RuntimeError, "%s is not available", w->name);
+	/* A wrapper whose function raises its own event: the paths are already
+	 * str or bytes (nothing to convert, nothing a second __fspath__ call
+	 * could change). Straight to the original. */
+	if (w->kind == WRAP_CONVERT && nargs >= (Py_ssize_t)w->n_paths && w - wrapped != W_CHROOT &&
+	    w - wrapped != W_CHDIR) {
+		bool plain = true;
+
+		for (unsigned i = 0; plain && i < w->n_paths; i++)
+			plain = PyUnicode_CheckExact(args[i]) || PyBytes_CheckExact(args[i]);
+		if (plain)
+			return PyObject_Vectorcall(w->original, args, (size_t)nargs, kwnames);
+	}
+	/* stat(path), stat(path, follow_symlinks=...) (pathlib), and the
+	 * like. The keyword is matched by identity: CPython interns keyword
+	 * names written in the source; anything else goes the general way. */
+	if (w->kind == WRAP_READ && nargs == 1 && sb_guard_armed() &&
+	    (!kwnames || (PyTuple_GET_SIZE(kwnames) == 1 &&
+			  PyTuple_GET_ITEM(kwnames, 0) == keys.follow_symlinks)))
+		return read_wrapped(w, args, kwnames);
+	return call_wrapped_general(w, args, nargs, kwnames);
 }
 
 /* One C function per wrapper: with m_self NULL (so that gc.get_referents()

@@ -720,6 +720,163 @@ def test_sqlite_paths(fx):
     assert sorted(os.listdir(fx.out)) == ["secret"]
 
 
+# --- the resolution cache, stat() answered by lstat() (bench/README.md, "Guard overhead") ---
+
+def test_stat_decides_on_where_links_lead(fx):
+    os.symlink(fx.out / "secret", fx.rw / "link")
+    os.symlink("../ro/f", fx.rw / "inside")
+    res = fx.run("""
+        import stat
+        P(lambda: os.stat(os.path.join(RW, 'link')).st_size)
+        P(lambda: stat.S_ISLNK(os.lstat(os.path.join(RW, 'link')).st_mode))
+        P(lambda: os.stat(os.path.join(RW, 'inside')).st_size)
+        P(lambda: os.path.exists(os.path.join(RW, 'link')))
+        P(lambda: os.stat(os.path.join(RW, 'nothing')))
+        P(lambda: os.stat(os.path.join(RW, 'no', 'such', 'dir')))
+        P(lambda: os.stat(os.path.join(OUT, 'nothing')))
+        P(lambda: os.stat(os.path.join(RW, 'link')).st_size)
+    """)
+    not_found(res[0])
+    assert ok(res[1]) == "True"
+    assert ok(res[2]) == str(len("read-only data\n"))  # the target's, not the link's
+    assert ok(res[3]) == "False"
+    assert res[4][:2] == ["OSError:FileNotFoundError", 2], res[4]
+    assert res[5][:2] == ["OSError:FileNotFoundError", 2], res[5]
+    not_found(res[6])
+    not_found(res[7])  # asked again: still refused
+
+
+def test_listed_directory_still_sees_its_links(fx):
+    # Enough names for the guard to list the directory's links once.
+    for i in range(5):
+        fx.sb.write(f"rw/f{i}", str(i))
+    os.symlink(fx.out / "secret", fx.rw / "link")
+    os.symlink("../ro/f", fx.rw / "inside")
+    res = fx.run("""
+        for i in range(5):
+            P(lambda: open(os.path.join(RW, 'f%d' % i)).read())
+        P(lambda: open(os.path.join(RW, 'link')).read())
+        P(lambda: open(os.path.join(RW, 'inside')).read())
+        P(lambda: os.stat(os.path.join(RW, 'link')))
+    """)
+    assert [ok(r) for r in res[:5]] == [repr(str(i)) for i in range(5)]
+    not_found(res[5])
+    assert ok(res[6]) == repr("read-only data\n")
+    not_found(res[7])
+    assert "TOP-SECRET" not in json.dumps(res)
+
+
+def test_cache_forgets_when_a_link_is_renamed_over_a_file(fx):
+    fx.sb.write("rw/x", "plain")
+    os.symlink(fx.out / "secret", fx.rw / "evil")
+    res = fx.run("""
+        P(lambda: os.stat(os.path.join(RW, 'x')).st_size)
+        P(lambda: open(os.path.join(RW, 'x')).read())
+        P(lambda: os.rename(os.path.join(RW, 'evil'), os.path.join(RW, 'x')))
+        P(lambda: os.stat(os.path.join(RW, 'x')).st_size)
+        P(lambda: open(os.path.join(RW, 'x')).read())
+    """)
+    assert ok(res[0]) == "5"
+    assert ok(res[1]) == "'plain'"
+    ok(res[2])
+    not_found(res[3])
+    not_found(res[4])
+    assert os.path.islink(fx.rw / "x")
+    assert "TOP-SECRET" not in json.dumps(res)
+
+
+def test_cache_forgets_when_a_link_is_made_in_a_listed_directory(fx):
+    for i in range(3):
+        fx.sb.write(f"rw/f{i}", str(i))
+    fx.sb.write("ro/g", "g-data")
+    res = fx.run("""
+        for i in range(3):
+            P(lambda: open(os.path.join(RW, 'f%d' % i)).read())
+        P(lambda: os.stat(os.path.join(RW, 'later')))
+        P(lambda: os.symlink('../ro/g', os.path.join(RW, 'later')))
+        P(lambda: open(os.path.join(RW, 'later')).read())
+        P(lambda: os.stat(os.path.join(RW, 'later')).st_size)
+    """)
+    assert res[3][:2] == ["OSError:FileNotFoundError", 2], res[3]
+    ok(res[4])
+    assert ok(res[5]) == "'g-data'"
+    assert ok(res[6]) == "6"
+
+
+def test_trailing_slash_or_dot_follows_the_link_even_for_lstat(fx):
+    # lstat("link/.") and lstat("link/") are about the link's target: the
+    # decision must be too.
+    os.symlink(fx.out, fx.rw / "dirlink")
+    res = fx.run("""
+        import stat
+        P(lambda: os.lstat(os.path.join(RW, 'dirlink') + '/.').st_ino)
+        P(lambda: os.lstat(os.path.join(RW, 'dirlink') + '/').st_ino)
+        P(lambda: os.stat(os.path.join(RW, 'dirlink') + '/.').st_ino)
+        P(lambda: os.stat(os.path.join(RW, 'dirlink')).st_ino)
+        P(lambda: stat.S_ISLNK(os.lstat(os.path.join(RW, 'dirlink')).st_mode))
+    """)
+    for r in res[:4]:
+        not_found(r)
+    assert ok(res[4]) == "True"
+
+
+def test_follow_symlinks_is_asked_once(fx):
+    # A __bool__ that answers False to the guard and True to os.stat would
+    # have the guard decide on the link and os.stat follow it outside.
+    os.symlink(fx.out / "secret", fx.rw / "link")
+    res = fx.run("""
+        import stat
+        class Flip:
+            calls = 0
+            def __bool__(self):
+                Flip.calls += 1
+                return Flip.calls > 1
+        P(lambda: stat.S_ISLNK(os.stat(os.path.join(RW, 'link'),
+                                       follow_symlinks=Flip()).st_mode))
+        P(lambda: Flip.calls)
+        Flip.calls = 0
+        P(lambda: os.access(os.path.join(RW, 'link'), os.R_OK, follow_symlinks=Flip()))
+        P(lambda: Flip.calls)
+    """)
+    assert ok(res[0]) == "True"  # the link itself, as decided
+    assert ok(res[1]) == "1"
+    ok(res[2])  # about the link too (it exists: True)
+    assert ok(res[3]) == "1"
+
+
+def test_proc_self_is_not_remembered(fx):
+    # /proc/self/cwd and /proc/self/fd/N lead elsewhere after an fchdir() or
+    # once fd N is another directory, which writes nothing: a remembered
+    # resolution would decide on the old directory's file and open the new
+    # one's (here one that ignore= hides).
+    hidden = fx.sb.mkdir("hidden")
+    (hidden / "f").write_text("hidden data")
+    if fx.sb.owner:
+        os.chown(hidden / "f", *fx.sb.owner)
+    res = fx.run(f"""
+        HIDDEN = {str(hidden)!r}
+        fd = os.open(RO, os.O_RDONLY)
+        P(lambda: open('/proc/self/fd/%d/f' % fd).read())
+        os.close(fd)
+        fd2 = os.open(HIDDEN, os.O_RDONLY)
+        P(lambda: fd2 == fd)
+        P(lambda: open('/proc/self/fd/%d/f' % fd2).read())
+        os.close(fd2)
+        os.chdir(RO)
+        P(lambda: open('/proc/self/cwd/f').read())
+        fd3 = os.open(HIDDEN, os.O_RDONLY)
+        os.fchdir(fd3)
+        P(lambda: open('/proc/self/cwd/f').read())
+        P(lambda: open('f').read())
+    """, extra=f"expose-ro=/proc\nignore={hidden}/f\n")
+    assert ok(res[0]) == repr("read-only data\n")
+    assert ok(res[1]) == "True"
+    assert "ignore=" in not_found(res[2])
+    assert ok(res[3]) == repr("read-only data\n")
+    assert "ignore=" in not_found(res[4])
+    assert "ignore=" in not_found(res[5])
+    assert "hidden data" not in json.dumps(res), res
+
 # --- unprivileged ---------------------------------------------------------------
 
 @pytest.fixture

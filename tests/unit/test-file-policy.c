@@ -53,6 +53,35 @@ static void test_resolve(void)
 	tap_ok(streq(out, "/x/y/a/c"), "absolute folds . and .. (%s)", out);
 	sb_path_absolute("../../../..", "/x", out);
 	tap_ok(streq(out, "/"), "absolute stops at / (%s)", out);
+	/* Absolute paths already in that form are copied as they are; every
+	 * other one is folded. */
+	{
+		static const char *const cases[][2] = {
+		    {"/", "/"},		{"/a/b.c/.d/..e", "/a/b.c/.d/..e"},
+		    {"/a//b", "/a/b"},	{"//a", "/a"},
+		    {"/a/./b", "/a/b"}, {"/a/b/.", "/a/b"},
+		    {"/a/b/..", "/a"},	{"/a/../b", "/b"},
+		    {"/a/b/", "/a/b"},	{"/.", "/"},
+		    {"/..", "/"},	{"/...", "/..."},
+		};
+
+		for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+			int r = sb_path_absolute(cases[i][0], "/base", out);
+
+			tap_ok(r == 0 && streq(out, cases[i][1]), "absolute '%s' -> '%s' (%s)",
+			       cases[i][0], cases[i][1], r == 0 ? out : "error");
+		}
+	}
+	{
+		char longp[PATH_MAX + 8];
+
+		memset(longp, 'a', sizeof(longp) - 1);
+		longp[sizeof(longp) - 1] = '\0';
+		for (size_t i = 0; i < sizeof(longp) - 1; i += 200)
+			longp[i] = '/';
+		TAP_IS_INT(sb_path_absolute(longp, "/base", out), -ENAMETOOLONG,
+			   "a clean absolute path longer than PATH_MAX");
+	}
 
 	tap_ok(streq(resolve("ro/f", true), "/ro/f"), "plain file");
 	tap_ok(streq(resolve("rw/new/deeper", true), "/rw/new/deeper"), "missing tail appended");
@@ -91,6 +120,9 @@ static void test_decide(void)
 	TAP_IS_INT(decide(&p, "ro/.env/inner", false), SB_FP_IGNORED, "under an ignored dir");
 	TAP_IS_INT(decide(&p, "rw/a.key", false), SB_FP_IGNORED, "ignored glob");
 	TAP_IS_INT(decide(&p, "ro/.", false), SB_FP_ALLOW, "'.' is no name of its own");
+	TAP_IS_INT(decide(&p, "ro", false), SB_FP_ALLOW, "the grant's root itself");
+	TAP_IS_INT(decide(&p, "rox", false), SB_FP_NOT_EXPOSED, "a sibling sharing the prefix");
+	TAP_IS_INT(decide(&p, "r", false), SB_FP_NOT_EXPOSED, "a prefix of the grant");
 	tap_ok(sb_file_policy_entry_ignored(&p, at("rw"), ".env", &hit) && hit == &p.ignores[0],
 	       "listing hides .env");
 	tap_ok(!sb_file_policy_entry_ignored(&p, at("rw"), "env", &hit), "listing keeps env");
