@@ -88,25 +88,85 @@ static PyObject *make_class(size_t i)
 	return cls;
 }
 
-int sb_exc_add_classes(PyObject *module)
+/* The row of class id: the table is in enum order. */
+static size_t row_of(enum sb_exc which)
+{
+	size_t i = 0;
+
+	while (i < ELEMENTSOF(classes) && classes[i].id != which)
+		i++;
+	return i;
+}
+
+PyObject *sb_exc_class(enum sb_exc which)
+{
+	size_t i = row_of(which);
+
+	if (i == ELEMENTSOF(classes)) {
+		PyErr_SetString(PyExc_SystemError, "unknown pysandboxes exception class");
+		return NULL;
+	}
+	/* Made once per process, on first use: a refusal needs its own class
+	 * and SandBoxError, not the dozen others (and not _pickle for
+	 * RestrictedUnpicklingError's base). Every module object, the guard
+	 * and the worker share these, so `except` clauses written against any
+	 * of them keep matching. */
+	if (!classes_made[which]) {
+		PyObject *cls;
+
+		if (which != SB_EXC_SANDBOX_ERROR && !sb_exc_class(SB_EXC_SANDBOX_ERROR))
+			return NULL;
+		cls = make_class(i);
+		if (!cls)
+			return NULL;
+		/* Making it can run Python code (_pickle's import, a finalizer
+		 * the collector calls) and so let another thread make it too:
+		 * the first one made stays the only one. */
+		if (classes_made[which])
+			Py_DECREF(cls);
+		else
+			classes_made[which] = cls;
+	}
+	return classes_made[which];
+}
+
+const char *sb_exc_name(enum sb_exc which)
+{
+	size_t i = row_of(which);
+
+	return i < ELEMENTSOF(classes) ? classes[i].name : NULL;
+}
+
+int sb_exc_find(PyObject *name)
+{
+	for (size_t i = 0; PyUnicode_Check(name) && i < ELEMENTSOF(classes); i++)
+		if (PyUnicode_CompareWithASCIIString(name, classes[i].name) == 0)
+			return (int)classes[i].id;
+	return -1;
+}
+
+static int add_classes(PyObject *module, bool all)
 {
 	for (size_t i = 0; i < ELEMENTSOF(classes); i++) {
-		enum sb_exc id = classes[i].id;
+		PyObject *cls;
 
-		/* Made once per process: a second module object (a reload, a
-		 * re-import after `del sys.modules[...]`) shares them, so `except`
-		 * clauses written against either keep matching. */
-		if (!classes_made[id] && !(classes_made[id] = make_class(i)))
-			return -1;
-		if (PyModule_AddObjectRef(module, classes[i].name, classes_made[id]) < 0)
+		if (!all && classes[i].id == SB_EXC_RESTRICTED_UNPICKLING)
+			continue;
+		cls = sb_exc_class(classes[i].id);
+		if (!cls || PyModule_AddObjectRef(module, classes[i].name, cls) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-PyObject *sb_exc_class(enum sb_exc which)
+int sb_exc_add_classes(PyObject *module)
 {
-	return which < SB_EXC__N ? classes_made[which] : NULL;
+	return add_classes(module, true);
+}
+
+int sb_exc_add_ready_classes(PyObject *module)
+{
+	return add_classes(module, false);
 }
 
 /* 1 when the exception carries the denials recorded in the worker (they

@@ -33,12 +33,24 @@ enum sb_exc {
  * list to the exception it rebuilds. sandbox_denials() reads it. */
 #define SB_DENIALS_ATTR "__pysandboxes_denials__"
 
-/* Creates the classes (once per process) and adds them to module. 0 or -1
- * with an exception set. */
+/* Adds every class to module (each made once per process, on first use).
+ * 0 or -1 with an exception set. */
 int sb_exc_add_classes(PyObject *module);
 
-/* The class (borrowed), or NULL before sb_exc_add_classes(). */
+/* The same without the classes whose base needs an import (Restricted-
+ * UnpicklingError's, from _pickle): for a module that makes those in its
+ * __getattr__ (sb_exc_find, sb_exc_class). */
+int sb_exc_add_ready_classes(PyObject *module);
+
+/* The class (borrowed), made with SandBoxError on first use; NULL with an
+ * exception set if that fails. */
 PyObject *sb_exc_class(enum sb_exc which);
+
+/* The class's name ("SandBoxError"), NULL for no class. */
+const char *sb_exc_name(enum sb_exc which);
+
+/* The class named name (a str), or -1 (no exception) for none. */
+int sb_exc_find(PyObject *name);
 
 /* sandbox_denials(e), a METH_O function. */
 PyObject *sb_exc_sandbox_denials(PyObject *self, PyObject *exc);

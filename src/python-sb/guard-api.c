@@ -116,6 +116,26 @@ static const char *const module_names[M__N] = {
     [M_threading] = "threading",
 };
 
+/* Modules only ever made by _imp (built-in and extension modules): its
+ * wrapped create_*()/exec_*() install their functions before anyone sees
+ * them (imp_hook_done), whatever name sys.modules gives them, so the scan
+ * after each import need not look for them. Nothing guarded of theirs is a
+ * class (no F_METHOD entry): the create step installs all there is. */
+static const bool made_by_imp[M__N] = {
+    [M__imp] = true,
+    [M__interpreters] = true,
+    [M__pickle] = true,
+    [M__posixsubprocess] = true,
+    [M__signal] = true,
+    [M__thread] = true,
+    [M__xxsubinterpreters] = true,
+    [M_builtins] = true,
+    [M_faulthandler] = true,
+    [M_posix] = true,
+    [M_resource] = true,
+    [M_sys] = true,
+};
+
 #define NO_FN (-1)
 
 /* fn and alias are registry indices (SB_API_FN_*, api-registry.h): known at
@@ -349,6 +369,9 @@ static struct {
 	short first[M__N], next[N_ENTRIES];
 	struct tracked_module tracked[M__N];
 	bool pending; /* a tracked module was still initialising at the last scan */
+	/* "__spec__" and "_initializing", interned once: module_initializing()
+	 * runs for every new guarded module and every pass it stays pending. */
+	PyObject *spec_key, *initializing_key;
 	char **site_dirs;
 	size_t n_site_dirs;
 	/* -c: the launcher compiles the command once, with no Python frame. */
@@ -797,11 +820,17 @@ static int install_all(enum api_module m, PyObject *module)
 
 static bool module_initializing(PyObject *module)
 {
-	PyObject *spec = PyObject_GetAttrString(module, "__spec__"), *flag = NULL;
+	PyObject *spec = NULL, *flag = NULL;
 	bool initializing = false;
 
+	if (!api.spec_key)
+		api.spec_key = PyUnicode_InternFromString("__spec__");
+	if (!api.initializing_key)
+		api.initializing_key = PyUnicode_InternFromString("_initializing");
+	if (api.spec_key && api.initializing_key)
+		spec = PyObject_GetAttr(module, api.spec_key);
 	if (spec && spec != Py_None)
-		flag = PyObject_GetAttrString(spec, "_initializing");
+		flag = PyObject_GetAttr(spec, api.initializing_key);
 	if (flag)
 		initializing = PyObject_IsTrue(flag) > 0;
 	PyErr_Clear();
@@ -810,16 +839,19 @@ static bool module_initializing(PyObject *module)
 	return initializing;
 }
 
-/* After an import that changed sys.modules: each guarded module, looked up
- * by its interned name. */
+/* After an import that changed sys.modules: each guarded module written in
+ * Python, looked up by its interned name (the others: made_by_imp). */
 static int scan_modules(void)
 {
 	PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
 
 	api.pending = false;
 	for (size_t m = 0; m < M__N; m++) {
-		PyObject *key = module_key((enum api_module)m), *module;
+		PyObject *key, *module;
 
+		if (made_by_imp[m])
+			continue;
+		key = module_key((enum api_module)m);
 		if (!key)
 			return -1;
 		module = PyDict_GetItemWithError(modules, key); /* borrowed */

@@ -27,6 +27,7 @@ static struct {
 	PyObject *door_original[DOOR__N];
 	PyObject *door_wrapper[DOOR__N];
 	bool importlib_done;
+	PyObject *importlib_key; /* "importlib", interned once */
 	/* sys.stdlib_module_names: what the runtime may import on its own
 	 * behalf. */
 	PyObject *stdlib;
@@ -533,7 +534,10 @@ static int wrap_door(PyObject *module, enum importlib_door door)
 	return r < 0 ? -1 : 1;
 }
 
-/* importlib itself is loaded on demand: wrap its doors when it appears. */
+/* importlib itself is loaded on demand: wrap its doors when it appears. A
+ * plain look in sys.modules, not PyImport_GetModule(), which calls into
+ * importlib's locks while a module initialises, on every pass until then: a
+ * half-made importlib is handled below. */
 static int imports_after_import(void)
 {
 	PyObject *importlib;
@@ -541,9 +545,13 @@ static int imports_after_import(void)
 
 	if (imports.importlib_done)
 		return 0;
-	importlib = sb_guard_loaded_module("importlib");
+	if (!imports.importlib_key &&
+	    !(imports.importlib_key = PyUnicode_InternFromString("importlib")))
+		return -1;
+	importlib = PyDict_GetItemWithError(PyImport_GetModuleDict(), imports.importlib_key);
 	if (!importlib)
 		return PyErr_Occurred() ? -1 : 0;
+	Py_INCREF(importlib);
 	/* Seen while importlib's own __init__ is still running (its imports
 	 * come through here): done only once both doors exist and are wrapped. */
 	r = wrap_door(importlib, DOOR_IMPORT_MODULE);

@@ -12,13 +12,6 @@
 #include "exceptions.h"
 #include "util.h"
 
-#define sandbox_error		sb_exc_class(SB_EXC_SANDBOX_ERROR)
-#define rule_file_not_found	sb_exc_class(SB_EXC_FILE_NOT_FOUND)
-#define rule_permission		sb_exc_class(SB_EXC_PERMISSION)
-#define rule_connection_refused sb_exc_class(SB_EXC_CONNECTION_REFUSED)
-#define rule_module_not_found	sb_exc_class(SB_EXC_MODULE_NOT_FOUND)
-#define rule_api_permission	sb_exc_class(SB_EXC_API_PERMISSION)
-
 /* Inside the sandbox the decorated function is the function: the worker
  * finds it by module and qualname and calls it directly. */
 static PyObject *sandbox(PyObject *self _unused_, PyObject *fn)
@@ -76,7 +69,31 @@ static PyObject *is_in_sandbox(PyObject *self _unused_, PyObject *unused _unused
 	Py_RETURN_TRUE;
 }
 
+/* Module __getattr__ (PEP 562): the classes sb_exc_add_ready_classes()
+ * leaves out, made on first use and then kept in the module's dict. */
+static PyObject *module_getattr(PyObject *module, PyObject *name)
+{
+	struct sb_runtime_section section;
+	int id = sb_exc_find(name);
+	PyObject *cls;
+
+	if (id < 0) {
+		PyErr_Format(PyExc_AttributeError, "module 'pysandboxes' has no attribute '%U'",
+			     name);
+		return NULL;
+	}
+	/* RestrictedUnpicklingError's base comes from _pickle: the runtime's
+	 * import, not the program's. */
+	sb_guard_runtime_enter(&section);
+	cls = sb_exc_class((enum sb_exc)id);
+	sb_guard_runtime_leave(&section);
+	if (!cls || PyModule_AddObjectRef(module, sb_exc_name((enum sb_exc)id), cls) < 0)
+		return NULL;
+	return Py_NewRef(cls);
+}
+
 static PyMethodDef module_methods[] = {
+    {"__getattr__", module_getattr, METH_O, NULL},
     {"sandbox_denials", sb_exc_sandbox_denials, METH_O,
      "sandbox_denials(e) -> list of '<ExcName>: <msg>' for every refusal in e's chain."},
     {"is_in_sandbox", is_in_sandbox, METH_NOARGS, "True: this code runs under python-sb."},
@@ -96,48 +113,51 @@ static struct PyModuleDef module_def = {
     module_methods,
 };
 
+/* __all__, as the package's shim has it: `from pysandboxes import *` then
+ * asks __getattr__ for the classes not made yet. */
+static int add_all(PyObject *module)
+{
+	PyObject *all = PyList_New(0);
+	int r = all ? 0 : -1;
+
+	for (size_t i = 0; r == 0 && i < ELEMENTSOF(module_methods) + SB_EXC__N; i++) {
+		const char *n = i < ELEMENTSOF(module_methods)
+				    ? module_methods[i].ml_name
+				    : sb_exc_name((enum sb_exc)(i - ELEMENTSOF(module_methods)));
+		PyObject *name;
+
+		if (!n || n[0] == '_')
+			continue;
+		name = PyUnicode_FromString(n);
+		r = name ? PyList_Append(all, name) : -1;
+		Py_XDECREF(name);
+	}
+	if (r == 0)
+		r = PyModule_AddObjectRef(module, "__all__", all);
+	Py_XDECREF(all);
+	return r;
+}
+
 PyObject *sb_pysandboxes_module_init(void)
 {
 	PyObject *module = PyModule_Create(&module_def);
-	struct sb_runtime_section section;
-	int r;
 
 	if (!module)
 		return NULL;
-	/* RestrictedUnpicklingError's base comes from _pickle: the runtime's
-	 * import, not the program's. */
-	sb_guard_runtime_enter(&section);
-	r = sb_exc_add_classes(module);
-	sb_guard_runtime_leave(&section);
-	if (r < 0 || PyModule_AddStringConstant(module, "__version__", SB_VERSION) < 0) {
+	if (sb_exc_add_ready_classes(module) < 0 || add_all(module) < 0 ||
+	    PyModule_AddStringConstant(module, "__version__", SB_VERSION) < 0) {
 		Py_DECREF(module);
 		return NULL;
 	}
 	return module;
 }
 
-/* The classes are made on first use (a refusal, or `import pysandboxes`):
- * creating a dozen exception types costs about 3 % of a `-c pass` start-up. */
-static int ensure_classes(void)
-{
-	PyObject *module;
-
-	if (sandbox_error)
-		return 0;
-	module = PyImport_ImportModule("pysandboxes");
-	if (!module)
-		return -1;
-	Py_DECREF(module);
-	if (!sandbox_error) {
-		PyErr_SetString(PyExc_RuntimeError, "pysandboxes exception classes missing");
-		return -1;
-	}
-	return 0;
-}
-
+/* A refusal makes its own class and SandBoxError on first use (exceptions.c),
+ * not the module: importing it and making the dozen other classes cost more
+ * than the refusal itself. */
 PyObject *sb_pysandboxes_api_error(void)
 {
-	return ensure_classes() < 0 ? NULL : rule_api_permission;
+	return sb_exc_class(SB_EXC_API_PERMISSION);
 }
 
 static int raise_oserror(PyObject *cls, int errnum, const char *path, const char *message)
@@ -161,36 +181,42 @@ static int raise_oserror(PyObject *cls, int errnum, const char *path, const char
 
 int sb_raise_file_not_found(const char *path, const char *message)
 {
-	if (ensure_classes() < 0)
+	PyObject *cls = sb_exc_class(SB_EXC_FILE_NOT_FOUND);
+
+	if (!cls)
 		return -1;
-	return raise_oserror(rule_file_not_found, ENOENT, path, message);
+	return raise_oserror(cls, ENOENT, path, message);
 }
 
 int sb_raise_permission(int errnum, const char *path, const char *message)
 {
-	if (ensure_classes() < 0)
+	PyObject *cls = sb_exc_class(SB_EXC_PERMISSION);
+
+	if (!cls)
 		return -1;
-	return raise_oserror(rule_permission, errnum, path, message);
+	return raise_oserror(cls, errnum, path, message);
 }
 
 int sb_raise_connection_refused(const char *message)
 {
-	if (ensure_classes() < 0)
+	PyObject *cls = sb_exc_class(SB_EXC_CONNECTION_REFUSED);
+
+	if (!cls)
 		return -1;
-	return raise_oserror(rule_connection_refused, ECONNREFUSED, NULL, message);
+	return raise_oserror(cls, ECONNREFUSED, NULL, message);
 }
 
 int sb_raise_module_not_found(const char *name, const char *message)
 {
-	PyObject *msg, *n;
+	PyObject *cls = sb_exc_class(SB_EXC_MODULE_NOT_FOUND), *msg, *n;
 
-	if (ensure_classes() < 0)
+	if (!cls)
 		return -1;
 	msg = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
 	n = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
 
 	if (msg && n)
-		PyErr_SetImportErrorSubclass(rule_module_not_found, msg, n, NULL);
+		PyErr_SetImportErrorSubclass(cls, msg, n, NULL);
 	Py_XDECREF(msg);
 	Py_XDECREF(n);
 	return -1;
@@ -198,10 +224,10 @@ int sb_raise_module_not_found(const char *name, const char *message)
 
 int sb_raise_api_denied(const char *qualname, const char *category)
 {
-	PyObject *exc;
+	PyObject *cls = sb_exc_class(SB_EXC_API_PERMISSION), *exc;
 	_cleanup_free_ char *message = NULL;
 
-	if (ensure_classes() < 0)
+	if (!cls)
 		return -1;
 	if (asprintf(&message,
 		     "%s() is denied by the API guard (category: %s). Add `python-api=ALLOW:%s` "
@@ -212,7 +238,7 @@ int sb_raise_api_denied(const char *qualname, const char *category)
 		PyErr_NoMemory();
 		return -1;
 	}
-	exc = PyObject_CallFunction(rule_api_permission, "is", EPERM, message);
+	exc = PyObject_CallFunction(cls, "is", EPERM, message);
 	if (!exc)
 		return -1;
 	{
@@ -229,7 +255,7 @@ int sb_raise_api_denied(const char *qualname, const char *category)
 			return -1;
 		}
 	}
-	PyErr_SetObject(rule_api_permission, exc);
+	PyErr_SetObject(cls, exc);
 	Py_DECREF(exc);
 	return -1;
 }

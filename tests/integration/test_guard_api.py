@@ -631,3 +631,64 @@ def test_profile_builtins_swap_no_help(sb):
     r = run(sb, "import builtins\nb = builtins.__dict__\n"
                 "probe('x', lambda: b['exec']('y = 1'))\n")
     denied(r, "builtins.exec", "dynamic-code")
+
+
+def test_c_modules_reimported_by_statement_are_wrapped(sb):
+    # The scan after an import skips the modules only _imp makes: its hooks
+    # must wrap a fresh one however it is imported.
+    r = run(sb, """\
+import sys, resource, _thread
+del sys.modules['resource'], sys.modules['_thread']
+import resource as r2, _thread as t2
+probe('x', lambda: r2.prlimit(0, r2.RLIMIT_CORE, (0, 0)))
+probe('y', lambda: t2.stack_size(0))
+""")
+    denied(r, "resource.prlimit", "process-control")
+    denied(r, "_thread.stack_size", "threads", "y")
+
+
+def test_python_module_reimported_is_wrapped(sb):
+    r = run(sb, """\
+import sys, subprocess
+del sys.modules['subprocess']
+import subprocess as again
+probe('x', lambda: again.getoutput('true'))
+""", api=["ALLOW:subprocess.Popen", "ALLOW:_posixsubprocess.fork_exec"])
+    denied(r, "subprocess.getoutput", "process-exec")
+
+
+# --- the pysandboxes module's classes, made on first use ------------------------
+
+def test_exception_classes_made_on_first_use_keep_identity(sb):
+    # No python-import= for pickle or _pickle: RestrictedUnpicklingError's
+    # base is the runtime's import, made when the class is first asked for.
+    r = sb.run_code("os-sandbox=subprocess\npython-import=sys\npython-import=pysandboxes\n", """\
+import sys
+try:
+    open('/etc/shadow')
+except OSError as e:
+    first = type(e)
+print('PICKLE-BEFORE', '_pickle' in sys.modules)
+import pysandboxes
+print('FIRST', first is pysandboxes.RuleFileNotFoundError)
+R = pysandboxes.RestrictedUnpicklingError
+print('BASES', issubclass(R, sys.modules['_pickle'].UnpicklingError),
+      issubclass(R, pysandboxes.SandBoxError), R.__module__, R.__name__)
+del sys.modules['pysandboxes']
+import pysandboxes as again
+print('SAME', again is not pysandboxes, again.RestrictedUnpicklingError is R,
+      again.SandBoxError is pysandboxes.SandBoxError, again.RuleFileNotFoundError is first)
+from pysandboxes import *
+print('STAR', RestrictedUnpicklingError is R, sandbox_denials is again.sandbox_denials)
+try:
+    again.NoSuchClass
+except AttributeError as e:
+    print('MISSING', e)
+""")
+    assert r.returncode == 0, r
+    assert "PICKLE-BEFORE False" in r.stdout, r
+    assert "FIRST True" in r.stdout, r
+    assert "BASES True True pysandboxes RestrictedUnpicklingError" in r.stdout, r
+    assert "SAME True True True True" in r.stdout, r
+    assert "STAR True True" in r.stdout, r
+    assert "MISSING module 'pysandboxes' has no attribute 'NoSuchClass'" in r.stdout, r
