@@ -72,6 +72,9 @@ int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profi
 	return 0;
 }
 
+static int resolve_walk(const char *path, const char *base, bool follow_last, char out[PATH_MAX],
+			bool *complete, mode_t *last_mode);
+
 /* The longest leading directory of path (ending at a component boundary)
  * that an earlier implicit grant showed to be canonical: an existing
  * directory with no symbolic link in it. 0 when none. */
@@ -100,13 +103,21 @@ static size_t canonical_prefix(const struct sb_file_policy *p, const char *path)
  * one lstat each, instead of glibc's readlink() of every component of every
  * path (about 80 system calls on each start). -ENOENT when a component is
  * missing, as realpath() fails then. */
-static int resolve_implicit(struct sb_file_policy *p, const char *path, char out[PATH_MAX])
+static int resolve_implicit(struct sb_file_policy *p, const char *path, char out[PATH_MAX],
+			    mode_t *mode)
 {
 	_cleanup_free_ char *base = NULL;
 	size_t n = path[0] == '/' ? canonical_prefix(p, path) : 0;
 	bool complete = false;
 	int r;
 
+	*mode = 0;
+	if (n > 1 && !path[n] && n < PATH_MAX) {
+		/* A canonical directory itself: nothing to look at. */
+		memcpy(out, path, n + 1);
+		*mode = S_IFDIR;
+		return 0;
+	}
 	if (n > 1) {
 		base = strndup(path, n);
 		if (!base)
@@ -116,7 +127,7 @@ static int resolve_implicit(struct sb_file_policy *p, const char *path, char out
 	} else {
 		n = 0;
 	}
-	r = sb_path_resolve_ex(path + n, base, true, out, &complete);
+	r = resolve_walk(path + n, base, true, out, &complete, mode);
 	if (r < 0)
 		return r;
 	return complete ? 0 : -ENOENT;
@@ -124,8 +135,12 @@ static int resolve_implicit(struct sb_file_policy *p, const char *path, char out
 
 static int remember_canonical(struct sb_file_policy *p, const char *dir)
 {
-	char **c = realloc(p->canonical, (p->n_canonical + 1) * sizeof(*c));
+	char **c;
 
+	for (size_t i = 0; i < p->n_canonical; i++)
+		if (streq(p->canonical[i], dir))
+			return 0;
+	c = realloc(p->canonical, (p->n_canonical + 1) * sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	p->canonical = c;
@@ -141,13 +156,14 @@ int sb_file_policy_add_implicit(struct sb_file_policy *p, const char *path, bool
 {
 	struct sb_fp_grant *grants, *g;
 	char resolved[PATH_MAX];
-	struct stat st;
+	struct stat st = {0};
+	mode_t mode = 0;
 	char *real;
 	int r;
 
 	if (!path || !*path)
 		return 0;
-	r = path[0] == '/' ? resolve_implicit(p, path, resolved) : -EINVAL;
+	r = path[0] == '/' ? resolve_implicit(p, path, resolved, &mode) : -EINVAL;
 	if (r == -ENOMEM)
 		return r;
 	/* Missing, looping or too long: grants nothing. */
@@ -161,13 +177,24 @@ int sb_file_policy_add_implicit(struct sb_file_policy *p, const char *path, bool
 	} else if (!(real = strdup(resolved))) {
 		return -ENOMEM;
 	}
-	if (stat(real, &st) < 0) {
+	/* The resolver's last lstat() told already, unless it did not look
+	 * (a canonical directory, a relative path). */
+	if (mode)
+		st.st_mode = mode;
+	else if (stat(real, &st) < 0) {
 		free(real);
 		return 0;
 	}
-	if (S_ISDIR(st.st_mode) && streq(real, path) && remember_canonical(p, real) < 0) {
-		free(real);
-		return -ENOMEM;
+	/* Resolved to itself: no link on the way, so the directory (or, for
+	 * a file, its parent) resolves to itself too (/dev for /dev/null). */
+	if (streq(real, path)) {
+		_cleanup_free_ char *parent = S_ISDIR(st.st_mode) ? NULL : sb_path_dirname(real);
+		const char *dir = S_ISDIR(st.st_mode) ? real : parent;
+
+		if (!dir || remember_canonical(p, dir) < 0) {
+			free(real);
+			return -ENOMEM;
+		}
 	}
 	/* A zip file on sys.path, or a script: an exact file, not a tree. */
 	file = file || !S_ISDIR(st.st_mode);
@@ -329,8 +356,10 @@ int sb_path_absolute(const char *path, const char *base, char out[PATH_MAX])
 	return 0;
 }
 
-int sb_path_resolve_ex(const char *path, const char *base, bool follow_last, char out[PATH_MAX],
-		       bool *complete)
+/* sb_path_resolve_ex(); *last_mode (when given) is the mode the last lstat()
+ * found for the final name when that was no link, else 0. */
+static int resolve_walk(const char *path, const char *base, bool follow_last, char out[PATH_MAX],
+			bool *complete, mode_t *last_mode)
 {
 	char rest[PATH_MAX], target[PATH_MAX], tmp[PATH_MAX];
 	const char *p;
@@ -380,8 +409,11 @@ int sb_path_resolve_ex(const char *path, const char *base, bool follow_last, cha
 			missing = true;
 			continue;
 		}
-		if (!S_ISLNK(st.st_mode))
+		if (!S_ISLNK(st.st_mode)) {
+			if (last && last_mode)
+				*last_mode = st.st_mode;
 			continue;
+		}
 		if (++links > 40)
 			return -ELOOP;
 		n = readlink(out, target, sizeof(target) - 1);
@@ -412,6 +444,12 @@ int sb_path_resolve_ex(const char *path, const char *base, bool follow_last, cha
 	if (complete)
 		*complete = !missing;
 	return 0;
+}
+
+int sb_path_resolve_ex(const char *path, const char *base, bool follow_last, char out[PATH_MAX],
+		       bool *complete)
+{
+	return resolve_walk(path, base, follow_last, out, complete, NULL);
 }
 
 int sb_path_resolve(const char *path, const char *base, bool follow_last, char out[PATH_MAX])

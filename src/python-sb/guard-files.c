@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <frameobject.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "file-policy.h"
@@ -95,11 +96,18 @@ static int dir_fd_path(int fd, char out[PATH_MAX])
  * events and the C wrappers: symlink, rename/replace, remove/unlink, rmdir,
  * mkdir, link, mkfifo, mknod, open for writing, chmod and the other attribute
  * changes, shutil, sqlite3), and every write decision empties the cache
- * before the change is made. Entries are only added by read decisions, and
- * only for resolutions whose components all existed (the last one may be
- * missing when the directory listing showed it is no link: making it one is a
- * write decision too). Changes of the current directory ("os.chdir", raised
- * by chdir and fchdir) and of the root (chroot) drop the cached cwd. The one
+ * before the change is made. Entries are only added by read decisions (and,
+ * within the first one, for the directories the implicit grants showed to
+ * resolve to themselves: rc_seed()), and only for resolutions whose
+ * components all existed or whose first missing component was reported
+ * missing (ENOENT; DIR_MISSING): the resolver appends what follows it
+ * lexically, and that answer changes only when the name is made a link,
+ * which is a write decision too. A name hidden by EACCES is not remembered:
+ * it can become visible without a write (seteuid()). The path object
+ * remembered with a read allowed (rc_last) is as valid as the entry its text
+ * is the key of: until the next rc_clear(). Changes of the current directory
+ * ("os.chdir", raised by chdir and fchdir) and of the root (chroot) drop the
+ * cached cwd. The one
  * file system whose names change without any write of the program is /proc
  * (/proc/self/fd/N is whatever fd N is now, /proc/self/cwd follows fchdir):
  * nothing below it is remembered, however it is reached (/dev/fd is a
@@ -138,14 +146,18 @@ struct rc_slot {
 	uint32_t allowed : 1; /* a read decision on it allowed (only without ignore=) */
 	/* For a directory entry: its symbolic links, listed once (see
 	 * dir_has_link()), so that names in it need no lstat. */
-	uint32_t dir_state : 2; /* DIR_UNSCANNED, DIR_SCANNED or DIR_UNSCANNABLE */
+	uint32_t dir_state : 2; /* DIR_UNSCANNED, DIR_SCANNED, DIR_UNSCANNABLE, DIR_MISSING */
 	uint32_t misses : 4;	/* lstat-needing decisions before the scan */
 };
 
 _Static_assert(sizeof(struct rc_slot) == 8, "a slot is 8 bytes");
 _Static_assert(RC_ARENA <= 1u << 24, "record offsets fit in 24 bits");
 
-enum { DIR_UNSCANNED, DIR_SCANNED, DIR_UNSCANNABLE };
+/* DIR_MISSING: the key's last name did not exist (lstat(): ENOENT), nor does
+ * anything below it; the value is lexical from there, as the resolver makes
+ * it. Only ENOENT: a name hidden by EACCES can become visible without a write
+ * (a seteuid() back to root), a name that does not exist cannot. */
+enum { DIR_UNSCANNED, DIR_SCANNED, DIR_UNSCANNABLE, DIR_MISSING };
 
 /* Unknown names in a directory before its links are listed (see dir_has_link()). */
 #define DIR_SCAN_AFTER 2
@@ -163,14 +175,16 @@ struct rc_rec {
 static struct {
 	struct rc_slot slots[RC_SLOTS];
 	char arena[RC_ARENA];
-	uint32_t used; /* bytes of arena in use */
-	uint32_t n;    /* entries */
-	uint16_t gen;  /* 0 = never valid */
-	bool off;      /* threads or fork seen: never again */
+	uint32_t used;	/* bytes of arena in use */
+	uint32_t n;	/* entries */
+	uint16_t gen;	/* 0 = never valid */
+	uint64_t epoch; /* counts rc_clear(): unlike gen, it never wraps */
+	bool off;	/* threads or fork seen: never again */
 	bool cwd_valid;
 	size_t cwd_len;
 	char cwd[PATH_MAX];
-} rc; /* zero: in .bss, not in the binary; files_prepare() sets gen */
+} rc __attribute__((aligned(4096))); /* zero: in .bss, not in the binary;
+					 files_prepare() sets gen */
 
 static struct rc_rec rc_rec_of(const struct rc_slot *sl)
 {
@@ -185,11 +199,26 @@ static const char *rc_key(const struct rc_slot *sl)
 	return rc.arena + sl->rec + sizeof(struct rc_rec);
 }
 
+/* The path object of the last read allowed from the cache (see
+ * read_allowed_before()): a program hands the same str to os.stat(),
+ * os.path.exists() and open() in a row, and comparing its address is cheaper
+ * than hashing its text. The reference is strong, so that the address cannot
+ * be taken by another object while it is remembered; only exact str and bytes
+ * objects, whose text cannot change, are remembered, and only absolute paths,
+ * whose meaning does not depend on the current directory. It is as valid as
+ * the cache entry its text is the key of: until the next rc_clear() (epoch). */
+static struct {
+	PyObject *obj;
+	uint64_t epoch;
+	bool follow;
+} rc_last;
+
 static void rc_clear(void)
 {
 	/* A new generation invalidates every slot without touching them. */
 	if (++rc.gen == 0)
 		rc.gen = 1, memset(rc.slots, 0, sizeof(rc.slots));
+	rc.epoch++;
 	rc.used = 0;
 	rc.n = 0;
 	rc.cwd_valid = false;
@@ -458,6 +487,9 @@ struct rc_hint {
 	bool valid;  /* h is set */
 	bool follow; /* the key's follow */
 	bool absent; /* the key was looked up and is not cached */
+	/* Set by the decision: a read of the key was allowed and its entry
+	 * says so (a path object may be remembered in rc_last). */
+	bool allowed;
 };
 
 enum {
@@ -487,7 +519,11 @@ static int resolve_cached(const char *raw, const char *abs, bool follow, bool la
 {
 	struct rc_slot *ds = NULL;
 	size_t n = strlen(abs), len = strlen(raw), d, o;
+	/* raw is its own lexical form (most are): then it has no ".."
+	 * component and its last name is neither "." nor followed by '/'. */
+	bool same = len == n && memcmp(raw, abs, n) == 0;
 	bool complete = true;
+	bool missing = false; /* !complete because of ENOENT alone: cacheable */
 	struct rc_hint in = hint ? *hint : (struct rc_hint){0};
 	uint32_t h;
 
@@ -495,15 +531,15 @@ static int resolve_cached(const char *raw, const char *abs, bool follow, bool la
 	if (hint)
 		hint->valid = false;
 	*ret_slot = NULL;
-	if (!*raw || has_dotdot(raw) || !rc_usable())
+	if (!*raw || (!same && has_dotdot(raw)) || !rc_usable())
 		return WALK_FALLBACK;
-	if (follows_last(raw, len))
+	if (!same && follows_last(raw, len))
 		follow = true;
 	if (n == 1) { /* "/" */
 		out[0] = '/', out[1] = '\0';
 		return WALK_DONE;
 	}
-	if (in.valid && in.follow == follow && len == n && memcmp(raw, abs, n) == 0) {
+	if (in.valid && in.follow == follow && same) {
 		h = in.h;
 		if (!in.absent && (*ret_slot = rc_get_h(abs, n, follow, h, out)))
 			return WALK_DONE;
@@ -528,13 +564,15 @@ static int resolve_cached(const char *raw, const char *abs, bool follow, bool la
 		/* The root: its entry holds the list of its links (/lib, /bin). */
 		out[0] = '/', out[1] = '\0';
 		ds = rc_put(abs, 1, true, out);
+	} else if (ds->dir_state == DIR_MISSING) {
+		complete = false, missing = true; /* the rest is lexical */
 	}
 	o = strlen(out);
 	/* Then component by component, each directory cached as it is found. */
 	for (size_t s = d; s < n;) {
 		const char *name, *slash;
 		size_t name_len, e;
-		bool last;
+		bool last, went_missing = false;
 		int link = 0;
 
 		while (abs[s] == '/')
@@ -564,10 +602,13 @@ static int resolve_cached(const char *raw, const char *abs, bool follow, bool la
 
 				if (!append_name(out, &o, name, name_len))
 					return WALK_FALLBACK;
-				if (lstat(out, &st) < 0)
-					complete = false; /* missing: the rest is lexical */
-				else if (S_ISLNK(st.st_mode))
+				if (lstat(out, &st) < 0) {
+					/* Missing: the rest is lexical. */
+					complete = false;
+					missing = went_missing = errno == ENOENT;
+				} else if (S_ISLNK(st.st_mode)) {
 					link = 1;
+				}
 				o = before;
 				out[o] = '\0';
 			}
@@ -589,14 +630,24 @@ static int resolve_cached(const char *raw, const char *abs, bool follow, bool la
 		} else if (!append_name(out, &o, name, name_len)) {
 			return WALK_FALLBACK;
 		}
-		if (!last && complete)
+		/* A missing directory too (once: what is below it is
+		 * missing as well), so that the next path through it needs
+		 * no lstat: a program probing for optional files (gettext's
+		 * catalogues, configuration files) asks again and again. */
+		if (!last && (complete || went_missing)) {
 			ds = rc_put(abs, e, true, out);
+			if (ds && went_missing)
+				ds->dir_state = DIR_MISSING;
+		}
 		s = e;
 	}
-	/* A missing name is not remembered: a file the program has not made
-	 * yet is made by a write decision, which the next one would see. */
-	if (complete && !in_proc(out))
+	/* A missing name is remembered as such: creating it, as a link or
+	 * anything else, is a write decision, which empties the cache. */
+	if ((complete || missing) && !in_proc(out)) {
 		*ret_slot = rc_put_h(abs, n, follow, h, out);
+		if (*ret_slot && !complete)
+			(*ret_slot)->dir_state = DIR_MISSING;
+	}
 	return WALK_DONE;
 }
 
@@ -623,7 +674,7 @@ static bool is_directory(const char *path)
 
 /* Raises the refusal for a verdict. Only on the refusal path: may allocate. */
 static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struct sb_fp_ignore *ig,
-		  const char *raw, const char *abs, const char *resolved, bool write)
+		  const char *raw, const char *abs, const char *resolved, bool write, bool missing)
 {
 	_cleanup_free_ char *text = NULL, *dir = NULL;
 	const char *key = write ? "expose-rw" : "expose-ro";
@@ -652,7 +703,9 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 	default:
 		/* A symbolic link that leads outside: name the path the program
 		 * used, not where the link points (readlink would not tell). */
-		if (!streq(abs, resolved) && !is_directory(abs) &&
+		/* missing: resolved does not exist, nor does what abs leads
+		 * to (no stat needed to tell they are no directories). */
+		if (!streq(abs, resolved) && (missing || !is_directory(abs)) &&
 		    strncmp(abs, resolved, strlen(abs)) != 0) {
 			_cleanup_free_ char *parent = sb_path_dirname(abs);
 
@@ -666,8 +719,9 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 		}
 		if (r < 0) {
 			/* Reading a directory exposes it; a file, its directory. */
-			dir = is_directory(resolved) && !write ? strdup(resolved)
-							       : sb_path_dirname(resolved);
+			dir = !missing && !write && is_directory(resolved)
+				  ? strdup(resolved)
+				  : sb_path_dirname(resolved);
 			if (!dir)
 				break;
 			r = asprintf(
@@ -790,7 +844,7 @@ static int verdict(const char *raw, const char *abs, const char *resolved, bool 
 	if (sb_learn_active() && v != SB_FP_IGNORED && !(write && caller_is_import_machinery()) &&
 	    sb_learn_file(resolved, write))
 		return 0;
-	return refuse(v, g, ig, raw, abs, resolved, write);
+	return refuse(v, g, ig, raw, abs, resolved, write, slot && slot->dir_state == DIR_MISSING);
 }
 
 /* check_raw() after its fast path, into the caller's abs and resolved. With
@@ -818,7 +872,11 @@ static int check_raw_ex(const char *raw, int dir_fd, bool write, bool follow, bo
 		return 1;
 	if (walk != WALK_DONE && sb_path_resolve(raw, basep, follow, resolved) < 0)
 		return refuse_unresolvable(raw, "it is too long or loops");
-	return verdict(raw, abs, resolved, write, slot);
+	if (verdict(raw, abs, resolved, write, slot) < 0)
+		return -1;
+	if (hint && slot && slot->allowed)
+		hint->allowed = true;
+	return 0;
 }
 
 static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char *resolved_out)
@@ -835,6 +893,59 @@ static int check_raw(const char *raw, int dir_fd, bool write, bool follow, char 
 	if (r == 0 && resolved_out)
 		memcpy(resolved_out, resolved, strlen(resolved) + 1);
 	return r;
+}
+
+/* The text of an exact str (compact ASCII: its own UTF-8) or bytes object,
+ * read in place, and its length; NULL for any other object. Embedded NULs
+ * are not looked for: no cache key has one, so such a text is never found,
+ * and the full check (path_bytes()) refuses it. */
+static const char *plain_text(PyObject *o, size_t *n)
+{
+	if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
+		*n = (size_t)PyUnicode_GET_LENGTH(o);
+		return (const char *)PyUnicode_DATA(o);
+	}
+	if (PyBytes_CheckExact(o)) {
+		*n = (size_t)PyBytes_GET_SIZE(o);
+		return PyBytes_AS_STRING(o);
+	}
+	return NULL;
+}
+
+/* Remembers o after a read of it (follow) was allowed from, or into, the
+ * cache: see rc_last. Only an exact str or bytes object with an absolute
+ * path (o's own text, so that it is the key or lexically the same path). */
+static void rc_remember(PyObject *o, bool follow)
+{
+	PyObject *old = rc_last.obj;
+	size_t n;
+	const char *raw = plain_text(o, &n);
+
+	if (!raw || raw[0] != '/')
+		return;
+	if (o != old) {
+		rc_last.obj = Py_NewRef(o);
+		Py_XDECREF(old); /* a str or bytes: no code runs */
+	}
+	rc_last.epoch = rc.epoch;
+	rc_last.follow = follow;
+}
+
+/* Whether a read of the path object o (follow) is known to be allowed: o is
+ * the object remembered last (after its first decision), or its text is a
+ * key read_allowed_before() allows. Call files_ready() first. hint as for
+ * read_allowed_before(); not set when o is no plain str or bytes. */
+static bool obj_read_allowed_before(PyObject *o, bool follow, struct rc_hint *hint)
+{
+	const char *raw;
+	size_t n;
+
+	hint->valid = hint->allowed = false;
+	if (o == rc_last.obj && rc_last.epoch == rc.epoch && rc_last.follow == follow &&
+	    rc_usable())
+		return true;
+	raw = plain_text(o, &n);
+	return raw && read_allowed_before(raw, n, follow, hint);
 }
 
 enum path_kind {
@@ -925,12 +1036,21 @@ static int check_obj(PyObject *o, int dir_fd, bool write, bool follow, bool allo
 {
 	PyObject *keep;
 	const char *raw = NULL;
+	struct rc_hint hint = {0};
 	int r;
 
 	/* Also for a held fd (os.chmod(fd), os.truncate(fd)...): any write
 	 * empties the resolution cache (see there). */
 	if (write)
 		rc_clear();
+	else if (o) {
+		/* The hot path: open() of a path read before. dir_fd does
+		 * not matter: only absolute paths are found. */
+		if (files_ready() < 0)
+			return -1;
+		if (obj_read_allowed_before(o, follow, &hint))
+			return 0;
+	}
 	switch (path_bytes(o, allow_pathlike, &raw, &keep)) {
 	case PATH_FD:
 		return 0;
@@ -943,7 +1063,16 @@ static int check_obj(PyObject *o, int dir_fd, bool write, bool follow, bool allo
 	case PATH_STRING:
 		break;
 	}
-	r = check_raw(raw, dir_fd, write, follow, NULL);
+	if (write) {
+		r = check_raw(raw, dir_fd, write, follow, NULL);
+	} else {
+		char abs[PATH_MAX], resolved[PATH_MAX];
+
+		/* Looked up already (hint): straight to the resolution. */
+		r = check_raw_ex(raw, dir_fd, false, follow, false, abs, resolved, &hint);
+		if (r == 0 && hint.allowed)
+			rc_remember(o, follow);
+	}
 	Py_XDECREF(keep);
 	return r;
 }
@@ -1637,8 +1766,7 @@ static Py_ssize_t kw_index(PyObject *kwnames, PyObject *key, const char *name)
  * stat()). A failure (a missing name) is decided on the path as the resolver
  * would append it, and the program gets lstat()'s error, which is stat()'s. */
 static PyObject *stat_through_lstat(PyObject *path, const char *raw, const char *abs,
-				    const char *resolved, const struct rc_hint *hint,
-				    bool *use_stat)
+				    const char *resolved, struct rc_hint *hint, bool *use_stat)
 {
 	PyObject *st = PyObject_Vectorcall(wrapped[W_LSTAT].original, &path, 1, NULL);
 	PyObject *type, *value, *tb;
@@ -1662,15 +1790,27 @@ static PyObject *stat_through_lstat(PyObject *path, const char *raw, const char 
 				   : rc_put(abs, strlen(abs), true, resolved);
 		if (verdict(raw, abs, resolved, false, slot) < 0)
 			Py_CLEAR(st);
+		else if (slot && slot->allowed)
+			hint->allowed = true;
 		return st;
 	}
+	/* Missing (see DIR_MISSING): remembered, lstat() said ENOENT. */
+	if (PyErr_ExceptionMatches(PyExc_FileNotFoundError) && !in_proc(resolved)) {
+		slot = hint->valid && hint->follow
+			   ? rc_put_h(abs, strlen(abs), true, hint->h, resolved)
+			   : rc_put(abs, strlen(abs), true, resolved);
+		if (slot)
+			slot->dir_state = DIR_MISSING;
+	}
 	PyErr_Fetch(&type, &value, &tb);
-	if (verdict(raw, abs, resolved, false, NULL) < 0) {
+	if (verdict(raw, abs, resolved, false, slot) < 0) {
 		Py_XDECREF(type);
 		Py_XDECREF(value);
 		Py_XDECREF(tb);
 		return NULL;
 	}
+	if (slot && slot->allowed)
+		hint->allowed = true;
 	PyErr_Restore(type, value, tb);
 	return NULL;
 }
@@ -1721,11 +1861,17 @@ static PyObject *read_wrapped(struct wrapped *w, PyObject *const *args, PyObject
 	PyObject *keep = NULL, *result = NULL;
 	size_t nargsf = 1;
 	const char *raw = NULL;
-	struct rc_hint hint;
+	struct rc_hint hint = {0};
 	size_t n;
 
 	if (!call[0])
 		return NULL;
+	if (files_ready() < 0)
+		goto out;
+	if (obj_read_allowed_before(call[0], follow, &hint)) {
+		result = PyObject_Vectorcall(w->original, call, nargsf, kwnames);
+		goto out;
+	}
 	if (path_bytes(call[0], false, &raw, &keep) != PATH_STRING) {
 		Py_XDECREF(keep);
 		PyErr_Clear();
@@ -1736,14 +1882,14 @@ static PyObject *read_wrapped(struct wrapped *w, PyObject *const *args, PyObject
 		Py_DECREF(call[0]);
 		return result;
 	}
-	if (files_ready() < 0)
-		goto out;
 	n = strlen(raw);
-	if (read_allowed_before(raw, n, follow, &hint) ||
-	    (w->probe && caller_is_import_machinery()))
+	if (w->probe && caller_is_import_machinery()) {
 		result = PyObject_Vectorcall(w->original, call, nargsf, kwnames);
-	else
+	} else {
 		result = read_decide_and_call(w, call, nargsf, kwnames, raw, n, follow, &hint);
+		if (hint.allowed)
+			rc_remember(call[0], follow);
+	}
 out:
 	Py_XDECREF(keep);
 	Py_DECREF(call[0]);
@@ -2167,6 +2313,11 @@ static int grant_link(const char *path, const char *why)
 	struct sb_fp_grant *grants;
 	char *copy;
 
+	/* A file that resolved to its own path has no link on the way: the
+	 * grant of its target is that of the link path already. */
+	for (size_t i = 0; i < files.policy.n_implicit; i++)
+		if (files.policy.implicit[i].file && streq(files.policy.implicit[i].dir, path))
+			return 0;
 	if (sb_path_resolve(path, "/", false, hop) < 0)
 		return 0;
 	grants = realloc(files.policy.implicit, (files.policy.n_implicit + 1) * sizeof(*grants));
@@ -2184,6 +2335,32 @@ static int grant_link(const char *path, const char *why)
 	    .why = why,
 	};
 	return 0;
+}
+
+/* The directories the implicit grants showed to resolve to themselves
+ * (existing, no link on the way: the interpreter's tree, the script's
+ * directory, /dev) go into the resolution cache as such, so that the first
+ * decisions below them look at none of their components again. They were
+ * resolved just now, within the first decision: no write of the program can
+ * have come between. */
+static void rc_seed(void)
+{
+	if (!rc_usable())
+		return;
+	/* The slots are looked at in random order, each page read (the
+	 * shared zero page) before it is written (a copy): two page faults
+	 * per page, 64 for the table, where one call maps it writable at
+	 * once. Only a hint: an older kernel says EINVAL, and faults. */
+	madvise(rc.slots, sizeof(rc.slots), MADV_POPULATE_WRITE);
+	for (size_t i = 0; i < files.policy.n_canonical; i++) {
+		const char *c = files.policy.canonical[i];
+		size_t n = strlen(c);
+
+		if (n < 2 || n >= PATH_MAX || c[0] != '/' || in_proc(c) ||
+		    rc_find_h(c, n, true, rc_hash(c, n, true)))
+			continue;
+		rc_put(c, n, true, c);
+	}
 }
 
 /* The implicit grants are resolved (realpath and stat of each, ~70 system
@@ -2209,6 +2386,8 @@ static int resolve_pending(void)
 	free(files.pending);
 	files.pending = NULL;
 	files.n_pending = 0;
+	if (r >= 0)
+		rc_seed();
 	return r;
 }
 
@@ -2371,6 +2550,7 @@ static void files_release(void)
 	files.prepared = false;
 	/* Like the originals: the finalized interpreter's objects. */
 	keys.dir_fd = keys.follow_symlinks = keys.fspath = NULL;
+	rc_last.obj = NULL;
 	rc.off = false;
 	rc_clear();
 }

@@ -877,6 +877,100 @@ def test_proc_self_is_not_remembered(fx):
     assert "ignore=" in not_found(res[5])
     assert "hidden data" not in json.dumps(res), res
 
+def test_same_path_object_is_decided_again_after_a_write(fx):
+    # The guard remembers the last path object a read was allowed for (one
+    # str handed to os.stat, os.path.exists and open in a row): a write in
+    # between (a link renamed over the file) must end that, for str and bytes.
+    fx.sb.write("rw/x", "plain")
+    fx.sb.write("rw/y", "plain")
+    os.symlink(fx.out / "secret", fx.rw / "evil")
+    os.symlink(fx.out / "secret", fx.rw / "evil2")
+    res = fx.run("""
+        x, evil = os.path.join(RW, 'x'), os.path.join(RW, 'evil')
+        y, evil2 = os.fsencode(os.path.join(RW, 'y')), os.path.join(RW, 'evil2')
+        for p, e in ((x, evil), (y, evil2)):
+            P(lambda: os.stat(p).st_size)
+            P(lambda: os.path.exists(p))
+            P(lambda: open(p).read())
+            P(lambda: os.rename(e, p))
+            P(lambda: os.stat(p).st_size)
+            P(lambda: os.path.exists(p))
+            P(lambda: open(p).read())
+    """)
+    for k in (0, 7):
+        assert ok(res[k]) == "5"
+        assert ok(res[k + 1]) == "True"
+        assert ok(res[k + 2]) == "'plain'"
+        ok(res[k + 3])
+        not_found(res[k + 4])
+        assert ok(res[k + 5]) == "False"
+        not_found(res[k + 6])
+    assert os.path.islink(fx.rw / "x") and os.path.islink(fx.rw / "y")
+    assert "TOP-SECRET" not in json.dumps(res)
+
+
+def test_remembered_path_object_keeps_its_follow_symlinks(fx):
+    # lstat() of a link in an exposed directory is allowed (the link
+    # itself); stat() and open() of the same str object follow it outside.
+    os.symlink(fx.out / "secret", fx.rw / "link")
+    res = fx.run("""
+        import stat
+        link = os.path.join(RW, 'link')
+        P(lambda: stat.S_ISLNK(os.lstat(link).st_mode))
+        P(lambda: stat.S_ISLNK(os.lstat(link).st_mode))
+        P(lambda: os.stat(link))
+        P(lambda: open(link).read())
+        P(lambda: stat.S_ISLNK(os.stat(link, follow_symlinks=False).st_mode))
+    """)
+    assert ok(res[0]) == "True" and ok(res[1]) == "True"
+    not_found(res[2])
+    not_found(res[3])
+    assert ok(res[4]) == "True"
+    assert "TOP-SECRET" not in json.dumps(res)
+
+
+def test_cache_forgets_a_missing_name_made_a_link(fx):
+    # Missing names are remembered as missing (gettext and configuration
+    # probes ask again and again): making one a link is a write decision that
+    # forgets it, and the next read through it is decided where the link
+    # leads, here a file ignore= hides.
+    hidden = fx.sb.mkdir("hidden")
+    (hidden / "f").write_text("hidden data")
+    if fx.sb.owner:
+        os.chown(hidden / "f", *fx.sb.owner)
+    res = fx.run(f"""
+        HIDDEN = {str(hidden)!r}
+        gone = os.path.join(RW, 'gone')
+        for _ in range(2):
+            P(lambda: os.stat(os.path.join(gone, 'f')))
+            P(lambda: open(os.path.join(gone, 'f')).read())
+            P(lambda: os.stat(gone))
+        P(lambda: os.symlink(HIDDEN, gone))
+        P(lambda: open(os.path.join(gone, 'f')).read())
+        P(lambda: os.stat(os.path.join(gone, 'f')).st_size)
+    """, extra=f"expose-ro={hidden}\nignore={hidden}/f\n")
+    for r in res[:6]:
+        assert r[:2] == ["OSError:FileNotFoundError", 2], r
+    ok(res[6])
+    assert "ignore=" in not_found(res[7])
+    assert "ignore=" in not_found(res[8])
+    assert "hidden data" not in json.dumps(res), res
+
+
+def test_missing_path_outside_names_its_directory(fx):
+    # The refusal of a missing path (remembered as missing: no stat to tell
+    # whether it is a directory) names its parent as the rule to add.
+    res = fx.run("""
+        miss = os.path.join(OUT, 'nothing', 'here')
+        P(lambda: os.stat(miss))
+        P(lambda: os.stat(miss))
+        P(lambda: open(miss).read())
+    """)
+    for r in res:
+        msg = not_found(r)
+        assert "expose-ro=" + str(fx.out / "nothing") + "'" in msg, msg
+
+
 # --- unprivileged ---------------------------------------------------------------
 
 @pytest.fixture

@@ -166,6 +166,47 @@ static void test_implicit_resolution(void)
 	sb_file_policy_done(&p);
 }
 
+static bool has_canonical(const struct sb_file_policy *p, const char *dir)
+{
+	for (size_t i = 0; i < p->n_canonical; i++)
+		if (streq(p->canonical[i], dir))
+			return true;
+	return false;
+}
+
+/* A file that resolves to itself makes its directory canonical (/dev for
+ * /dev/null), once; one reached through a link does not, nor does a link's
+ * directory; a canonical directory granted again is known to be one. */
+static void test_implicit_canonical(void)
+{
+	struct sb_profile prof = {0};
+	struct sb_file_policy p;
+
+	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init for canonical directories");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("ro/f"), true, false, "t"), 0, "a file");
+	tap_ok(p.n_canonical == 1 && has_canonical(&p, at("ro")),
+	       "its directory is canonical (%zu)", p.n_canonical);
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("ro/f"), true, false, "t"), 0, "again");
+	TAP_IS_INT((int)p.n_canonical, 1, "remembered once");
+	TAP_IS_INT((int)p.n_implicit, 1, "granted once");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("rw/out"), true, false, "t"), 0,
+		   "a file through a link");
+	tap_ok(!has_canonical(&p, at("rw")) && !has_canonical(&p, at("out")),
+	       "neither the link's directory nor the target's is taken as canonical");
+	tap_ok(p.n_implicit == 2 && streq(p.implicit[1].dir, at("out/secret")) &&
+		   p.implicit[1].file,
+	       "the link's target is granted, as a file");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("ro"), false, false, "t"), 0,
+		   "the canonical directory itself");
+	tap_ok(p.n_implicit == 3 && streq(p.implicit[2].dir, at("ro")) && !p.implicit[2].file,
+	       "granted as a directory without a new look at it");
+	TAP_IS_INT(sb_file_policy_add_implicit(&p, at("ro/.env"), false, false, "t"), 0,
+		   "a directory below it");
+	tap_ok(p.n_implicit == 4 && !p.implicit[3].file && has_canonical(&p, at("ro/.env")),
+	       "a directory (mode from the resolver's lstat), canonical");
+	sb_file_policy_done(&p);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/sb-fp-XXXXXX";
@@ -188,6 +229,7 @@ int main(void)
 	test_resolve();
 	test_decide();
 	test_implicit_resolution();
+	test_implicit_canonical();
 
 	{
 		char cmd[PATH_MAX + 16];
