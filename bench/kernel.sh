@@ -129,11 +129,12 @@ bench_ratios "$out/kernel.json" "$MAX_RATIO" python-sb-landlock/python-ref \
 # The same commands round-robin (bench/interleave.py): hyperfine's blocks drift
 # with the load of this shared machine by more than the bound; the median of
 # the per-round ratios does not. This run decides the exit status. The peers
-# get a run of their own: firejail and bwrap leave namespace teardown and
-# their monitors' exit work behind them for some milliseconds, which lands on
-# whatever runs next in the round, and in the reversed rounds that was
-# python-sb-landlock (measured: 1.059 with the peers in the round, 1.040
-# without, same build, minutes apart).
+# and python-sb with timeout= get a run of their own: firejail and bwrap leave
+# namespace teardown and their monitors' exit work behind them for some
+# milliseconds, and timeout= its supervisor's, which lands on whatever runs
+# next in the round; in the reversed rounds that was python-sb-landlock
+# (measured, same build, back to back: 1.059 with the peers in the round,
+# 1.040 without; 1.057 with the timeout= variant in the round, 1.031 without).
 echo "== interleaved: $IRUNS rounds after 10 warm-up rounds" >&2
 istatus=0
 bare=()
@@ -145,13 +146,13 @@ if [[ -n ${ref_bare:-} ]]; then bare=(python-ref-bare="$ref_bare -c pass"); fi
     python3="$PYTHON3 -c pass" \
     python-sb-none="$sb ${none[*]} -c pass" \
     python-sb-subprocess="$sb -c pass" \
-    python-sb-landlock="$sb ${ll[*]} -c pass" \
-    python-sb-landlock-timeout="$sb ${llt[*]} -c pass" || istatus=$?
-echo "== interleaved, the peers: $((IRUNS / 2)) rounds after 10 warm-up rounds" >&2
+    python-sb-landlock="$sb ${ll[*]} -c pass" || istatus=$?
+echo "== interleaved, timeout= and the peers: $((IRUNS / 2)) rounds after 10 warm-up rounds" >&2
 "${clean_env[@]}" "$PYTHON3" "$bench_here/interleave.py" --runs "$((IRUNS / 2))" \
     --json "$out/kernel-peers-interleaved.json" \
     python-ref="$ref -c pass" \
     python-sb-landlock="$sb ${ll[*]} -c pass" \
+    python-sb-landlock-timeout="$sb ${llt[*]} -c pass" \
     bwrap-ref="${bwrap_ref[*]} $ref -c pass" \
     firejail-ref="${firejail_cmd[*]} $ref -c pass" || istatus=$?
 status=$istatus
