@@ -1112,6 +1112,62 @@ static int on_subinterpreter(PyObject *args _unused_)
 
 /* Running a code object (exec/eval of one, or the second half of exec of a
  * string): the code had to come from compile() or from the runtime. */
+/* A guarded module's code run again -- its loader's exec_module() on the
+ * module or on a copy, importlib.reload(), runpy.run_module() -- makes
+ * fresh functions that no wrapper covers, and their frames pass for the
+ * standard library's own (inspect.currentframe() of a copy returns a frame).
+ * Its code may run in its import only: into the module sys.modules holds
+ * under its name, while that module initialises, and not into the one
+ * already wrapped (a new import after `del sys.modules[name]` makes a new
+ * module, wrapped by the next scan). The interpreter's own `python-sb -m
+ * pickle` runs the program, not a copy for it. No grant allows the rest:
+ * the wrappers would be gone whatever the rules say. */
+static int check_module_rerun(void)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	PyObject *name = NULL, *ns = NULL, *module;
+	const char *text;
+	_cleanup_free_ char *message = NULL;
+	bool as_main = false;
+	int m, r = 0;
+
+	if (!frame)
+		return 0;
+	sb_guard_module_run_target(frame, &name, &ns, &as_main);
+	text = name ? PyUnicode_AsUTF8(name) : NULL;
+	if (!text) {
+		PyErr_Clear();
+		goto out;
+	}
+	m = module_id(text);
+	if (m < 0 || made_by_imp[m] || as_main || sb_learn_active())
+		goto out;
+	module = PyDict_GetItemWithError(PyImport_GetModuleDict(), name); /* borrowed */
+	if (!module && PyErr_Occurred()) {
+		r = -1;
+		goto out;
+	}
+	if (module && PyModule_Check(module) && PyModule_GetDict(module) == ns &&
+	    module != api.tracked[m].done && module_initializing(module))
+		goto out;
+	if (asprintf(&message,
+		     "running the code of the guarded module '%s' again (exec_module(), reload(), "
+		     "runpy) is refused by the API guard: its functions would come back without "
+		     "their wrappers. Import it instead",
+		     text) < 0) {
+		message = NULL;
+		PyErr_NoMemory();
+		r = -1;
+		goto out;
+	}
+	raise_with(text, sb_api_category_name(SB_API_INTROSPECTION), message);
+	r = -1;
+out:
+	Py_XDECREF(name);
+	Py_XDECREF(ns);
+	return r;
+}
+
 static int on_exec_code(PyObject *args _unused_)
 {
 	if (claims[EV_DYNAMIC] > 0) {
@@ -1119,7 +1175,7 @@ static int on_exec_code(PyObject *args _unused_)
 		return 0;
 	}
 	if (caller_is_library())
-		return 0;
+		return check_module_rerun();
 	return check(SB_API_FN_builtins_exec);
 }
 

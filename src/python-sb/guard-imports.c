@@ -223,32 +223,51 @@ static int check_import(const char *module, enum import_origin origin)
 	return deny_import(module, top_len);
 }
 
-/* The name of the module whose code the innermost frame is about to run,
- * as a new reference, or NULL (no exception) when it runs no module. Every
- * module's code goes through importlib's _call_with_frames_removed(exec,
- * code, module.__dict__) or runpy's _run_code(code, globals, ..., mod_name,
- * mod_spec): the module's name is read from their arguments. */
-static PyObject *module_being_run(PyFrameObject *frame)
+/* Whether frame is runpy's _run_module_as_main called by the interpreter
+ * itself (`python-sb -m mod`), not by Python code. */
+static bool is_interpreter_main(PyFrameObject *frame)
 {
-	PyObject *locals = NULL, *v = NULL, *name = NULL;
+	PyFrameObject *back;
+	bool main = false;
+
+	if (!frame || !sb_guard_frame_is(frame, "/runpy.py", "_run_module_as_main"))
+		return false;
+	back = PyFrame_GetBack(frame);
+	main = back == NULL;
+	Py_XDECREF(back);
+	return main;
+}
+
+int sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
+			       bool *ret_as_main)
+{
+	PyObject *locals = NULL, *v = NULL, *name = NULL, *ns = NULL;
 	bool bootstrap =
 	    sb_guard_frame_is(frame, "/importlib/_bootstrap.py", "_call_with_frames_removed");
 	bool runpy = !bootstrap && sb_guard_frame_is(frame, "/runpy.py", "_run_code");
 
+	*ret_name = *ret_ns = NULL;
+	*ret_as_main = false;
 	if (!bootstrap && !runpy)
-		return NULL;
+		return 0;
 	locals = PyFrame_GetLocals(frame);
 	if (!locals || !PyMapping_Check(locals))
 		goto out;
 	if (bootstrap) {
-		PyObject *ns;
-
 		v = PyMapping_GetItemString(locals, "args");
 		ns = v && PyTuple_Check(v) && PyTuple_GET_SIZE(v) >= 2 ? PyTuple_GET_ITEM(v, 1)
 								       : NULL;
 		name = ns && PyDict_Check(ns) ? PyDict_GetItemString(ns, "__name__") : NULL;
 		Py_XINCREF(name);
+		Py_XINCREF(ns);
 	} else {
+		PyFrameObject *back = PyFrame_GetBack(frame);
+
+		*ret_as_main = is_interpreter_main(back);
+		Py_XDECREF(back);
+		ns = PyMapping_GetItemString(locals, "run_globals");
+		if (!ns)
+			PyErr_Clear();
 		/* The spec names the module; mod_name may be "__main__". */
 		v = PyMapping_GetItemString(locals, "mod_spec");
 		name = v && v != Py_None ? PyObject_GetAttrString(v, "name") : NULL;
@@ -263,6 +282,25 @@ out:
 	PyErr_Clear();
 	if (name && !PyUnicode_Check(name))
 		Py_CLEAR(name);
+	if (!name)
+		Py_CLEAR(ns);
+	*ret_name = name;
+	*ret_ns = ns;
+	return 0;
+}
+
+/* The name of the module whose code the innermost frame is about to run,
+ * as a new reference, or NULL (no exception) when it runs no module. Every
+ * module's code goes through importlib's _call_with_frames_removed(exec,
+ * code, module.__dict__) or runpy's _run_code(code, globals, ..., mod_name,
+ * mod_spec): the module's name is read from their arguments. */
+static PyObject *module_being_run(PyFrameObject *frame)
+{
+	PyObject *name, *ns;
+	bool as_main;
+
+	sb_guard_module_run_target(frame, &name, &ns, &as_main);
+	Py_XDECREF(ns);
 	return name;
 }
 

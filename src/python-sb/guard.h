@@ -115,6 +115,14 @@ bool sb_guard_is_stdlib_source(const char *file, const char *rel);
 bool sb_guard_code_is(PyCodeObject *code, const char *file_rel, const char *function);
 bool sb_guard_frame_is(PyFrameObject *frame, const char *file_rel, const char *function);
 
+/* When frame is importlib's _call_with_frames_removed(exec, code, namespace)
+ * or runpy's _run_code(): the name of the module whose code it is about to
+ * run and the namespace it runs in (new references; both NULL otherwise),
+ * and whether that is the interpreter's own `-m` main module. Always 0; no
+ * exception is left set. (guard-imports.c) */
+int sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
+			       bool *ret_as_main);
+
 /* Raising the pysandboxes exception classes (pysandboxes-module.c). Each sets
  * the exception and returns -1 (so a handler can `return sb_raise_...`). */
 int sb_raise_file_not_found(const char *path, const char *message);

@@ -1053,30 +1053,27 @@ attack("sys-settrace", API, """
 """)
 
 # Running a guarded module's code again (the loader it was imported with, or
-# runpy) makes fresh functions that no wrapper covers, and their frames pass
-# for the standard library's own. Found in session 3, not closed yet: the
-# after-import scan only sees module objects that enter sys.modules.
-REEXEC_GAP = bypass("re-running a guarded stdlib module's code through importlib or "
-                    "runpy gives unwrapped functions (docs/python-sb.md, Known gaps)")
+# runpy) would make fresh functions that no wrapper covers, whose frames pass
+# for the standard library's own: refused outside the module's import.
 
 attack("reexec-module-in-place", API, """
     import inspect
     inspect.__spec__.loader.exec_module(inspect)
     frame_got(inspect.currentframe())
-""", marks=REEXEC_GAP)
+""")
 
 attack("reexec-module-copy", API, """
     import importlib.util, inspect
     copy = importlib.util.module_from_spec(inspect.__spec__)
     inspect.__spec__.loader.exec_module(copy)
     frame_got(copy.currentframe())
-""", marks=REEXEC_GAP)
+""")
 
 attack("runpy-run-module-copy", API, """
     import runpy
     g = runpy.run_module('inspect', run_name='inspect_copy')
     frame_got(g['currentframe']())
-""", marks=REEXEC_GAP)
+""")
 
 # CPython swallows a RuntimeError raised by an existing hook at
 # sys.addaudithook() and silently does not add the new hook: the guard's

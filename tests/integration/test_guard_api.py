@@ -692,3 +692,31 @@ except AttributeError as e:
     assert "SAME True True True True" in r.stdout, r
     assert "STAR True True" in r.stdout, r
     assert "MISSING module 'pysandboxes' has no attribute 'NoSuchClass'" in r.stdout, r
+
+
+# --- a guarded module's code run again ------------------------------------------
+
+def test_guarded_module_rerun_refused_even_with_reload_granted(sb):
+    # The wrappers would be gone whatever the rules say: no grant allows it,
+    # while reload() of an unguarded module follows the rule.
+    r = run(sb, """\
+import importlib, inspect, json, runpy
+probe('x', lambda: importlib.reload(inspect))
+probe('y', lambda: inspect.__spec__.loader.exec_module(inspect))
+probe('z', lambda: runpy.run_module('inspect', run_name='copy'))
+probe('j', lambda: importlib.reload(json))
+print('still wrapped', inspect.currentframe is not None)
+probe('f', lambda: inspect.currentframe())
+""", api=["ALLOW:importlib.reload"])
+    for label in "xyz":
+        assert outcome(r, label) == "DENIED inspect introspection", r
+    allowed(r, "j")
+    denied(r, "inspect.currentframe", "introspection", "f")
+
+
+def test_stdlib_module_run_as_main_still_works(sb):
+    # `python-sb -m inspect` runs the program, not a copy of inspect for it.
+    sb.profile("os-sandbox=subprocess\npython-import=*\n")
+    r = sb.run("-m", "inspect", "json")
+    assert r.returncode == 0, r
+    assert "JSON (JavaScript Object Notation)" in r.stdout, r
