@@ -173,8 +173,6 @@ static int add_path_rule(int ruleset_fd, const struct sb_landlock_path *p, uint6
 	 * could not read and never triggers an automount or a FIFO open. It
 	 * follows symlinks on purpose: the rule lands on the target. */
 	fd = open(p->path, O_PATH | O_CLOEXEC);
-	if (fd >= 0)
-		fds->fds[fds->n++] = fd;
 	if (fd < 0) {
 		r = -errno;
 		/* An implicit grant the caller cannot even reach (a home directory
@@ -189,13 +187,14 @@ static int add_path_rule(int ruleset_fd, const struct sb_landlock_path *p, uint6
 		return sb_error(reterr, r, "cannot open '%s' for a landlock rule: %s", p->path,
 				strerror(-r));
 	}
+	fds->fds[fds->n++] = fd;
 	/* A writable grant gets every right the ruleset handles, REFER included:
 	 * a rename or link between two directories needs REFER on both sides,
 	 * and the kernel still refuses it (EXDEV) if the file would gain rights
 	 * at the destination, so REFER cannot widen a grant. */
 	attr.allowed_access = p->writable ? handled_fs : (ACCESS_FS_RO & handled_fs);
 	attr.parent_fd = fd;
-	/* A grant known to be a file (a device, the launcher) takes only the
+	/* A grant known to be a file (a device, /etc/localtime) takes only the
 	 * file rights: if it were a directory after all, the rule would only
 	 * grant less. */
 	if (p->is_file)
