@@ -418,34 +418,6 @@ static bool caller_is_library(void)
 	return library;
 }
 
-static PyObject *raise_with(const char *qualname, const char *category, const char *message)
-{
-	PyObject *exc, *q, *c;
-	int r;
-
-	PyObject *cls = sb_pysandboxes_api_error();
-
-	if (!cls) {
-		PyErr_SetString(PyExc_PermissionError, message);
-		return NULL;
-	}
-	exc = PyObject_CallFunction(cls, "is", EPERM, message);
-	if (!exc)
-		return NULL;
-	q = PyUnicode_FromString(qualname);
-	c = PyUnicode_FromString(category);
-	r = q && c && PyObject_SetAttrString(exc, "qualname", q) == 0 &&
-		    PyObject_SetAttrString(exc, "category", c) == 0
-		? 0
-		: -1;
-	Py_XDECREF(q);
-	Py_XDECREF(c);
-	if (r == 0)
-		PyErr_SetObject(cls, exc);
-	Py_DECREF(exc);
-	return NULL;
-}
-
 /* -1 with RuleApiPermissionError set. */
 static int deny(int index)
 {
@@ -469,7 +441,7 @@ static int deny(int index)
 		PyErr_NoMemory();
 		return -1;
 	}
-	raise_with(fn->qualname, category, message);
+	sb_raise_api_error(fn->qualname, category, message);
 	return -1;
 }
 
@@ -491,7 +463,7 @@ static int deny_outside_registry(const char *what, enum sb_api_category category
 		PyErr_NoMemory();
 		return -1;
 	}
-	raise_with(what, name, message);
+	sb_raise_api_error(what, name, message);
 	return -1;
 }
 
@@ -1110,72 +1082,111 @@ static int on_subinterpreter(PyObject *args _unused_)
 	return check(SB_API_FN__xxsubinterpreters_create);
 }
 
-/* Running a code object (exec/eval of one, or the second half of exec of a
- * string): the code had to come from compile() or from the runtime. */
-/* A guarded module's code run again -- its loader's exec_module() on the
- * module or on a copy, importlib.reload(), runpy.run_module() -- makes
- * fresh functions that no wrapper covers, and their frames pass for the
- * standard library's own (inspect.currentframe() of a copy returns a frame).
- * Its code may run in its import only: into the module sys.modules holds
- * under its name, while that module initialises, and not into the one
- * already wrapped (a new import after `del sys.modules[name]` makes a new
- * module, wrapped by the next scan). The interpreter's own `python-sb -m
- * pickle` runs the program, not a copy for it. No grant allows the rest:
+/* The guarded module whose body code is, or -1: a module's code object is
+ * named "<module>" and carries the file it came from, which for a guarded
+ * module is the standard library's (a copy compiled under that name is
+ * refused by on_compile). */
+static int guarded_module_of_code(PyObject *code_obj)
+{
+	PyCodeObject *code = (PyCodeObject *)code_obj;
+	const char *file;
+	char rel[64];
+
+	if (!PyCode_Check(code_obj) || !PyUnicode_Check(code->co_name) ||
+	    PyUnicode_CompareWithASCIIString(code->co_name, "<module>") != 0)
+		return -1;
+	file = PyUnicode_AsUTF8(code->co_filename);
+	if (!file) {
+		PyErr_Clear();
+		return -1;
+	}
+	for (size_t m = 0; m < M__N; m++) {
+		const char *name = module_names[m];
+		size_t n = 0;
+
+		if (made_by_imp[m])
+			continue;
+		rel[n++] = '/';
+		for (; *name && n < sizeof(rel) - 16; name++)
+			rel[n++] = *name == '.' ? '/' : *name;
+		memcpy(rel + n, ".py", 4);
+		if (sb_guard_is_stdlib_source(file, rel))
+			return (int)m;
+		memcpy(rel + n, "/__init__.py", 13);
+		if (sb_guard_is_stdlib_source(file, rel))
+			return (int)m;
+	}
+	return -1;
+}
+
+/* A guarded module's code run again -- exec() of its code object, its
+ * loader's exec_module() on the module or on a copy, importlib.reload(),
+ * runpy.run_module() -- makes fresh functions that no wrapper covers, and
+ * their frames pass for the standard library's own (inspect.currentframe()
+ * of a copy returns a frame). Its code may run in its import only: from
+ * importlib, into the module sys.modules holds under its name while that
+ * module initialises, and not into the one already wrapped (a new import
+ * after `del sys.modules[name]` makes a new module, wrapped by the next
+ * scan). The interpreter's own `python-sb -m pickle` runs the program, not a
+ * copy for it. No grant allows the rest, and learning does not record it:
  * the wrappers would be gone whatever the rules say. */
-static int check_module_rerun(void)
+static int check_module_rerun(int m)
 {
 	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
 	PyObject *name = NULL, *ns = NULL, *module;
-	const char *text;
 	_cleanup_free_ char *message = NULL;
 	bool as_main = false;
-	int m, r = 0;
+	int r = -1;
 
-	if (!frame)
-		return 0;
-	sb_guard_module_run_target(frame, &name, &ns, &as_main);
-	text = name ? PyUnicode_AsUTF8(name) : NULL;
-	if (!text) {
-		PyErr_Clear();
-		goto out;
+	if (frame)
+		sb_guard_module_run_target(frame, &name, &ns, &as_main);
+	if (name && PyUnicode_CompareWithASCIIString(name, module_names[m]) == 0) {
+		if (as_main) {
+			r = 0;
+			goto out;
+		}
+		module = PyDict_GetItemWithError(PyImport_GetModuleDict(), name); /* borrowed */
+		if (!module && PyErr_Occurred())
+			goto out;
+		if (module && PyModule_Check(module) && PyModule_GetDict(module) == ns &&
+		    module != api.tracked[m].done && module_initializing(module)) {
+			r = 0;
+			goto out;
+		}
 	}
-	m = module_id(text);
-	if (m < 0 || made_by_imp[m] || as_main || sb_learn_active())
-		goto out;
-	module = PyDict_GetItemWithError(PyImport_GetModuleDict(), name); /* borrowed */
-	if (!module && PyErr_Occurred()) {
-		r = -1;
-		goto out;
-	}
-	if (module && PyModule_Check(module) && PyModule_GetDict(module) == ns &&
-	    module != api.tracked[m].done && module_initializing(module))
-		goto out;
 	if (asprintf(&message,
-		     "running the code of the guarded module '%s' again (exec_module(), reload(), "
-		     "runpy) is refused by the API guard: its functions would come back without "
-		     "their wrappers. Import it instead",
-		     text) < 0) {
+		     "running the code of the guarded module '%s' again (exec(), exec_module(), "
+		     "reload(), runpy) is refused by the API guard: its functions would come back "
+		     "without their wrappers. Import it instead",
+		     module_names[m]) < 0) {
 		message = NULL;
 		PyErr_NoMemory();
-		r = -1;
 		goto out;
 	}
-	raise_with(text, sb_api_category_name(SB_API_INTROSPECTION), message);
-	r = -1;
+	sb_raise_api_error(module_names[m], sb_api_category_name(SB_API_INTROSPECTION), message);
 out:
 	Py_XDECREF(name);
 	Py_XDECREF(ns);
 	return r;
 }
 
-static int on_exec_code(PyObject *args _unused_)
+/* Running a code object (exec/eval of one, or the second half of exec of a
+ * string): the code had to come from compile() or from the runtime. A
+ * guarded module's body is judged by what it is, whoever runs it. */
+static int on_exec_code(PyObject *args)
 {
-	if (claims[EV_DYNAMIC] > 0) {
+	PyObject *code = PyTuple_GetItem(args, 0);
+	bool claimed = claims[EV_DYNAMIC] > 0;
+	int m = code ? guarded_module_of_code(code) : -1;
+
+	if (!code)
+		PyErr_Clear();
+	if (claimed)
 		claims[EV_DYNAMIC]--;
+	if (m >= 0)
+		return check_module_rerun(m);
+	if (claimed || caller_is_library())
 		return 0;
-	}
-	if (caller_is_library())
-		return check_module_rerun();
 	return check(SB_API_FN_builtins_exec);
 }
 
@@ -1224,7 +1235,7 @@ static int refuse_laundering(const char *filename)
 		PyErr_NoMemory();
 		return -1;
 	}
-	raise_with("builtins.compile", sb_api_category_name(SB_API_DYNAMIC_CODE), message);
+	sb_raise_api_error("builtins.compile", sb_api_category_name(SB_API_DYNAMIC_CODE), message);
 	return -1;
 }
 

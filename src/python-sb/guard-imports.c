@@ -238,8 +238,8 @@ static bool is_interpreter_main(PyFrameObject *frame)
 	return main;
 }
 
-int sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
-			       bool *ret_as_main)
+void sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
+				bool *ret_as_main)
 {
 	PyObject *locals = NULL, *v = NULL, *name = NULL, *ns = NULL;
 	bool bootstrap =
@@ -249,7 +249,7 @@ int sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObje
 	*ret_name = *ret_ns = NULL;
 	*ret_as_main = false;
 	if (!bootstrap && !runpy)
-		return 0;
+		return;
 	locals = PyFrame_GetLocals(frame);
 	if (!locals || !PyMapping_Check(locals))
 		goto out;
@@ -286,7 +286,6 @@ out:
 		Py_CLEAR(ns);
 	*ret_name = name;
 	*ret_ns = ns;
-	return 0;
 }
 
 /* The name of the module whose code the innermost frame is about to run,

@@ -118,10 +118,10 @@ bool sb_guard_frame_is(PyFrameObject *frame, const char *file_rel, const char *f
 /* When frame is importlib's _call_with_frames_removed(exec, code, namespace)
  * or runpy's _run_code(): the name of the module whose code it is about to
  * run and the namespace it runs in (new references; both NULL otherwise),
- * and whether that is the interpreter's own `-m` main module. Always 0; no
- * exception is left set. (guard-imports.c) */
-int sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
-			       bool *ret_as_main);
+ * and whether that is the interpreter's own `-m` main module. No exception
+ * is left set. (guard-imports.c) */
+void sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
+				bool *ret_as_main);
 
 /* Raising the pysandboxes exception classes (pysandboxes-module.c). Each sets
  * the exception and returns -1 (so a handler can `return sb_raise_...`). */
@@ -130,10 +130,8 @@ int sb_raise_permission(int errnum, const char *path, const char *message);
 int sb_raise_connection_refused(const char *message);
 int sb_raise_module_not_found(const char *name, const char *message);
 int sb_raise_api_denied(const char *qualname, const char *category);
-
-/* pysandboxes.RuleApiPermissionError (borrowed), creating the classes on
- * first use; NULL with an exception set if that fails. */
-PyObject *sb_pysandboxes_api_error(void);
+/* RuleApiPermissionError with .qualname and .category, and this message. */
+int sb_raise_api_error(const char *qualname, const char *category, const char *message);
 
 /* The built-in module "pysandboxes", registered with PyImport_AppendInittab
  * before initialisation. */

@@ -155,11 +155,6 @@ PyObject *sb_pysandboxes_module_init(void)
 /* A refusal makes its own class and SandBoxError on first use (exceptions.c),
  * not the module: importing it and making the dozen other classes cost more
  * than the refusal itself. */
-PyObject *sb_pysandboxes_api_error(void)
-{
-	return sb_exc_class(SB_EXC_API_PERMISSION);
-}
-
 static int raise_oserror(PyObject *cls, int errnum, const char *path, const char *message)
 {
 	PyObject *exc;
@@ -222,13 +217,34 @@ int sb_raise_module_not_found(const char *name, const char *message)
 	return -1;
 }
 
-int sb_raise_api_denied(const char *qualname, const char *category)
+int sb_raise_api_error(const char *qualname, const char *category, const char *message)
 {
-	PyObject *cls = sb_exc_class(SB_EXC_API_PERMISSION), *exc;
-	_cleanup_free_ char *message = NULL;
+	PyObject *cls = sb_exc_class(SB_EXC_API_PERMISSION), *exc, *q, *c;
+	int r;
 
 	if (!cls)
 		return -1;
+	exc = PyObject_CallFunction(cls, "is", EPERM, message);
+	if (!exc)
+		return -1;
+	q = PyUnicode_FromString(qualname);
+	c = PyUnicode_FromString(category);
+	r = q && c && PyObject_SetAttrString(exc, "qualname", q) == 0 &&
+		    PyObject_SetAttrString(exc, "category", c) == 0
+		? 0
+		: -1;
+	Py_XDECREF(q);
+	Py_XDECREF(c);
+	if (r == 0)
+		PyErr_SetObject(cls, exc);
+	Py_DECREF(exc);
+	return -1;
+}
+
+int sb_raise_api_denied(const char *qualname, const char *category)
+{
+	_cleanup_free_ char *message = NULL;
+
 	if (asprintf(&message,
 		     "%s() is denied by the API guard (category: %s). Add `python-api=ALLOW:%s` "
 		     "to '%s' to allow this function, or `python-api=ALLOW:%s` for the whole "
@@ -238,24 +254,5 @@ int sb_raise_api_denied(const char *qualname, const char *category)
 		PyErr_NoMemory();
 		return -1;
 	}
-	exc = PyObject_CallFunction(cls, "is", EPERM, message);
-	if (!exc)
-		return -1;
-	{
-		PyObject *q = PyUnicode_FromString(qualname), *c = PyUnicode_FromString(category);
-		int r = (q && c && PyObject_SetAttrString(exc, "qualname", q) == 0 &&
-			 PyObject_SetAttrString(exc, "category", c) == 0)
-			    ? 0
-			    : -1;
-
-		Py_XDECREF(q);
-		Py_XDECREF(c);
-		if (r < 0) {
-			Py_DECREF(exc);
-			return -1;
-		}
-	}
-	PyErr_SetObject(cls, exc);
-	Py_DECREF(exc);
-	return -1;
+	return sb_raise_api_error(qualname, category, message);
 }

@@ -1069,6 +1069,15 @@ attack("reexec-module-copy", API, """
     frame_got(copy.currentframe())
 """)
 
+# With exec() granted, the module's code object run straight into a dict.
+attack("reexec-code-object-with-exec-granted", API, """
+    import inspect
+    code = inspect.__spec__.loader.get_code('inspect')
+    ns = {'__name__': 'inspect_copy'}
+    exec(code, ns)
+    frame_got(ns['currentframe']())
+""", api=("ALLOW:builtins.exec",))
+
 attack("runpy-run-module-copy", API, """
     import runpy
     g = runpy.run_module('inspect', run_name='inspect_copy')

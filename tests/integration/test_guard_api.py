@@ -705,7 +705,6 @@ probe('x', lambda: importlib.reload(inspect))
 probe('y', lambda: inspect.__spec__.loader.exec_module(inspect))
 probe('z', lambda: runpy.run_module('inspect', run_name='copy'))
 probe('j', lambda: importlib.reload(json))
-print('still wrapped', inspect.currentframe is not None)
 probe('f', lambda: inspect.currentframe())
 """, api=["ALLOW:importlib.reload"])
     for label in "xyz":

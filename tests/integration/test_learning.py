@@ -494,6 +494,23 @@ def test_explicit_refusals_stay_while_learning(sb):
     assert "is unchanged" in r.stderr, r  # a file without markers would get them appended
 
 
+def test_guarded_module_rerun_refused_while_learning(sb):
+    # No rule could allow it (the wrappers would be gone), so learning neither
+    # allows nor records it.
+    sb.profile("python-import=*\n")
+    s = sb.script('''\
+        import inspect
+        try:
+            inspect.__spec__.loader.exec_module(inspect)
+        except PermissionError as e:
+            print("REFUSED", e.qualname)
+        ''')
+    r = sb.run("--learn", s)
+    assert r.returncode == 0, r
+    assert "REFUSED inspect" in r.stdout, r
+    assert "ALLOW:introspection" not in sb.path(".py-sandboxes").read_text()
+
+
 def test_module_from_pythonpath_learns_the_variable(sb, tmp_path):
     lib = tmp_path / "pylib"
     lib.mkdir()
