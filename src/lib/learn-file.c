@@ -220,8 +220,12 @@ static int read_nofollow(const char *path, char **ret, struct stat *ret_st)
 			return -errno;
 		}
 		if (sb_buf_putn(&b, chunk, (size_t)n) < 0 || b.len > SB_LEARN_MAX_FILE) {
+			/* Decided before the reset, which sets len to 0: a file that grew
+			 * past the limit during the read is too big, not out of memory. */
+			int r = b.len > SB_LEARN_MAX_FILE ? -EFBIG : -ENOMEM;
+
 			sb_buf_reset(&b);
-			return b.len > SB_LEARN_MAX_FILE ? -EFBIG : -ENOMEM;
+			return r;
 		}
 	}
 	*ret = b.data ? sb_buf_steal(&b) : strdup("");

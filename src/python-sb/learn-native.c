@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 
 #include "file-policy.h"
+#include "learn-rules.h"
 #include "net-rule.h"
 #include "util.h"
 
@@ -55,6 +56,7 @@ struct helper {
 	char *const *skip_dirs;
 	char **records; /* "F" r|w path, or "N" proto dir port ip */
 	size_t n;
+	struct sb_learn_strset seen; /* the records, for a constant-time duplicate check */
 };
 
 static bool under(const char *path, const char *dir)
@@ -114,12 +116,13 @@ static void keep(struct helper *h, char *record)
 {
 	if (!record)
 		return;
-	for (size_t i = 0; i < h->n; i++)
-		if (streq(h->records[i], record)) {
-			free(record);
-			return;
-		}
-	if (h->n >= SB_NATIVE_MAX_RECORDS || sb_strv_consume(&h->records, record) < 0)
+	/* keep() runs on every notified call, mostly with a record kept
+	 * already: a set lookup, not a scan of up to 65,536 records. */
+	if (h->n >= SB_NATIVE_MAX_RECORDS || sb_learn_strset_add(&h->seen, record) != 1) {
+		free(record);
+		return;
+	}
+	if (sb_strv_consume(&h->records, record) < 0)
 		return;
 	h->n++;
 }
@@ -377,6 +380,7 @@ static _Noreturn void helper_main(int sock, char *const *skip_dirs)
 			}
 		}
 	}
+	sb_learn_strset_done(&h.seen);
 	_exit(0);
 }
 

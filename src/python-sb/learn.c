@@ -423,11 +423,6 @@ void sb_learn_env_written(const char *name)
 	sb_strv_push(&learn.env_written, name);
 }
 
-bool sb_learn_env_was_written(const char *name)
-{
-	return sb_strv_contains(learn.env_written, name);
-}
-
 /* ---- the write --------------------------------------------------------------- */
 
 static void native_file(const char *path, bool write, void *userdata _unused_)

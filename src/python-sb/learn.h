@@ -17,7 +17,10 @@
  *                        at-exit write (Py_AtExit: it also runs when an
  *                        uncaught KeyboardInterrupt makes Py_RunMain kill the
  *                        process with SIGINT);
- *   sb_learn_finish()    writes the file, once (later calls do nothing). */
+ *   sb_learn_end()       after the run (main() returns its value): writes the
+ *                        file through sb_learn_finish() if the at-exit hook did
+ *                        not (the write happens once, later calls do nothing),
+ *                        then dies of the signal that ended the run, if one did. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -129,4 +132,3 @@ void sb_learn_env_read(const char *name);
  * objects ("module.Class"). */
 void sb_learn_result(const char *needs_objects);
 void sb_learn_env_written(const char *name);
-bool sb_learn_env_was_written(const char *name);

@@ -117,7 +117,7 @@ static void test_rewrite(void)
 static void test_files(void)
 {
 	char *env[] = {NULL};
-	char path[PATH_MAX];
+	char path[PATH_MAX], want[2 * PATH_MAX];
 	_cleanup_(sb_profile_freep) struct sb_profile *p = profile_from("", env, path);
 	_cleanup_(sb_learn_rules_done) struct sb_learn_rules r = {0};
 	struct sb_learn_set s = {0};
@@ -133,6 +133,10 @@ static void test_files(void)
 	touch("data/in.txt");
 	touch("data/sub/more.txt");
 	touch("out/result.json");
+	/* A real directory whose name no rule can carry ('#' starts a comment):
+	 * a missing one would be dropped as a probe before it got that far. */
+	mkdir(at("bad#name"), 0755);
+	touch("bad#name/x");
 	sb_learn_set_add_path(&s, at("data/in.txt"), false, false);
 	sb_learn_set_add_path(&s, at("data/sub/more.txt"), false, false); /* nested: dropped */
 	sb_learn_set_add_path(&s, at("out/result.json"), false, false);
@@ -144,7 +148,7 @@ static void test_files(void)
 	sb_learn_set_add_path(&s, "/dev/null", true, false);
 	sb_learn_set_add_path(&s, at("native/lib.dat"), false, true);
 	sb_learn_set_add_path(&s, "/etc/ld.so.cache", false, true); /* the loader's: not native */
-	sb_learn_set_add_path(&s, at("bad#name/x"), false, false);
+	sb_learn_set_add_path(&s, at("bad#name/x"), false, false);  /* under ".": dropped */
 	p->py_sandbox = true;
 	TAP_IS_INT(sb_learn_rules_build(&s, &ctx, p, &r), 0, "build");
 	/* The root itself is written (gone/...), so "." is rw and covers all
@@ -162,15 +166,20 @@ static void test_files(void)
 	sb_learn_set_add_path(&s, "/etc/ld.so.cache", false, true);
 	sb_learn_set_add_path(&s, at("interp/os.py"), false, false);
 	sb_learn_set_add_path(&s, "/proc/self/status", false, false);
+	sb_learn_set_add_path(&s, at("bad#name/x"), false, false);
 	TAP_IS_INT(sb_learn_rules_build(&s, &ctx, p, &r), 0, "build");
-	is_section(&r, SB_LEARN_FILES,
-		   "expose-ro=./data\n"
-		   "expose-rw=./data/sub\n"
-		   "expose-rw=./out\n"
-		   "# seen from native code (not the Python guard):\n"
-		   "expose-ro=./native",
-		   "parent dirs, rw where written, nested duplicates removed, native apart");
-	TAP_IS_INT(r.n_rules, 4, "four rules");
+	snprintf(want, sizeof(want),
+		 "# '%s' was used, but its name cannot be written in a rule\n"
+		 "expose-ro=./data\n"
+		 "expose-rw=./data/sub\n"
+		 "expose-rw=./out\n"
+		 "# seen from native code (not the Python guard):\n"
+		 "expose-ro=./native",
+		 at("bad#name"));
+	is_section(&r, SB_LEARN_FILES, want,
+		   "parent dirs, rw where written, nested duplicates removed, native apart, an "
+		   "unwritable name as a comment");
+	TAP_IS_INT(r.n_rules, 4, "four rules (the unwritable name is not one)");
 	sb_learn_set_done(&s);
 }
 
