@@ -37,6 +37,10 @@ extern char **environ;
 static struct {
 	PyThread_type_lock lock; /* the channel and this state */
 	int refcount;
+	/* In a child forked inside sandboxes() that started its own: the
+	 * parent's starts still open in the copied state, closed by their stops
+	 * without touching the child's worker. */
+	int inherited;
 	pid_t owner;	 /* the process that started the sandbox */
 	bool in_process; /* os-sandbox=none: calls are direct */
 	bool graceful;
@@ -716,6 +720,17 @@ static PyObject *core_start(PyObject *self _unused_, PyObject *args, PyObject *k
 	if (envs != Py_None && !PyDict_Check(envs))
 		return PyErr_Format(PyExc_TypeError, "envs must be a dict");
 	lock();
+	if (core.refcount > 0 && core.owner != getpid()) {
+		/* A child forked inside sandboxes() holds a copy of the parent's
+		 * state, whose worker it cannot use: its own sandboxes() drops the
+		 * copy (release_child() only closes the channel here, the parent's
+		 * worker lives on) and starts a worker of its own. */
+		release_child();
+		forget_config();
+		core.in_process = false;
+		core.inherited += core.refcount;
+		core.refcount = 0;
+	}
 	if (core.refcount > 0) {
 		/* Nested or repeated sandboxes(): the same worker. */
 		core.refcount++;
@@ -810,6 +825,13 @@ fail:
 static PyObject *core_stop(PyObject *self _unused_, PyObject *unused _unused_)
 {
 	lock();
+	if (core.refcount <= 0 && core.inherited > 0) {
+		/* The forked child leaves a sandboxes() of its parent: its own
+		 * worker, if any, was already stopped with its own sandboxes(). */
+		core.inherited--;
+		unlock();
+		Py_RETURN_NONE;
+	}
 	if (core.refcount <= 0) {
 		unlock();
 		PyErr_SetString(PyExc_ValueError,
@@ -958,11 +980,6 @@ static PyObject *core_in_process(PyObject *self _unused_, PyObject *unused _unus
 	return PyBool_FromLong(core.refcount > 0 && core.in_process);
 }
 
-static PyObject *core_started(PyObject *self _unused_, PyObject *unused _unused_)
-{
-	return PyBool_FromLong(core.refcount > 0);
-}
-
 static PyObject *core_worker_pid(PyObject *self _unused_, PyObject *unused _unused_)
 {
 	if (core.child.pid > 0)
@@ -1018,7 +1035,6 @@ static PyMethodDef core_methods[] = {
     {"stop", core_stop, METH_NOARGS, "Release one start; the last one stops the worker."},
     {"call", core_call, METH_VARARGS, "call(fn, args, kwargs): run fn in the sandbox."},
     {"in_process", core_in_process, METH_NOARGS, "True under os-sandbox=none."},
-    {"started", core_started, METH_NOARGS, "True inside sandboxes()."},
     {"worker_pid", core_worker_pid, METH_NOARGS, "The worker's pid, or None."},
     {"result_mode", core_result_mode, METH_NOARGS, "The effective result mode."},
     {"guarded_loads", core_guarded_loads, METH_VARARGS,

@@ -73,7 +73,6 @@ int sb_read_exact(int fd, void *buf, size_t len, size_t *done, int timeout_ms)
 			if (timeout_ms == 0)
 				return -ETIMEDOUT;
 			continue;
-			return errno == ECONNRESET ? -EPIPE : -errno;
 		}
 		if (n == 0)
 			return -EPIPE;

@@ -628,10 +628,11 @@ static void reply_exception(void)
 		data = pickle(desc);
 		if (data && PyBytes_GET_SIZE(data) > (Py_ssize_t)SB_RESULT_LIMIT) {
 			/* A huge message or traceback: keep what identifies the error. */
-			PyObject *small = PyTuple_Pack(
-			    6, PyTuple_GET_ITEM(desc, 0), PyTuple_GET_ITEM(desc, 1),
-			    PyUnicode_FromString("(message too long)"), PyTuple_GET_ITEM(desc, 3),
-			    PyUnicode_FromString(""), Py_None);
+			/* Py_BuildValue: "s" makes the strings inside the call, so none
+			 * leaks and a failed one yields NULL rather than a NULL item. */
+			PyObject *small = Py_BuildValue(
+			    "(OOsOsO)", PyTuple_GET_ITEM(desc, 0), PyTuple_GET_ITEM(desc, 1),
+			    "(message too long)", PyTuple_GET_ITEM(desc, 3), "", Py_None);
 
 			Py_CLEAR(data);
 			data = small ? pickle(small) : NULL;

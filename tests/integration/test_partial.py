@@ -346,6 +346,48 @@ except RuntimeError as e:
     assert "RuntimeError: It's not possible to mix synchronous and asynchronous" in r.stdout
 
 
+# A child forked inside sandboxes() cannot use its parent's worker; its own
+# sandboxes() starts a fresh one, and leaving the parent's block in the child
+# neither fails nor stops the parent's worker.
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_forked_child_starts_its_own_worker(partial, provider):
+    partial.write("mod.py", MODULE)
+    body = main('''
+        parent_worker = pysandboxes._core.worker_pid()
+        sys.stdout.flush()
+        child = os.fork()
+        if child == 0:
+            try:
+                inc(1)
+            except Exception as e:
+                print("child without:", type(e).__name__, e, flush=True)
+            with sandboxes(sandboxes_config='.py-sandboxes', os_sandbox=PROVIDER):
+                w = pysandboxes._core.worker_pid()
+                print("child own", w is not None and w != parent_worker, inc(10), flush=True)
+            print("child after", pysandboxes._core.worker_pid(), flush=True)
+        else:
+            _, status = os.waitpid(child, 0)
+            print("child status", os.waitstatus_to_exitcode(status))
+            print("parent", pysandboxes._core.worker_pid() == parent_worker, inc(2))
+    ''', provider)
+    r = partial.run(f"PROVIDER = {provider!r}\n" + body + textwrap.dedent('''
+        if child == 0:
+            print("child left", flush=True)
+            os._exit(0)
+        print("parent left", pysandboxes._core.worker_pid())
+    '''))
+    assert r.returncode == 0, r.stderr
+    assert ("child without: SandBoxProtocolError the sandbox belongs to process"
+            in r.stdout), r.stdout + r.stderr
+    assert "a forked child cannot use it; start sandboxes() in the child" in r.stdout
+    assert "child own True 11" in r.stdout, r.stdout + r.stderr
+    assert "child after None" in r.stdout
+    assert "child left" in r.stdout
+    assert "child status 0" in r.stdout, r.stdout + r.stderr
+    assert "parent True 3" in r.stdout
+    assert "parent left None" in r.stdout
+
+
 # ---- 41: the result guard -------------------------------------------------
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -557,6 +599,26 @@ def test_oversized_reply(partial, provider):
     assert "409600" in r.stdout
     assert "over the limit of 524288 bytes (512 KiB)" in r.stdout
     assert "614409 bytes" in r.stdout
+    assert r.stdout.splitlines()[-1] == "2"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_oversized_exception_keeps_its_class(partial, provider):
+    """An exception whose description is over the result limit crosses
+    without its message and traceback, as its own class."""
+    partial.write("mod.py", MODULE)
+    partial.write("huge.py", "from pysandboxes import sandbox\n"
+                  "@sandbox\ndef huge(n):\n    raise ValueError('x' * n)\n")
+    r = partial.run(main('''
+        from huge import huge
+        try:
+            huge(600 * 1024)
+        except ValueError as e:
+            print("caught", type(e).__name__, str(e))
+        print(inc(1))
+    ''', provider))
+    assert r.returncode == 0, r.stderr
+    assert "caught ValueError (message too long)" in r.stdout, r.stdout + r.stderr
     assert r.stdout.splitlines()[-1] == "2"
 
 
