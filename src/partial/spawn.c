@@ -3,7 +3,6 @@
 #include "core.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -18,14 +17,18 @@
 #define CHILD_FD     3
 #define MAX_CHILDREN 16
 
-/* Process groups to kill when a fatal signal ends the parent. Written under
- * the GIL, read by a signal handler: plain sig_atomic_t slots. */
+/* Process groups to kill when a fatal signal ends the parent, and which
+ * process started each: a child forked inside sandboxes() inherits the
+ * table, and its own death must not take its parent's worker along.
+ * Written under the GIL, read by a signal handler: plain sig_atomic_t. */
 static volatile sig_atomic_t live_groups[MAX_CHILDREN];
+static volatile sig_atomic_t live_owners[MAX_CHILDREN];
 
 static void remember(pid_t pid)
 {
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
 		if (!live_groups[i]) {
+			live_owners[i] = getpid();
 			live_groups[i] = pid;
 			return;
 		}
@@ -40,8 +43,10 @@ static void forget(pid_t pid)
 
 void sb_child_kill_all_from_signal(void)
 {
+	pid_t self = getpid(); /* async-signal-safe */
+
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
-		if (live_groups[i] > 0)
+		if (live_groups[i] > 0 && live_owners[i] == self)
 			kill(-(pid_t)live_groups[i], SIGKILL);
 }
 

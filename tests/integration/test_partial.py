@@ -388,6 +388,29 @@ def test_forked_child_starts_its_own_worker(partial, provider):
     assert "parent left None" in r.stdout
 
 
+# A forked child inherits the table of worker process groups that a fatal
+# signal kills: its own death must not take its parent's worker along.
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_forked_child_killed_by_sigterm_spares_parents_worker(partial, provider):
+    partial.write("mod.py", MODULE)
+    r = partial.run(main('''
+        import signal, time
+        parent_worker = pysandboxes._core.worker_pid()
+        sys.stdout.flush()
+        child = os.fork()
+        if child == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+            os._exit(3)
+        _, status = os.waitpid(child, 0)
+        print("child by SIGTERM", os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM)
+        print("parent", pysandboxes._core.worker_pid() == parent_worker, inc(2))
+    ''', provider))
+    assert r.returncode == 0, r.stderr
+    assert "child by SIGTERM True" in r.stdout, r.stdout + r.stderr
+    assert "parent True 3" in r.stdout, r.stdout + r.stderr
+
+
 # ---- 41: the result guard -------------------------------------------------
 
 @pytest.mark.parametrize("provider", PROVIDERS)
