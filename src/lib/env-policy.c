@@ -11,16 +11,6 @@ struct env_map {
 	size_t n;
 };
 
-static const char *host_lookup(char *const *host_env, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (char *const *e = host_env; e && *e; e++)
-		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-			return *e + len + 1;
-	return NULL;
-}
-
 static int env_map_set(struct env_map *m, const char *name, size_t name_len, const char *value)
 {
 	char *v = strdup(value), *n;
@@ -104,7 +94,7 @@ static int exact_value(const struct sb_env_rule *rule, char *const *host_env, co
 		*ret = rule->value;
 		return 1;
 	}
-	v = host_lookup(host_env, rule->host_name);
+	v = sb_strv_env_get(host_env, rule->host_name);
 	if (rule->fallback && (!v || !*v))
 		v = rule->fallback;
 	*ret = v;
@@ -115,7 +105,7 @@ int sb_env_build(const struct sb_profile *p, char *const *host_env, char ***ret)
 {
 	struct env_map m = {0};
 	char **out = NULL;
-	const char *term = host_lookup(host_env, "TERM");
+	const char *term = sb_strv_env_get(host_env, "TERM");
 	int r = 0;
 
 	/* The implicit env=TERM=${TERM}: weakest of all, any TERM rule replaces it. */

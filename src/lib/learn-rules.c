@@ -229,17 +229,6 @@ const char *sb_learn_section_marker(enum sb_learn_section s)
 }
 
 /* Whether path is dir or lies below it. */
-static bool path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (n == 1 && dir[0] == '/')
-		return path[0] == '/';
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 static int push_fmt(struct sb_learn_rules *r, enum sb_learn_section s, bool rule, const char *fmt,
 		    ...) _printf_(4, 5);
 static int push_fmt(struct sb_learn_rules *r, enum sb_learn_section s, bool rule, const char *fmt,
@@ -277,7 +266,7 @@ static bool never_emitted(const char *path)
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(trees); i++)
-		if (path_under(path, trees[i]))
+		if (sb_path_under(path, trees[i]))
 			return true;
 	for (size_t i = 0; i < ELEMENTSOF(files); i++)
 		if (streq(path, files[i]))
@@ -320,7 +309,7 @@ static bool native_system_path(const char *path)
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(trees); i++)
-		if (path_under(path, trees[i]))
+		if (sb_path_under(path, trees[i]))
 			return true;
 	return false;
 }
@@ -330,7 +319,7 @@ static bool skipped(const char *path, const struct sb_learn_context *ctx)
 	if (never_emitted(path))
 		return true;
 	for (char *const *d = ctx->skip_dirs; d && *d; d++)
-		if (path_under(path, *d))
+		if (sb_path_under(path, *d))
 			return true;
 	return false;
 }
@@ -389,21 +378,11 @@ static size_t prefix_len(const char *path, const char *value, char *real_buf)
 {
 	if (!value || value[0] != '/' || streq(value, "/"))
 		return 0;
-	if (realpath(value, real_buf) && path_under(path, real_buf))
+	if (realpath(value, real_buf) && sb_path_under(path, real_buf))
 		return strlen(real_buf);
-	if (path_under(path, value))
+	if (sb_path_under(path, value))
 		return strlen(value);
 	return 0;
-}
-
-static const char *host_value(char *const *env, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (char *const *e = env; e && *e; e++)
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
 }
 
 char *sb_learn_rewrite_path(const char *path, const struct sb_learn_context *ctx)
@@ -421,7 +400,7 @@ char *sb_learn_rewrite_path(const char *path, const struct sb_learn_context *ctx
 	char *out;
 
 	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
-		n = prefix_len(path, host_value(ctx->env, tools[i]), real);
+		n = prefix_len(path, sb_strv_env_get(ctx->env, tools[i]), real);
 		if (n > best) {
 			best = n;
 			snprintf(name, sizeof(name), "${%s}", tools[i]);
@@ -441,7 +420,8 @@ char *sb_learn_rewrite_path(const char *path, const struct sb_learn_context *ctx
 		}
 	}
 	/* The run's own places; a longer match is the more precise one. */
-	n = ctx->cwd && !streq(ctx->cwd, "/") && path_under(path, ctx->cwd) ? strlen(ctx->cwd) : 0;
+	n = ctx->cwd && !streq(ctx->cwd, "/") && sb_path_under(path, ctx->cwd) ? strlen(ctx->cwd)
+									       : 0;
 	if (n > best) {
 		best = n;
 		prefix = ".";
@@ -556,7 +536,7 @@ static int build_files(const struct sb_learn_set *set, const struct sb_learn_con
 	 * as much adds nothing. */
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < n; j++) {
-			if (i == j || dirs[j].dropped || !path_under(dirs[i].dir, dirs[j].dir))
+			if (i == j || dirs[j].dropped || !sb_path_under(dirs[i].dir, dirs[j].dir))
 				continue;
 			if (dirs[j].rw || !dirs[i].rw) {
 				dirs[i].dropped = true;
@@ -573,7 +553,7 @@ static int build_files(const struct sb_learn_set *set, const struct sb_learn_con
 			const struct sb_expose_rule *e = &profile->exposes[k];
 			const char *granted = e->resolved ? e->resolved : e->path;
 
-			if (!path_under(dirs[i].dir, granted))
+			if (!sb_path_under(dirs[i].dir, granted))
 				continue;
 			if (e->writable || !dirs[i].rw) {
 				dirs[i].dropped = true;

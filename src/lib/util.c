@@ -57,6 +57,27 @@ bool sb_strv_contains(char *const *v, const char *s)
 	return false;
 }
 
+const char *sb_strv_env_get(char *const *env, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (char *const *e = env; e && *e; e++)
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+			return *e + len + 1;
+	return NULL;
+}
+
+bool sb_path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (n == 1 && dir[0] == '/')
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
 static int sb_buf_reserve(struct sb_buf *b, size_t extra)
 {
 	size_t need = b->len + extra + 1;

@@ -85,6 +85,10 @@ int sb_strv_push(char ***v, const char *s);
 /* Appends s itself, taking ownership even on failure; 0 or -ENOMEM. */
 int sb_strv_consume(char ***v, char *s);
 bool sb_strv_contains(char *const *v, const char *s);
+/* The value of NAME in a NAME=VALUE list (an environment), or NULL. */
+const char *sb_strv_env_get(char *const *env, const char *name);
+/* Whether path is dir or below it, lexically (dir may end in '/', or be "/"). */
+bool sb_path_under(const char *path, const char *dir);
 
 /* Growable byte buffer used to build strings without asprintf chains. */
 struct sb_buf {

@@ -59,13 +59,6 @@ struct helper {
 	struct sb_learn_strset seen; /* the records, for a constant-time duplicate check */
 };
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* A NUL-terminated string of the caller at addr, page by page (a read
  * stops at the first unmapped page). */
 static bool read_string(int mem, uint64_t addr, char *buf, size_t size)
@@ -136,10 +129,11 @@ static char *file_record(struct helper *h, pid_t pid, int dirfd, const char *pat
 		return NULL;
 	if (sb_path_resolve(path, path[0] == '/' ? "/" : base, true, resolved) < 0)
 		return NULL;
-	if (under(resolved, "/proc") || under(resolved, "/sys") || under(resolved, "/dev"))
+	if (sb_path_under(resolved, "/proc") || sb_path_under(resolved, "/sys") ||
+	    sb_path_under(resolved, "/dev"))
 		return NULL;
 	for (char *const *d = h->skip_dirs; d && *d; d++)
-		if (under(resolved, *d))
+		if (sb_path_under(resolved, *d))
 			return NULL;
 	/* The call has not happened yet: a read or an exec of a file that is
 	 * not there fails anyway (libc probing search paths, execvp trying each

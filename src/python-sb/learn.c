@@ -107,13 +107,6 @@ static int split_pythonpath(const char *value)
 	return r;
 }
 
-static bool under_dir(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
 int sb_learn_configure(const struct sb_learn_options *o)
 {
 	int r = 0;
@@ -315,7 +308,7 @@ void sb_learn_file_decided(const char *resolved, bool write, const char *needed)
 	if (!sb_learning || learn.done)
 		return;
 	for (char **d = learn.pythonpath; !learn.pythonpath_used && d && *d; d++)
-		learn.pythonpath_used = under_dir(resolved, *d);
+		learn.pythonpath_used = sb_path_under(resolved, *d);
 	if (learn.native_armed && sb_learn_strset_add(&learn.seen_paths, resolved) == 1) {
 		/* The guard resolves a path by scanning its directory (in C). */
 		_cleanup_free_ char *dir = sb_path_dirname(resolved);
@@ -445,12 +438,7 @@ static void native_net(const char *ip, unsigned protocol, uint16_t port, unsigne
 
 static const char *env_lookup(const char *name, void *userdata)
 {
-	size_t n = strlen(name);
-
-	for (char **e = userdata; e && *e; e++)
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
+	return sb_strv_env_get(userdata, name);
 }
 
 /* The learn file's rules when it is not the loaded profile (--learn=<other

@@ -31,12 +31,7 @@ extern char **environ;
 
 static const char *host_getenv(const char *name, void *userdata)
 {
-	size_t len = strlen(name);
-
-	for (char **e = userdata; e && *e; e++)
-		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-			return *e + len + 1;
-	return NULL;
+	return sb_strv_env_get(userdata, name);
 }
 
 /* VIRTUAL_ENV is what activation exports; honour it as `python` from the
