@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The partial-mode frames (src/partial/frame.c) over a real socketpair:
+/* The partial-mode frames (src/wire/frame.c) over a real socketpair:
  * round trips, the limits, a closed peer, timeouts. */
 #include <errno.h>
 #include <stdlib.h>

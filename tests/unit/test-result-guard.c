@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The result guard's opcode prescan (src/partial/result-guard.c): a valid
+/* The result guard's opcode prescan (src/wire/result-guard.c): a valid
  * data-only stream of every allowed type passes; every refused opcode, class
  * and budget is refused before anything is rebuilt. The streams were written
  * by CPython 3.11's pickle (protocol 5) or by hand for what pickle never

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The built-in module `pysandboxes` inside python-sb: the exception classes
- * of the reference and sandbox_denials() (src/partial/exceptions.c, shared
+ * of the reference and sandbox_denials() (src/pyshared/exceptions.c, shared
  * with the pysandboxes package an ordinary python3 imports), and the partial-
  * mode API as it behaves inside the sandbox: @sandbox calls directly,
  * sandboxes() and run() start nothing, is_in_sandbox() is True. So a module

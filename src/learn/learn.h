@@ -4,8 +4,8 @@
 /* Learning mode in the launcher (spec §6). The guard's parts ask
  * sb_learn_active() at their refusal points: while learning, a refusal that a
  * missing rule explains is recorded here and the operation goes ahead. The
- * records are plain C data (src/lib/learn-rules.h); at exit they become rule
- * lines written once into the learn file (src/lib/learn-file.h).
+ * records are plain C data (src/learn/learn-rules.h); at exit they become rule
+ * lines written once into the learn file (src/learn/learn-file.h).
  *
  * Life cycle, each step for whoever runs a program under learning (the
  * launcher's main(), a partial-mode worker):

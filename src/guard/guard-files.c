@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* expose-ro=, expose-rw=, ignore=: the files part of the guard.
  *
- * Decisions are taken on the resolved path (src/lib/file-policy.c), from the
+ * Decisions are taken on the resolved path (src/policy/file-policy.c), from the
  * audit events CPython raises ("open", "os.remove", ...). Where CPython 3.11
  * raises none (os.stat, lstat, access, readlink, statvfs, pathconf, chroot,
  * mkfifo, mknod: gh-115322) or raises one whose path is relative to a

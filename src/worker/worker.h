@@ -4,7 +4,7 @@
 /* python-sb's partial-mode worker (spec section 7): started by the pysandboxes
  * package with --pysandboxes-worker=FD, it goes through the normal start-up
  * (rules, provider, kernel boundary, guard) and then, instead of running a
- * program, serves calls framed on the inherited socket (src/partial/frame.h). */
+ * program, serves calls framed on the inherited socket (src/wire/frame.h). */
 
 #include <stdbool.h>
 
