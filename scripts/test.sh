@@ -65,3 +65,10 @@ ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 echo "== integration tests on the installed python-sb ($installed)"
 PYTHON_SB="$installed" PYSANDBOXES_PYTHONPATH="$staged_pkg" \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+
+# The suite runs as root and creates files for 'nobody': it must leave the
+# machine as it found it.
+if [ "$(stat -c %a /tmp)" != 1777 ]; then
+	echo "test.sh: the suite changed the mode of /tmp to $(stat -c %a /tmp)" >&2
+	exit 1
+fi

@@ -243,13 +243,19 @@ def sb_nobody(sb_bin):
     if probe.returncode != 0:
         pytest.skip(f"user nobody cannot execute {sb_bin} (a parent directory is not "
                     "searchable by others)")
-    root = Path(tempfile.mkdtemp(prefix="python-sb-nobody-", dir="/tmp"))
+    # The sandbox root gets a private parent of its own: tests put an "outside"
+    # directory beside the root and make its parent searchable, which must
+    # never be /tmp itself (that dropped /tmp's sticky bit and world-write).
+    base = Path(tempfile.mkdtemp(prefix="python-sb-nobody-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    root = base / "sb"
+    root.mkdir()
     os.chmod(root, 0o755)
     os.chown(root, uid, gid)
     try:
         yield Sandbox(sb_bin, root, prefix=prefix, owner=(uid, gid))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
