@@ -19,6 +19,7 @@
 #include <frameobject.h>
 
 #include "api-registry.h"
+#include "eval.h"
 #include "learn.h"
 #include "util.h"
 
@@ -429,14 +430,16 @@ static int deny(int index)
 		return 0; /* learning: recorded, and allowed */
 	if (fn->category != SB_API_DYNAMIC_CODE || !api.eval_keys)
 		return sb_raise_api_denied(fn->qualname, category);
-	/* The profile asks for guarded evaluation, which a later version
-	 * provides: refusing is the only safe answer until then. */
+	/* Under eval-* keys the eval layer runs the program's own calls; what
+	 * reaches this point is source a library compiles or runs on the
+	 * program's behalf (code.interact, timeit, runpy.run_path...), or a code
+	 * object the guarded compile() did not make. */
 	if (asprintf(&message,
-		     "%s() is denied (category: %s): '%s' has eval-* keys, which ask for the eval "
-		     "guard, and the eval layer is not available yet in this version of "
-		     "python-sb. Remove the eval-* keys and add `python-api=ALLOW:%s` to run it "
-		     "unguarded",
-		     fn->qualname, category, sb_guard_profile_path(), fn->qualname) < 0) {
+		     "%s() is denied (category: %s): '%s' has eval-* keys, and the eval guard "
+		     "checks only what the program hands to eval/exec/compile itself, not "
+		     "source a library compiles or runs for it, nor code objects the guarded "
+		     "compile() did not make",
+		     fn->qualname, category, sb_guard_profile_path()) < 0) {
 		message = NULL;
 		PyErr_NoMemory();
 		return -1;
@@ -522,6 +525,13 @@ static int imp_hook_done(PyObject *module)
 	return r;
 }
 
+static enum sb_eval_builtin dynamic_builtin(size_t i)
+{
+	if (streq(entries[i].attr, "compile"))
+		return SB_EVAL_BUILTIN_COMPILE;
+	return streq(entries[i].attr, "exec") ? SB_EVAL_BUILTIN_EXEC : SB_EVAL_BUILTIN_EVAL;
+}
+
 static unsigned dynamic_budget(size_t i, PyObject *const *args, Py_ssize_t nargs)
 {
 	/* eval/exec of a string compile then run (two events); of a code
@@ -541,6 +551,11 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 		PyErr_Format(PyExc_RuntimeError, "%s is not available", entries[i].attr);
 		return NULL;
 	}
+	/* The eval layer (src/eval) runs the program's own eval/exec/compile:
+	 * guarded under eval-* keys, learned as eval-* rules while learning. */
+	if (family == EV_DYNAMIC && sb_guard_armed() && sb_eval_takes_over() &&
+	    !caller_is_library())
+		return sb_eval_builtin(dynamic_builtin(i), args, nargs, kwnames);
 	if (check_entry(i) < 0)
 		return NULL;
 	if (family != EV_NONE) {
@@ -1175,9 +1190,16 @@ out:
  * guarded module's body is judged by what it is, whoever runs it. */
 static int on_exec_code(PyObject *args)
 {
-	PyObject *code = PyTuple_GetItem(args, 0);
-	bool claimed = claims[EV_DYNAMIC] > 0;
-	int m = code ? guarded_module_of_code(code) : -1;
+	PyObject *code;
+	bool claimed;
+	int m;
+
+	/* The eval layer running code it checked and compiled itself. */
+	if (sb_eval_owns_event())
+		return 0;
+	code = PyTuple_GetItem(args, 0);
+	claimed = claims[EV_DYNAMIC] > 0;
+	m = code ? guarded_module_of_code(code) : -1;
 
 	if (!code)
 		PyErr_Clear();
@@ -1261,6 +1283,9 @@ static int on_compile(PyObject *args)
 	const char *name, *file;
 	bool generated, in_runtime;
 
+	/* The eval layer parsing a source it checks, or compiling the result. */
+	if (sb_eval_owns_event())
+		return 0;
 	if (PyTuple_Size(args) < 2) {
 		PyErr_Clear();
 		return check_compile();

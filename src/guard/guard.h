@@ -62,6 +62,8 @@ extern const struct sb_guard_part sb_guard_net_part;
 int sb_guard_net_resolve(const struct sb_profile *profile, char ***ret_warnings, char **reterr);
 extern const struct sb_guard_part sb_guard_api_part;
 extern const struct sb_guard_part sb_guard_native_files_part;
+/* The eval-* layer (src/eval; guard-eval.c adapts it). */
+extern const struct sb_guard_part sb_guard_eval_part;
 
 /* True once the program's code is about to run (events before that are the
  * runtime's own start-up). */

@@ -5,6 +5,7 @@
 #define LAYER_GUARD    "Python guard (C audit hook)"
 /* Said plainly so that nobody mistakes a parsed rule for a protection. */
 #define LAYER_PENDING "parsed and validated; NOT enforced by this version"
+#define LAYER_EVAL    "eval guard: checked and rewritten in C, budgets at run time"
 
 static int rule_line(struct sb_buf *out, const char *text, struct sb_origin o, const char *layer)
 {
@@ -250,7 +251,7 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 					     suffix, ep->items[k][j].deny ? "DENY:" : "",
 					     ep->items[k][j].value) < 0)
 					return -ENOMEM;
-				r = rule_line(out, text, ep->items[k][j].origin, LAYER_PENDING);
+				r = rule_line(out, text, ep->items[k][j].origin, LAYER_EVAL);
 			}
 		for (int k = 0; r >= 0 && k < SB_EVAL_SCALAR__N; k++) {
 			_cleanup_free_ char *text = NULL, *value = eval_scalar_text(ep, k);
@@ -262,7 +263,7 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 			r = rule_line(out, text,
 				      ep->scalar_set[k] ? ep->scalar_origin[k]
 							: (struct sb_origin){NULL, 0},
-				      LAYER_PENDING);
+				      LAYER_EVAL);
 		}
 	}
 	return r;

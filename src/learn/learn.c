@@ -395,6 +395,14 @@ bool sb_learn_api_category(int category)
 	return true;
 }
 
+bool sb_learn_eval(int kind, const char *profile, const char *name)
+{
+	if (!sb_learning || learn.done)
+		return false;
+	return sb_eval_learned_add(&learn.set.eval, (enum sb_eval_learn_kind)kind, profile, name) >=
+	       0;
+}
+
 void sb_learn_env_read(const char *name)
 {
 	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))

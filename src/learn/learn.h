@@ -125,6 +125,10 @@ bool sb_learn_import(const char *top_level);
 bool sb_learn_api(const char *qualname);
 /* An operation only a category rule can grant. */
 bool sb_learn_api_category(int category);
+/* A construct evaluated code used that the eval-* rules do not allow: kind is
+ * an enum sb_eval_learn_kind (src/eval/eval-learn.h), profile NULL for the
+ * default one. */
+bool sb_learn_eval(int kind, const char *profile, const char *name);
 /* A host variable read by the program (learn-python.c). */
 void sb_learn_env_read(const char *name);
 /* A result a partial-mode worker sent back: needs_objects is NULL when
