@@ -235,9 +235,30 @@ oom_counted:
 	return -1;
 }
 
+static int record_only(struct walker *w, const char *node)
+{
+	if (sb_strv_contains(w->c->also_nodes, node) || sb_strv_push(&w->c->also_nodes, node) >= 0)
+		return 0;
+	PyErr_NoMemory();
+	return -1;
+}
+
 static int violation_node(struct walker *w, int index, struct pos p)
 {
 	const struct sb_eval_node_info *info = &sb_eval_nodes[index];
+
+	/* The helper nodes of a construct (an import's alias, a function's
+	 * arguments) add nothing to its own report on the same line. */
+	for (size_t i = 0; info->group && i < w->c->n_violations; i++) {
+		const struct sb_eval_violation *v = &w->c->violations[i];
+		int other = v->learn_kind == SB_EVAL_LEARN_NODE && v->learn_name
+				? sb_eval_node_find(v->learn_name)
+				: -1;
+
+		if (other >= 0 && v->line == p.line && sb_eval_nodes[other].group &&
+		    streq(sb_eval_nodes[other].group, info->group))
+			return record_only(w, info->name);
+	}
 	char *rule =
 	    sb_eval_rule_line(w->r, SB_EVAL_SYNTAX, info->group ? info->group : info->name);
 	char *narrower = info->group ? sb_eval_rule_line(w->r, SB_EVAL_SYNTAX, info->name) : NULL;
@@ -253,16 +274,37 @@ static int violation_node(struct walker *w, int index, struct pos p)
 }
 
 #define MAGIC_WARNING "a dunder reaches the object model: it may open the whole type hierarchy"
+#define RESERVED_HINT "names starting with __sb_ belong to the eval guard's helpers: rename it"
+
+/* A name with the reserved prefix: reported once per line. The scan of the
+ * text finds it where it is spelt; the tree, where Unicode normalisation
+ * made it (a fullwidth low line is '_' to the parser). */
+static int check_reserved(struct walker *w, const char *s, struct pos p, bool *found)
+{
+	*found = strstr(s, SB_EVAL_RESERVED_PREFIX) != NULL;
+	if (!*found)
+		return 0;
+	for (size_t i = 0; i < w->c->n_violations; i++)
+		if (w->c->violations[i].reserved && w->c->violations[i].line == p.line)
+			return 0;
+	if (add_violation(w, p, -1, NULL, NULL, NULL, NULL, RESERVED_HINT,
+			  "the name '%s' uses the prefix '%s'", s, SB_EVAL_RESERVED_PREFIX) < 0)
+		return -1;
+	w->c->violations[w->c->n_violations - 1].reserved = true;
+	return 0;
+}
 
 /* A dunder used as a name (identifier, parameter, definition...). */
 static int check_identifier(struct walker *w, PyObject *name, struct pos p, const char *kind)
 {
 	const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+	bool reserved;
 
 	if (!s)
 		return PyErr_Occurred() ? -1 : 0;
-	/* The reserved prefix is reported once, by the scan of the text. */
-	if (strstr(s, SB_EVAL_RESERVED_PREFIX) || !sb_eval_is_dunder(s))
+	if (check_reserved(w, s, p, &reserved) < 0)
+		return -1;
+	if (reserved || !sb_eval_is_dunder(s))
 		return 0;
 	if (sb_eval_is_namespace_attribute(s))
 		return add_violation(w, p, -1, NULL, NULL, NULL, NULL,
@@ -279,10 +321,13 @@ static int check_identifier(struct walker *w, PyObject *name, struct pos p, cons
 static int check_attribute_name(struct walker *w, PyObject *name, struct pos p)
 {
 	const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+	bool reserved;
 
 	if (!s)
 		return PyErr_Occurred() ? -1 : 0;
-	if (strstr(s, SB_EVAL_RESERVED_PREFIX))
+	if (check_reserved(w, s, p, &reserved) < 0)
+		return -1;
+	if (reserved)
 		return 0;
 	if (sb_eval_is_frame_attribute(s))
 		return add_violation(w, p, -1, NULL, NULL, NULL, NULL,
@@ -669,11 +714,10 @@ static int scan_reserved(struct walker *w, const char *source)
 		if (add_violation(
 			w,
 			(struct pos){line, (int)(s - line_start), line, (int)(s - line_start) + 5},
-			-1, NULL, NULL, NULL, NULL,
-			"names starting with __sb_ belong to the eval guard's helpers: "
-			"rename it",
-			"the source mentions '%s'", SB_EVAL_RESERVED_PREFIX) < 0)
+			-1, NULL, NULL, NULL, NULL, RESERVED_HINT, "the source mentions '%s'",
+			SB_EVAL_RESERVED_PREFIX) < 0)
 			return -1;
+		w->c->violations[w->c->n_violations - 1].reserved = true;
 		s += strlen(SB_EVAL_RESERVED_PREFIX) - 1;
 	}
 	return 0;
@@ -736,7 +780,8 @@ int sb_eval_ast_check(PyObject *tree, const char *source, struct sb_eval_rules *
 		sb_eval_check_done(ret);
 		return -1;
 	}
-	qsort(ret->violations, ret->n_violations, sizeof(*ret->violations), cmp_violation);
+	if (ret->n_violations > 1)
+		qsort(ret->violations, ret->n_violations, sizeof(*ret->violations), cmp_violation);
 	return 0;
 }
 
@@ -753,5 +798,6 @@ void sb_eval_check_done(struct sb_eval_check *c)
 		free(v->learn_name);
 	}
 	free(c->violations);
+	sb_strv_free(c->also_nodes);
 	*c = (struct sb_eval_check){0};
 }

@@ -22,6 +22,7 @@ struct sb_eval_violation {
 	char *warning;			  /* what granting it widens, or NULL */
 	char *hint;			  /* when no rule allows it: why */
 	int learn_kind;			  /* enum sb_eval_learn_kind, or -1 */
+	bool reserved;			  /* a mention of the guard's reserved prefix */
 	char *learn_name;		  /* what learning records */
 };
 
@@ -29,7 +30,8 @@ struct sb_eval_check {
 	struct sb_eval_violation *violations;
 	size_t n_violations;
 	size_t nodes, depth;
-	unsigned flags; /* SB_EVAL_CODE_* (eval-code.h) */
+	unsigned flags;	   /* SB_EVAL_CODE_* (eval-code.h) */
+	char **also_nodes; /* denied nodes reported with their construct: for learning */
 };
 
 /* Checks tree (an ast.mod) against r; source is the text, scanned for the

@@ -67,6 +67,26 @@ static double seq_bytes(PyObject *o, int *family)
 	return -1;
 }
 
+/* A short str or bytes as written, else its type and length. */
+static void operand_text(PyObject *o, char *buf, size_t size)
+{
+	PyObject *repr = NULL;
+	const char *t;
+
+	if ((PyUnicode_Check(o) && PyUnicode_GET_LENGTH(o) <= 16) ||
+	    (PyBytes_Check(o) && PyBytes_GET_SIZE(o) <= 16))
+		repr = PyObject_Repr(o);
+	t = repr ? PyUnicode_AsUTF8(repr) : NULL;
+	if (t)
+		snprintf(buf, size, "%s", t);
+	else if (PySequence_Check(o) && PyObject_Size(o) >= 0)
+		snprintf(buf, size, "<%s of %zd items>", Py_TYPE(o)->tp_name, PyObject_Size(o));
+	else
+		snprintf(buf, size, "<%s>", Py_TYPE(o)->tp_name);
+	PyErr_Clear();
+	Py_XDECREF(repr);
+}
+
 /* "10 ** 1000000000", "'str' * 100000000": what the refusal names. */
 static char *describe(enum sb_eval_op op, PyObject *left, PyObject *right)
 {
@@ -77,13 +97,13 @@ static char *describe(enum sb_eval_op op, PyObject *left, PyObject *right)
 	else if (is_int(left))
 		snprintf(l, sizeof(l), "<int of %.0f bits>", bits_of(left));
 	else
-		snprintf(l, sizeof(l), "<%s>", Py_TYPE(left)->tp_name);
+		operand_text(left, l, sizeof(l));
 	if (is_int(right) && bits_of(right) < 60)
 		snprintf(r, sizeof(r), "%lld", (long long)value_of(right));
 	else if (is_int(right))
 		snprintf(r, sizeof(r), "<int of %.0f bits>", bits_of(right));
 	else
-		snprintf(r, sizeof(r), "<%s>", Py_TYPE(right)->tp_name);
+		operand_text(right, r, sizeof(r));
 	if (asprintf(&s, "%s %s %s", l, op_text[op], r) < 0)
 		return NULL;
 	return s;
@@ -190,6 +210,19 @@ int sb_eval_op_check(struct sb_eval_state *s, enum sb_eval_op op, PyObject *left
 	default:
 		return 0;
 	}
+}
+
+int sb_eval_op_check_modpow(struct sb_eval_state *s, PyObject *base, PyObject *exp, PyObject *mod)
+{
+	double eb, md;
+
+	if (!is_int(base) || !is_int(exp) || !is_int(mod))
+		return 0;
+	/* One modular multiplication per bit of the exponent, and as many
+	 * squarings. */
+	eb = bits_of(exp);
+	md = bits_of(mod) / 30 + 1;
+	return charge(s, 2 * eb * mul_units(md, md), SB_EVAL_OP_POW, base, exp);
 }
 
 PyObject *sb_eval_op_apply(enum sb_eval_op op, PyObject *left, PyObject *right)

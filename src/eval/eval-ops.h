@@ -17,6 +17,8 @@
 /* 0, or -1 with RuleEvalPermissionError (eval-max-alloc or
  * eval-max-iterations). */
 int sb_eval_op_check(struct sb_eval_state *s, enum sb_eval_op op, PyObject *left, PyObject *right);
+/* pow(base, exp, mod): the work of a modular power with a long exponent. */
+int sb_eval_op_check_modpow(struct sb_eval_state *s, PyObject *base, PyObject *exp, PyObject *mod);
 /* left op right (new reference), NULL with an exception. */
 PyObject *sb_eval_op_apply(enum sb_eval_op op, PyObject *left, PyObject *right);
 

@@ -5,6 +5,9 @@
 #include "exceptions.h"
 #include "util.h"
 
+/* At most this many violations are rendered in a report. */
+#define SB_EVAL_REPORT_MAX 50
+
 /* Line n (1-based) of source, without its end of line; NULL when absent. */
 static char *source_line(const char *source, int n)
 {
@@ -95,7 +98,16 @@ PyObject *sb_eval_report_make(const struct sb_eval_check *c, const struct sb_eva
 			  c->n_violations == 1 ? "" : "s", r->tag, sb_eval_profile_path()) < 0)
 		e = -1;
 	for (size_t i = 0; e == 0 && i < c->n_violations; i++) {
-		_cleanup_free_ char *block = render(&c->violations[i], source);
+		_cleanup_free_ char *block = NULL;
+
+		/* A source with thousands of violations gets a report of a
+		 * readable size; the count says how many there are. */
+		if (i == SB_EVAL_REPORT_MAX) {
+			if (sb_buf_printf(&msg, "\n\n  ... and %zu more", c->n_violations - i) < 0)
+				e = -1;
+			break;
+		}
+		block = render(&c->violations[i], source);
 		PyObject *s =
 		    block ? PyUnicode_DecodeUTF8(block, (Py_ssize_t)strlen(block), "replace")
 			  : NULL;

@@ -100,6 +100,8 @@ static void record_violations(struct sb_eval_rules *r, const struct sb_eval_chec
 	for (size_t i = 0; i < c->n_violations; i++)
 		if (c->violations[i].learn_kind >= 0 && c->violations[i].learn_name)
 			sb_eval_record(r, c->violations[i].learn_kind, c->violations[i].learn_name);
+	for (char **n = c->also_nodes; n && *n; n++)
+		sb_eval_record(r, SB_EVAL_LEARN_NODE, *n);
 }
 
 /* Parses text with the layer's own parse: the "compile" audit event it

@@ -223,11 +223,84 @@ static PyObject *s_pow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 	if (!r || nargs_between("pow", nargs, 2, 3) < 0 || !(s = sb_eval_state_for(r)))
 		return NULL;
-	if (nargs == 3 && args[2] != Py_None)
+	if (nargs == 3 && args[2] != Py_None) {
+		if (sb_eval_op_check_modpow(s, args[0], args[1], args[2]) < 0)
+			return NULL;
 		return PyNumber_Power(args[0], args[1], args[2]);
+	}
 	if (sb_eval_op_check(s, SB_EVAL_OP_POW, args[0], args[1]) < 0)
 		return NULL;
 	return PyNumber_Power(args[0], args[1], Py_None);
+}
+
+/* A builtin that runs through an iterable in C (sum, any, sorted...): the
+ * iterable goes through a counting iterator, so that eval-max-iterations and
+ * the timeout hold in that loop (sum([[0]] * 10**6, []) is quadratic). */
+static PyObject *counting_call(PyObject *self, const char *builtin, PyObject *const *args,
+			       Py_ssize_t nargs, PyObject *kwnames, bool only_alone)
+{
+	struct sb_eval_rules *r = rules_of(self);
+	Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+	PyObject *real, *it, *out, **copy;
+	struct sb_eval_state *s;
+
+	if (!r || !(s = sb_eval_state_for(r)))
+		return NULL;
+	real = PyDict_GetItemString(sb_eval_builtins_dict(), builtin);
+	if (!real) {
+		PyErr_Format(PyExc_NameError, "%s not found", builtin);
+		return NULL;
+	}
+	/* max(a, b) compares its arguments: nothing to iterate. */
+	if (nargs < 1 || (only_alone && nargs > 1))
+		return PyObject_Vectorcall(real, args, (size_t)nargs, kwnames);
+	it = sb_eval_iter_new(s, args[0]);
+	if (!it)
+		return NULL;
+	copy = PyMem_Malloc((size_t)total * sizeof(*copy));
+	if (!copy) {
+		Py_DECREF(it);
+		return PyErr_NoMemory();
+	}
+	copy[0] = it;
+	for (Py_ssize_t i = 1; i < total; i++)
+		copy[i] = args[i];
+	out = PyObject_Vectorcall(real, copy, (size_t)nargs, kwnames);
+	PyMem_Free(copy);
+	Py_DECREF(it);
+	return out;
+}
+
+#define COUNTING(fn, name, alone)                                                                  \
+	static PyObject *fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs,               \
+			    PyObject *kwnames)                                                     \
+	{                                                                                          \
+		return counting_call(self, name, args, nargs, kwnames, alone);                     \
+	}
+COUNTING(s_sum, "sum", false)
+COUNTING(s_any, "any", false)
+COUNTING(s_all, "all", false)
+COUNTING(s_sorted, "sorted", false)
+COUNTING(s_min, "min", true)
+COUNTING(s_max, "max", true)
+
+/* iter(x) and iter(callable, sentinel): the second calls in C until the
+ * sentinel comes, forever if it never does. */
+static PyObject *s_iter(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	struct sb_eval_rules *r = rules_of(self);
+	struct sb_eval_state *s;
+	PyObject *real, *inner, *out;
+
+	if (!r || nargs_between("iter", nargs, 1, 2) < 0 || !(s = sb_eval_state_for(r)))
+		return NULL;
+	real = PyDict_GetItemString(sb_eval_builtins_dict(), "iter");
+	inner = real ? PyObject_Vectorcall(real, args, (size_t)nargs, NULL) : NULL;
+	if (!inner)
+		return NULL;
+	out = sb_eval_iter_new(s, inner);
+	Py_DECREF(inner);
+	return out;
 }
 
 static PyObject *s_eval(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
@@ -317,6 +390,13 @@ static PyMethodDef shims[] = {
     FASTKW("exec", s_exec),
     FASTKW("compile", s_compile),
     FASTKW("__import__", s_import),
+    FASTKW("sum", s_sum),
+    FASTKW("any", s_any),
+    FASTKW("all", s_all),
+    FASTKW("sorted", s_sorted),
+    FASTKW("min", s_min),
+    FASTKW("max", s_max),
+    FAST("iter", s_iter),
 };
 
 PyObject *sb_eval_shim(struct sb_eval_rules *r, const char *name)
