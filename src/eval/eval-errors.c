@@ -68,17 +68,18 @@ int sb_eval_deny(const struct sb_eval_rules *r, const char *target, int key, con
 }
 
 int sb_eval_deny_budget(const struct sb_eval_rules *r, const char *what,
-			enum sb_eval_scalar_key key)
+			enum sb_eval_scalar_key key, const char *why)
 {
 	_cleanup_free_ char *message = NULL, *rule_key = NULL;
 	char budget[96];
 
 	sb_eval_budget_text(r, key, budget, sizeof(budget));
+	if (!why)
+		why = key == SB_EVAL_MAX_ALLOC ? "it would allocate more than"
+					       : "it would take more than";
 	if (asprintf(&message,
-		     "%s is denied by the eval guard: it would %s more than %s allows (raise it "
-		     "in '%s' to allow it)",
-		     what, key == SB_EVAL_MAX_ALLOC ? "allocate" : "take", budget,
-		     sb_eval_profile_path()) < 0 ||
+		     "%s is denied by the eval guard: %s %s allows (raise it in '%s' to allow it)",
+		     what, why, budget, sb_eval_profile_path()) < 0 ||
 	    asprintf(&rule_key, "%s%s", sb_eval_scalar_key_name(key), r->key_suffix) < 0) {
 		message = rule_key = NULL;
 		PyErr_NoMemory();

@@ -17,9 +17,10 @@
 int sb_eval_deny(const struct sb_eval_rules *r, const char *target, int key, const char *hint);
 /* RuleEvalPermissionError for an operation refused before it runs because
  * it would spend more than budget key (eval-max-alloc: the memory it would
- * allocate; eval-max-iterations: the work). */
+ * allocate; eval-max-iterations: the work); why, when not NULL, says how
+ * ("N threads still run past their timeout, more than"). */
 int sb_eval_deny_budget(const struct sb_eval_rules *r, const char *what,
-			enum sb_eval_scalar_key key);
+			enum sb_eval_scalar_key key, const char *why);
 /* EvalInterrupted(reason): "evaluation interrupted: <reason>", .reason. */
 int sb_eval_raise_interrupted(const char *reason);
 /* The EvalInterrupted class (borrowed), NULL with an exception. */

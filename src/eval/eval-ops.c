@@ -118,7 +118,7 @@ static int refuse(struct sb_eval_state *s, enum sb_eval_op op, PyObject *left, P
 		PyErr_NoMemory();
 		return -1;
 	}
-	return sb_eval_deny_budget(s->rules, what, key);
+	return sb_eval_deny_budget(s->rules, what, key, NULL);
 }
 
 /* Charges work units; refuses when the iteration budget cannot take them. */
@@ -254,7 +254,7 @@ static int width_refused(struct sb_eval_state *s, double width)
 		PyErr_NoMemory();
 		return -1;
 	}
-	return sb_eval_deny_budget(s->rules, what, SB_EVAL_MAX_ALLOC);
+	return sb_eval_deny_budget(s->rules, what, SB_EVAL_MAX_ALLOC, NULL);
 }
 
 /* Reads the code point at i of a str or the byte at i of a bytes-like. */

@@ -241,15 +241,15 @@ PyObject *sb_eval_thread_run(struct sb_eval_state *s, struct sb_eval_work *work)
 	struct job *j;
 
 	if (pool.leaked >= r->max_leaked_threads && pool.leaked > 0) {
-		char budget[96], hint[192];
+		char why[96];
 
 		work->release(work);
-		sb_eval_budget_text(r, SB_EVAL_MAX_LEAKED_THREADS, budget, sizeof(budget));
-		snprintf(hint, sizeof(hint),
-			 "%u evaluation threads still run past their timeout, and %s tolerates no "
-			 "more",
-			 pool.leaked, budget);
-		return sb_eval_deny(r, "a new evaluation", -1, hint), NULL;
+		snprintf(why, sizeof(why),
+			 "%u evaluation thread%s still run%s past %s timeout, as many as",
+			 pool.leaked, pool.leaked == 1 ? "" : "s", pool.leaked == 1 ? "s" : "",
+			 pool.leaked == 1 ? "its" : "their");
+		sb_eval_deny_budget(r, "a new evaluation", SB_EVAL_MAX_LEAKED_THREADS, why);
+		return NULL;
 	}
 	j = calloc(1, sizeof(*j));
 	w = j ? idle_worker() : NULL;
