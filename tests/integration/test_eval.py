@@ -378,3 +378,45 @@ def test_no_warning_that_eval_is_unenforced(sb):
     r = sb.run_code(BASE + "eval-syntax=arith\n", "print(eval('1 + 1'))\n")
     assert (r.returncode, r.stdout) == (0, "2\n"), r
     assert "not in this version" not in r.stderr, r
+
+
+# --- the exception classes, partial mode ------------------------------------------
+
+def test_exception_classes(sb):
+    r = run(sb, "eval-syntax=arith\n",
+            "import pysandboxes as p\n"
+            "print('CLASSES', issubclass(p.SandboxContextWarning, Warning),"
+            " issubclass(p.SandboxContextWarning, p.SandBoxError),"
+            " issubclass(p.EvalInterrupted, Exception),"
+            " issubclass(p.EvalSyntaxRejected, SyntaxError),"
+            " issubclass(p.RuleEvalPermissionError, PermissionError),"
+            " 'guarded_eval' in p.__all__)\n")
+    assert "CLASSES True False False True True True" in r.stdout, r
+
+
+def test_guarded_eval_in_partial_mode(sb, pysandboxes_dir):
+    from test_partial import Partial
+    partial = Partial(sb, pysandboxes_dir)
+    partial.write("tool.py", "from pysandboxes import sandbox, guarded_eval\n"
+                             "@sandbox\n"
+                             "def calc(expr):\n"
+                             "    return guarded_eval(expr, profile='calc')\n")
+    r = partial.run("import pysandboxes\n"
+                    "from pysandboxes import sandboxes\n"
+                    "from tool import calc\n"
+                    "if __name__ == '__main__':\n"
+                    "    try:\n"
+                    "        pysandboxes.guarded_eval('1')\n"
+                    "    except RuntimeError as e:\n"
+                    "        print('CALLER', e)\n"
+                    "    with sandboxes():\n"
+                    "        print('WORKER', calc('(3 + 4) * 2'))\n"
+                    "        try:\n"
+                    "            calc('().__class__')\n"
+                    "        except pysandboxes.EvalSyntaxRejected as e:\n"
+                    "            print('REFUSED', e.rules)\n",
+                    profile="os-sandbox=subprocess\npython-import=*\n"
+                            "eval-syntax:calc=arith\n")
+    assert "CALLER guarded_eval() runs under python-sb's eval guard" in r.stdout, r
+    assert "WORKER 14" in r.stdout, (r.stdout, r.stderr)
+    assert "REFUSED ['eval-magic:calc=__class__']" in r.stdout, (r.stdout, r.stderr)
