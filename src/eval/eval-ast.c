@@ -151,9 +151,20 @@ static bool is(int index, enum special s)
 
 /* ---- the walk ------------------------------------------------------------- */
 
+/* A node's position, read only when a violation needs it: most nodes have
+ * none, and four attribute reads per node would double the walk. */
 struct pos {
+	PyObject *node; /* read from it (borrowed, or held by a call site); NULL: read */
+	int attr_len;	/* > 0: the caret goes under the last attr_len bytes (an attribute) */
 	int line, col, end_line, end_col;
 };
+
+#define POS(l, c, el, ec) ((struct pos){NULL, 0, l, c, el, ec})
+
+static struct pos at(PyObject *node)
+{
+	return (struct pos){node, 0, -1, -1, -1, -1};
+}
 
 struct call_site {
 	PyObject *name;
@@ -182,10 +193,19 @@ static int int_attr(PyObject *node, PyObject *name)
 	return (int)n;
 }
 
-static struct pos pos_of(PyObject *node)
+static void resolve(struct pos *p)
 {
-	return (struct pos){int_attr(node, ast.s_lineno), int_attr(node, ast.s_col),
-			    int_attr(node, ast.s_end_lineno), int_attr(node, ast.s_end_col)};
+	if (!p->node)
+		return;
+	*p = (struct pos){NULL,
+			  p->attr_len,
+			  int_attr(p->node, ast.s_lineno),
+			  int_attr(p->node, ast.s_col),
+			  int_attr(p->node, ast.s_end_lineno),
+			  int_attr(p->node, ast.s_end_col)};
+	/* The caret goes under an attribute's name, after the dot. */
+	if (p->attr_len > 0 && p->end_line >= 0 && p->end_col >= p->attr_len)
+		*p = POS(p->end_line, p->end_col - p->attr_len, p->end_line, p->end_col);
 }
 
 static int add_violation(struct walker *w, struct pos p, int learn_kind, const char *learn_name,
@@ -201,6 +221,7 @@ static int add_violation(struct walker *w, struct pos p, int learn_kind, const c
 	va_list ap;
 	int n;
 
+	resolve(&p);
 	if (c->n_violations == w->cap_violations) {
 		size_t cap = w->cap_violations ? 2 * w->cap_violations : 8;
 		struct sb_eval_violation *grown = realloc(c->violations, cap * sizeof(*grown));
@@ -247,6 +268,7 @@ static int violation_node(struct walker *w, int index, struct pos p)
 {
 	const struct sb_eval_node_info *info = &sb_eval_nodes[index];
 
+	resolve(&p);
 	/* The helper nodes of a construct (an import's alias, a function's
 	 * arguments) add nothing to its own report on the same line. */
 	for (size_t i = 0; info->group && i < w->c->n_violations; i++) {
@@ -284,6 +306,7 @@ static int check_reserved(struct walker *w, const char *s, struct pos p, bool *f
 	*found = strstr(s, SB_EVAL_RESERVED_PREFIX) != NULL;
 	if (!*found)
 		return 0;
+	resolve(&p);
 	for (size_t i = 0; i < w->c->n_violations; i++)
 		if (w->c->violations[i].reserved && w->c->violations[i].line == p.line)
 			return 0;
@@ -377,6 +400,8 @@ static int add_call(struct walker *w, PyObject *name, struct pos p, bool decorat
 		w->calls = grown;
 		w->cap_calls = cap;
 	}
+	/* The node outlives the walk's own reference to it. */
+	Py_XINCREF(p.node);
 	w->calls[w->n_calls++] = (struct call_site){Py_NewRef(name), p, decorator};
 	return 0;
 }
@@ -386,20 +411,77 @@ static int bind(struct walker *w, PyObject *name)
 	return name && PyUnicode_Check(name) ? PySet_Add(w->bound, name) : 0;
 }
 
+/* A field of node (new reference), or NULL without an exception: from the
+ * node's own dict (an AST node keeps its fields there), else from its class
+ * (the default of an optional field). Faster than the generic attribute
+ * look-up, which would run for every field of every node. */
+static PyObject *field_obj(PyObject *node, PyObject *name)
+{
+	PyObject *dict = PyObject_GenericGetDict(node, NULL), *v = NULL;
+
+	if (dict) {
+		v = PyDict_GetItemWithError(dict, name);
+		Py_XINCREF(v);
+		Py_DECREF(dict);
+	}
+	if (!v && !PyErr_Occurred())
+		v = PyObject_GetAttr(node, name);
+	if (!v)
+		PyErr_Clear();
+	return v;
+}
+
+/* field_obj() by a C name (a string literal: interned once, by address). */
+PyObject *sb_eval_ast_field(PyObject *node, const char *name)
+{
+	static struct {
+		const char *name;
+		PyObject *str;
+	} names[24];
+	PyObject *key = NULL;
+	size_t i;
+
+	for (i = 0; i < ELEMENTSOF(names) && names[i].name; i++)
+		if (names[i].name == name) {
+			key = names[i].str;
+			break;
+		}
+	if (!key) {
+		key = PyUnicode_InternFromString(name);
+		if (!key) {
+			PyErr_Clear();
+			return NULL;
+		}
+		if (i < ELEMENTSOF(names))
+			names[i].name = name, names[i].str = key;
+		else
+			Py_DECREF(key); /* more names than slots: looked up each time */
+	}
+	return field_obj(node, key);
+}
+
+#define field sb_eval_ast_field
+
+PyObject *sb_eval_ast_field_obj(PyObject *node, PyObject *name)
+{
+	return field_obj(node, name);
+}
+
+PyObject *sb_eval_ast_fields(PyObject *node)
+{
+	int i = node_index(node);
+
+	return i >= 0 ? ast.fields[i] : NULL;
+}
+
 /* A str field of node (new reference), or NULL without an exception when
  * absent or None. */
-static PyObject *str_field(PyObject *node, const char *field)
+static PyObject *str_field(PyObject *node, const char *name)
 {
-	PyObject *v = PyObject_GetAttrString(node, field);
+	PyObject *v = field(node, name);
 
-	if (!v) {
-		PyErr_Clear();
-		return NULL;
-	}
-	if (!PyUnicode_Check(v)) {
-		Py_DECREF(v);
-		return NULL;
-	}
+	if (v && !PyUnicode_Check(v))
+		Py_CLEAR(v);
 	return v;
 }
 
@@ -411,7 +493,7 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 	int r = 0;
 
 	if (is(i, N_NAME)) {
-		PyObject *ctx = PyObject_GetAttrString(node, "ctx");
+		PyObject *ctx = field(node, "ctx");
 		int ci = ctx ? node_index(ctx) : -2;
 
 		Py_XDECREF(ctx);
@@ -422,19 +504,17 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 		if (v && r == 0)
 			r = check_identifier(w, v, p, "identifier");
 	} else if (is(i, N_ATTRIBUTE)) {
-		PyObject *ctx = PyObject_GetAttrString(node, "ctx");
+		PyObject *ctx = field(node, "ctx");
 		int ci = ctx ? node_index(ctx) : -2;
 
 		Py_XDECREF(ctx);
 		PyErr_Clear();
 		v = str_field(node, "attr");
-		/* The caret goes under the name, after the dot. */
-		if (v && p.end_line >= 0 && p.end_col >= 0) {
+		if (v) {
 			Py_ssize_t len = 0;
 
-			if (PyUnicode_AsUTF8AndSize(v, &len) && p.end_col >= (int)len)
-				p = (struct pos){p.end_line, p.end_col - (int)len, p.end_line,
-						 p.end_col};
+			if (PyUnicode_AsUTF8AndSize(v, &len))
+				p.attr_len = (int)len;
 			PyErr_Clear();
 		}
 		if (v && (is(ci, N_STORE) || is(ci, N_DEL)))
@@ -447,7 +527,7 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 		else if (v)
 			r = check_attribute_name(w, v, p);
 	} else if (is(i, N_CALL)) {
-		PyObject *func = PyObject_GetAttrString(node, "func");
+		PyObject *func = field(node, "func");
 
 		w->c->flags |= SB_EVAL_CODE_CALLS;
 		if (func && node_index(func) == ast.special[N_NAME]) {
@@ -465,7 +545,7 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 			r = check_identifier(w, v, p, "definition");
 		if (is(i, N_CLASSDEF))
 			w->c->flags |= SB_EVAL_CODE_CALLS;
-		list = PyObject_GetAttrString(node, "decorator_list");
+		list = field(node, "decorator_list");
 		for (Py_ssize_t k = 0;
 		     r == 0 && list && PyList_Check(list) && k < PyList_GET_SIZE(list); k++) {
 			PyObject *d = PyList_GET_ITEM(list, k), *dn;
@@ -475,7 +555,7 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 				continue;
 			dn = str_field(d, "id");
 			if (dn)
-				r = add_call(w, dn, pos_of(d), true);
+				r = add_call(w, dn, at(d), true);
 			Py_XDECREF(dn);
 		}
 		PyErr_Clear();
@@ -503,13 +583,13 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 			r = check_identifier(w, v, p, "name");
 	} else if (is(i, N_MATCHCLASS)) {
 		/* `case C(x=0)` reads the attribute x of the subject in C. */
-		list = PyObject_GetAttrString(node, "kwd_attrs");
+		list = field(node, "kwd_attrs");
 		for (Py_ssize_t k = 0;
 		     r == 0 && list && PyList_Check(list) && k < PyList_GET_SIZE(list); k++)
 			r = check_attribute_name(w, PyList_GET_ITEM(list, k), p);
 		PyErr_Clear();
 	} else if (is(i, N_GLOBAL) || is(i, N_NONLOCAL)) {
-		list = PyObject_GetAttrString(node, "names");
+		list = field(node, "names");
 		for (Py_ssize_t k = 0;
 		     r == 0 && list && PyList_Check(list) && k < PyList_GET_SIZE(list); k++)
 			r = check_identifier(w, PyList_GET_ITEM(list, k), p, "name");
@@ -519,7 +599,7 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 
 		w->c->flags |= SB_EVAL_CODE_CALLS;
 		if (from) {
-			PyObject *lv = PyObject_GetAttrString(node, "level");
+			PyObject *lv = field(node, "level");
 			int level = lv && PyLong_Check(lv) ? (int)PyLong_AsLong(lv) : 0;
 
 			Py_XDECREF(lv);
@@ -532,7 +612,7 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 			else
 				r = check_module(w, v, p);
 		}
-		list = PyObject_GetAttrString(node, "names");
+		list = field(node, "names");
 		for (Py_ssize_t k = 0;
 		     r == 0 && list && PyList_Check(list) && k < PyList_GET_SIZE(list); k++) {
 			PyObject *alias = PyList_GET_ITEM(list, k);
@@ -617,7 +697,7 @@ static int push_children(struct frame **stack, size_t *n, size_t *cap, PyObject 
 	}
 	/* Reversed, so that the stack pops them in source order. */
 	for (Py_ssize_t f = PyTuple_GET_SIZE(fields) - 1; r == 0 && f >= 0; f--) {
-		PyObject *v = PyObject_GetAttr(node, PyTuple_GET_ITEM(fields, f));
+		PyObject *v = field_obj(node, PyTuple_GET_ITEM(fields, f));
 
 		if (!v) {
 			PyErr_Clear();
@@ -645,7 +725,7 @@ static int walk(struct walker *w, PyObject *tree)
 	while (r == 0 && n > 0) {
 		struct frame f = stack[--n];
 		int i = node_index(f.node);
-		struct pos p = pos_of(f.node);
+		struct pos p = at(f.node);
 
 		w->c->nodes++;
 		if (f.depth > w->c->depth)
@@ -711,11 +791,10 @@ static int scan_reserved(struct walker *w, const char *source)
 		}
 		if (*s != '_' || !startswith(s, SB_EVAL_RESERVED_PREFIX))
 			continue;
-		if (add_violation(
-			w,
-			(struct pos){line, (int)(s - line_start), line, (int)(s - line_start) + 5},
-			-1, NULL, NULL, NULL, NULL, RESERVED_HINT, "the source mentions '%s'",
-			SB_EVAL_RESERVED_PREFIX) < 0)
+		if (add_violation(w,
+				  POS(line, (int)(s - line_start), line, (int)(s - line_start) + 5),
+				  -1, NULL, NULL, NULL, NULL, RESERVED_HINT,
+				  "the source mentions '%s'", SB_EVAL_RESERVED_PREFIX) < 0)
 			return -1;
 		w->c->violations[w->c->n_violations - 1].reserved = true;
 		s += strlen(SB_EVAL_RESERVED_PREFIX) - 1;
@@ -761,19 +840,21 @@ int sb_eval_ast_check(PyObject *tree, const char *source, struct sb_eval_rules *
 		e = check_calls(&w);
 	if (e == 0 && ret->nodes > r->max_nodes) {
 		sb_eval_budget_text(r, SB_EVAL_MAX_NODES, budget, sizeof(budget));
-		e = add_violation(&w, (struct pos){1, 0, -1, -1}, -1, NULL,
+		e = add_violation(&w, POS(1, 0, -1, -1), -1, NULL,
 				  scalar_rule(r, SB_EVAL_MAX_NODES, ret->nodes), NULL, NULL, NULL,
 				  "the source holds %zu nodes, more than %s", ret->nodes, budget);
 	}
 	if (e == 0 && ret->depth > r->max_depth) {
 		sb_eval_budget_text(r, SB_EVAL_MAX_DEPTH, budget, sizeof(budget));
-		e = add_violation(&w, (struct pos){1, 0, -1, -1}, -1, NULL,
+		e = add_violation(&w, POS(1, 0, -1, -1), -1, NULL,
 				  scalar_rule(r, SB_EVAL_MAX_DEPTH, ret->depth), NULL, NULL, NULL,
 				  "the source nests %zu levels deep, more than %s", ret->depth,
 				  budget);
 	}
-	for (size_t k = 0; k < w.n_calls; k++)
+	for (size_t k = 0; k < w.n_calls; k++) {
 		Py_DECREF(w.calls[k].name);
+		Py_XDECREF(w.calls[k].pos.node);
+	}
 	free(w.calls);
 	Py_DECREF(w.bound);
 	if (e < 0) {

@@ -46,3 +46,9 @@ void sb_eval_check_done(struct sb_eval_check *c);
 PyObject *sb_eval_ast_class(const char *name);
 /* ast.AST (borrowed), NULL with an exception. */
 PyObject *sb_eval_ast_base(void);
+/* A field of an AST node (new reference), or NULL without an exception:
+ * faster than the generic attribute look-up (name: a string literal). */
+PyObject *sb_eval_ast_field(PyObject *node, const char *name);
+PyObject *sb_eval_ast_field_obj(PyObject *node, PyObject *name);
+/* The _fields of a known node's class (borrowed), NULL for others. */
+PyObject *sb_eval_ast_fields(PyObject *node);

@@ -185,7 +185,11 @@ static int op_of(PyObject *op)
 
 static PyObject *field(PyObject *n, const char *name)
 {
-	return PyObject_GetAttrString(n, name);
+	PyObject *v = sb_eval_ast_field(n, name);
+
+	if (!v && !PyErr_Occurred())
+		PyErr_Format(PyExc_SystemError, "an AST node without %s", name);
+	return v;
 }
 
 /* A fresh Load of an augmented assignment's target, when reading it again
@@ -276,21 +280,21 @@ static PyObject *rewrite(PyObject *n, int depth);
 /* Rewrites the children of n, replacing those that change. */
 static int rewrite_children(PyObject *n, int depth)
 {
-	PyObject *fields = PyObject_GetAttrString((PyObject *)Py_TYPE(n), "_fields");
+	PyObject *fields = Py_XNewRef(sb_eval_ast_fields(n));
 	int r = 0;
 
+	if (!fields)
+		fields = PyObject_GetAttrString((PyObject *)Py_TYPE(n), "_fields");
 	if (!fields || !PyTuple_Check(fields)) {
 		Py_XDECREF(fields);
 		PyErr_Clear();
 		return 0;
 	}
 	for (Py_ssize_t f = 0; r == 0 && f < PyTuple_GET_SIZE(fields); f++) {
-		PyObject *name = PyTuple_GET_ITEM(fields, f), *v = PyObject_GetAttr(n, name);
+		PyObject *name = PyTuple_GET_ITEM(fields, f), *v = sb_eval_ast_field_obj(n, name);
 
-		if (!v) {
-			PyErr_Clear();
+		if (!v)
 			continue;
-		}
 		if (PyList_Check(v)) {
 			for (Py_ssize_t k = 0; r == 0 && k < PyList_GET_SIZE(v); k++) {
 				PyObject *child = PyList_GET_ITEM(v, k), *out;
