@@ -242,12 +242,26 @@ void sb_eval_alloc_forget(struct sb_eval_state *s)
 	pthread_mutex_unlock(&al.lock);
 }
 
+/* A fork while another thread holds the table's lock would leave the child
+ * a lock nobody releases. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&al.lock);
+}
+
+static void fork_done(void)
+{
+	pthread_mutex_unlock(&al.lock);
+}
+
 int sb_eval_alloc_install(void)
 {
 	bool direct;
 
 	if (al.hooked[DOMAIN_RAW])
 		return 0;
+	if (pthread_atfork(fork_prepare, fork_done, fork_done) != 0)
+		return -1;
 	for (size_t d = 0; d < DOMAIN__N; d++)
 		PyMem_GetAllocator(domains[d], &al.prev[d]);
 	/* The raw allocator CPython starts with has no context; debug hooks

@@ -353,6 +353,7 @@ static PyObject *run_unguarded(enum sb_eval_builtin which, PyObject *const *args
 	static const char *const names[] = {NULL, "globals", "locals", "closure"};
 	bool exec = which == SB_EVAL_BUILTIN_EXEC;
 	PyObject *a[4] = {0}, *code, *globals, *locals, *result;
+	int e;
 
 	if (parse_args(exec ? "exec" : "eval", args, nargs, kwnames, names, exec ? 4 : 3, 1, a) < 0)
 		return NULL;
@@ -362,6 +363,13 @@ static PyObject *run_unguarded(enum sb_eval_builtin which, PyObject *const *args
 		return NULL;
 	}
 	if (PyCode_Check(a[0])) {
+		/* The event CPython raises: the API guard judges a guarded
+		 * module's body by what it is, whoever runs it. */
+		sb_eval_own_events++;
+		e = PySys_Audit("exec", "O", a[0]);
+		sb_eval_own_events--;
+		if (e < 0)
+			return NULL;
 		code = Py_NewRef(a[0]);
 	} else {
 		PyObject *text = source_text(a[0], exec ? "exec" : "eval"), *filename;

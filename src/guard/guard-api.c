@@ -1190,23 +1190,21 @@ out:
  * guarded module's body is judged by what it is, whoever runs it. */
 static int on_exec_code(PyObject *args)
 {
-	PyObject *code;
-	bool claimed;
-	int m;
-
-	/* The eval layer running code it checked and compiled itself. */
-	if (sb_eval_owns_event())
-		return 0;
-	code = PyTuple_GetItem(args, 0);
-	claimed = claims[EV_DYNAMIC] > 0;
-	m = code ? guarded_module_of_code(code) : -1;
+	PyObject *code = PyTuple_GetItem(args, 0);
+	bool claimed = claims[EV_DYNAMIC] > 0;
+	int m = code ? guarded_module_of_code(code) : -1;
 
 	if (!code)
 		PyErr_Clear();
-	if (claimed)
-		claims[EV_DYNAMIC]--;
 	if (m >= 0)
 		return check_module_rerun(m);
+	/* The eval layer running code it let through (its own, or while
+	 * learning), whatever the grants: a guarded module's body above is
+	 * judged all the same. */
+	if (sb_eval_owns_event())
+		return 0;
+	if (claimed)
+		claims[EV_DYNAMIC]--;
 	if (claimed || caller_is_library())
 		return 0;
 	return check(SB_API_FN_builtins_exec);
