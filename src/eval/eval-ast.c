@@ -176,6 +176,7 @@ struct walker {
 	struct sb_eval_rules *r;
 	struct sb_eval_check *c;
 	PyObject *bound; /* names the source binds: calling them needs no eval-call */
+	PyObject *loads; /* names it reads, when the free ones are asked for */
 	struct call_site *calls;
 	size_t n_calls, cap_calls;
 	size_t cap_violations;
@@ -501,6 +502,8 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 		v = str_field(node, "id");
 		if (v && (is(ci, N_STORE) || is(ci, N_DEL)))
 			r = bind(w, v);
+		else if (v && w->loads)
+			r = PySet_Add(w->loads, v);
 		if (v && r == 0)
 			r = check_identifier(w, v, p, "identifier");
 	} else if (is(i, N_ATTRIBUTE)) {
@@ -820,8 +823,37 @@ static int cmp_violation(const void *a, const void *b)
 	return x->col < y->col ? -1 : x->col > y->col;
 }
 
+/* The names read but not bound, that are not builtins either: what a bare
+ * eval() would take from its caller's variables. */
+static int free_names(struct walker *w)
+{
+	PyObject *free = PyNumber_Subtract(w->loads, w->bound), *list;
+	PyObject *builtins = sb_eval_builtins_dict();
+	int e = 0;
+
+	list = free ? PySequence_List(free) : NULL;
+	Py_XDECREF(free);
+	if (!list || PyList_Sort(list) < 0) {
+		Py_XDECREF(list);
+		return -1;
+	}
+	for (Py_ssize_t i = 0; e == 0 && i < PyList_GET_SIZE(list); i++) {
+		PyObject *name = PyList_GET_ITEM(list, i);
+		const char *s = PyUnicode_AsUTF8(name);
+
+		if (!s)
+			e = -1;
+		else if (!builtins || !PyDict_GetItemWithError(builtins, name))
+			e = PyErr_Occurred() || sb_strv_push(&w->c->free_names, s) < 0 ? -1 : 0;
+	}
+	Py_DECREF(list);
+	if (e < 0 && !PyErr_Occurred())
+		PyErr_NoMemory();
+	return e;
+}
+
 int sb_eval_ast_check(PyObject *tree, const char *source, struct sb_eval_rules *r,
-		      struct sb_eval_check *ret)
+		      bool want_free_names, struct sb_eval_check *ret)
 {
 	struct walker w = {.r = r, .c = ret};
 	char budget[96];
@@ -831,13 +863,18 @@ int sb_eval_ast_check(PyObject *tree, const char *source, struct sb_eval_rules *
 	if (ast_ready() < 0)
 		return -1;
 	w.bound = PySet_New(NULL);
-	if (!w.bound)
+	w.loads = want_free_names ? PySet_New(NULL) : NULL;
+	if (!w.bound || (want_free_names && !w.loads)) {
+		Py_XDECREF(w.bound);
 		return -1;
+	}
 	e = scan_reserved(&w, source);
 	if (e == 0)
 		e = walk(&w, tree);
 	if (e == 0)
 		e = check_calls(&w);
+	if (e == 0 && w.loads)
+		e = free_names(&w);
 	if (e == 0 && ret->nodes > r->max_nodes) {
 		sb_eval_budget_text(r, SB_EVAL_MAX_NODES, budget, sizeof(budget));
 		e = add_violation(&w, POS(1, 0, -1, -1), -1, NULL,
@@ -857,6 +894,7 @@ int sb_eval_ast_check(PyObject *tree, const char *source, struct sb_eval_rules *
 	}
 	free(w.calls);
 	Py_DECREF(w.bound);
+	Py_XDECREF(w.loads);
 	if (e < 0) {
 		sb_eval_check_done(ret);
 		return -1;
@@ -880,5 +918,6 @@ void sb_eval_check_done(struct sb_eval_check *c)
 	}
 	free(c->violations);
 	sb_strv_free(c->also_nodes);
+	sb_strv_free(c->free_names);
 	*c = (struct sb_eval_check){0};
 }

@@ -32,13 +32,14 @@ struct sb_eval_check {
 	size_t nodes, depth;
 	unsigned flags;	   /* SB_EVAL_CODE_* (eval-code.h) */
 	char **also_nodes; /* denied nodes reported with their construct: for learning */
+	char **free_names; /* read, not bound, not builtins (when asked for) */
 };
 
 /* Checks tree (an ast.mod) against r; source is the text, scanned for the
- * guard's reserved prefix. 0 (violations in *ret, sorted by position), or -1
- * with an exception. */
+ * guard's reserved prefix; want_free_names fills ret->free_names. 0
+ * (violations in *ret, sorted by position), or -1 with an exception. */
 int sb_eval_ast_check(PyObject *tree, const char *source, struct sb_eval_rules *r,
-		      struct sb_eval_check *ret);
+		      bool want_free_names, struct sb_eval_check *ret);
 void sb_eval_check_done(struct sb_eval_check *c);
 
 /* The ast class called name (borrowed), NULL with an exception: the rewrite

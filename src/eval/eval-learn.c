@@ -4,7 +4,7 @@
 #include "eval-grammar.h"
 #include "util.h"
 
-static const char kind_code[SB_EVAL_LEARN__N] = {'n', 'c', 'a', 'i', 'm', 'x'};
+static const char kind_code[SB_EVAL_LEARN__N] = {'n', 'c', 'a', 'i', 'm', 'x', 'f'};
 
 static const enum sb_eval_list_key kind_key[SB_EVAL_LEARN__N] = {
     [SB_EVAL_LEARN_NODE] = SB_EVAL_SYNTAX,	   [SB_EVAL_LEARN_CALL] = SB_EVAL_CALL,
@@ -139,7 +139,7 @@ static int missing_names(const struct sb_eval_learned *l,
 			if (node < 0 || sb_eval_node_implicit((size_t)node))
 				continue;
 		}
-		if (kind != SB_EVAL_LEARN_CONTEXT &&
+		if (kind != SB_EVAL_LEARN_CONTEXT && kind != SB_EVAL_LEARN_FREE &&
 		    decided(configs, n, profile, kind_key[kind], name))
 			continue;
 		if (sb_strv_push(ret, name) < 0)
@@ -215,10 +215,29 @@ static int profile_lines(const struct sb_eval_learned *l,
 
 		if (asprintf(
 			&line,
-			"# eval() at %s used the caller's namespace (eval-namespace=adaptive): "
+			"# 'eval() at %s' used the caller's namespace (eval-namespace=adaptive): "
 			"eval-call lists what the code calls; eval-namespace=closed would "
 			"declare the whole namespace here",
 			*s) < 0)
+			return -ENOMEM;
+		r = sb_strv_consume(lines, line);
+	}
+	sb_strv_free(sites);
+	sites = NULL;
+	if (r >= 0)
+		r = missing_names(l, configs, n, SB_EVAL_LEARN_FREE, profile, &sites);
+	for (char **s = sites; r >= 0 && s && *s; s++) {
+		/* "file:line:a,b": the names after the last ':'. */
+		const char *names = strrchr(*s, ':');
+		char *line;
+
+		if (!names)
+			continue;
+		if (asprintf(&line,
+			     "# 'eval() at %.*s' read the caller's variables %s: a guarded eval() "
+			     "without a namespace sees none of them; pass them in a dict "
+			     "(eval(source, {...}))",
+			     (int)(names - *s), *s, names + 1) < 0)
 			return -ENOMEM;
 		r = sb_strv_consume(lines, line);
 	}

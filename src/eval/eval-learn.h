@@ -20,6 +20,9 @@ enum sb_eval_learn_kind {
 	/* "file:line" of an eval() whose namespace came from the caller
 	 * (eval-namespace=adaptive with a globals dict): a comment. */
 	SB_EVAL_LEARN_CONTEXT,
+	/* "file:line:a,b": a bare eval() that read its caller's variables a
+	 * and b, which a guarded one does not see: a comment. */
+	SB_EVAL_LEARN_FREE,
 	SB_EVAL_LEARN__N,
 };
 

@@ -217,30 +217,42 @@ static int warn_context(PyObject *mapping)
 	return e;
 }
 
-/* For learning: where the caller's namespace came from ("s.py:3"). */
-void sb_eval_namespace_record_context(const struct sb_eval_rules *r)
+char *sb_eval_namespace_call_site(void)
 {
 	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
 	PyCodeObject *code;
-	const char *file;
-	char site[512];
+	const char *file, *base;
+	char *site = NULL;
 
-	if (!frame || !sb_eval_learning())
-		return;
+	if (!frame)
+		return NULL;
 	code = PyFrame_GetCode(frame);
 	file = PyUnicode_AsUTF8(code->co_filename);
 	if (file) {
-		const char *base = strrchr(file, '/');
-
-		snprintf(site, sizeof(site), "%s:%d", base ? base + 1 : file,
-			 PyFrame_GetLineNumber(frame));
-		for (char *c = site; *c; c++)
+		base = strrchr(file, '/');
+		if (asprintf(&site, "%s:%d", base ? base + 1 : file, PyFrame_GetLineNumber(frame)) <
+		    0)
+			site = NULL;
+		/* A record holds no blank (eval-learn.c). */
+		for (char *c = site; c && *c; c++)
 			if (*c == ' ' || *c == '\n')
 				*c = '_';
-		sb_eval_record(r, SB_EVAL_LEARN_CONTEXT, site);
 	}
 	PyErr_Clear();
 	Py_DECREF(code);
+	return site;
+}
+
+/* For learning: where the caller's namespace came from ("s.py:3"). */
+void sb_eval_namespace_record_context(const struct sb_eval_rules *r)
+{
+	_cleanup_free_ char *site = NULL;
+
+	if (!sb_eval_learning())
+		return;
+	site = sb_eval_namespace_call_site();
+	if (site)
+		sb_eval_record(r, SB_EVAL_LEARN_CONTEXT, site);
 }
 
 static PyObject *fresh_globals(struct sb_eval_rules *r)

@@ -33,6 +33,9 @@ int sb_eval_namespace_open(struct sb_eval_rules *r, PyObject *globals_arg, PyObj
 			   PyObject *names, bool guarded_eval, struct sb_eval_ns *ns);
 void sb_eval_namespace_close(struct sb_eval_ns *ns);
 
+/* "s.py:3": the file (its base name) and line of the Python code calling;
+ * malloc'ed, NULL when none. */
+char *sb_eval_namespace_call_site(void);
 /* For learning: the call site whose namespace came from the caller. */
 void sb_eval_namespace_record_context(const struct sb_eval_rules *r);
 

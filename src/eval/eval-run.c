@@ -134,8 +134,9 @@ static PyObject *compile_tree(struct sb_eval_rules *r, PyObject *tree, enum sb_e
 }
 
 struct checked {
-	PyObject *tree; /* the parsed tree, checked */
-	PyObject *code; /* rewritten and compiled; NULL when not asked for */
+	PyObject *tree;	   /* the parsed tree, checked */
+	char **free_names; /* asked for: read and not bound (learning) */
+	PyObject *code;	   /* rewritten and compiled; NULL when not asked for */
 	unsigned flags;
 	PyObject *report; /* EvalSyntaxRejected's report when refused */
 };
@@ -146,6 +147,9 @@ struct checked {
 static int check_source(struct sb_eval_rules *r, PyObject *text_obj, enum sb_eval_mode mode,
 			int flags, bool learning, bool compile_it, struct checked *out)
 {
+	/* Only learning asks which of the caller's variables a bare eval()
+	 * reads (compile_it is then false). */
+	bool want_free = learning && !compile_it;
 	Py_ssize_t size;
 	const char *text = PyUnicode_AsUTF8AndSize(text_obj, &size);
 	size_t limit = r->max_nodes * SB_EVAL_BYTES_PER_NODE;
@@ -181,8 +185,10 @@ static int check_source(struct sb_eval_rules *r, PyObject *text_obj, enum sb_eva
 					 "the source nests deeper than the eval guard walks");
 		return out->report ? 0 : -1;
 	}
-	if (sb_eval_ast_check(out->tree, text, r, &c) < 0)
+	if (sb_eval_ast_check(out->tree, text, r, want_free, &c) < 0)
 		goto fail;
+	if (want_free)
+		out->free_names = TAKE_PTR(c.free_names);
 	out->flags = c.flags;
 	if (learning)
 		record_violations(r, &c);
@@ -208,6 +214,8 @@ fail:
 
 static void checked_done(struct checked *c)
 {
+	sb_strv_free(c->free_names);
+	c->free_names = NULL;
 	Py_CLEAR(c->tree);
 	Py_CLEAR(c->code);
 	Py_CLEAR(c->report);
@@ -611,6 +619,22 @@ PyObject *sb_eval_run_guarded(struct sb_eval_rules *r, PyObject *source, PyObjec
 	return result;
 }
 
+static void record_free_names(struct sb_eval_rules *r, char **names)
+{
+	_cleanup_free_ char *site = sb_eval_namespace_call_site();
+	struct sb_buf record = {0};
+
+	if (!site || sb_buf_puts(&record, site) < 0)
+		return;
+	for (char **n = names; *n; n++)
+		if (sb_buf_printf(&record, "%c%s", n == names ? ':' : ',', *n) < 0) {
+			sb_buf_reset(&record);
+			return;
+		}
+	sb_eval_record(r, SB_EVAL_LEARN_FREE, record.data);
+	sb_buf_reset(&record);
+}
+
 PyObject *sb_eval_run_learning(enum sb_eval_builtin which, PyObject *const *args, Py_ssize_t nargs,
 			       PyObject *kwnames)
 {
@@ -630,8 +654,15 @@ PyObject *sb_eval_run_learning(enum sb_eval_builtin which, PyObject *const *args
 	if (text) {
 		struct checked c;
 
-		if (check_source(r, text, (enum sb_eval_mode)mode, 0, true, false, &c) == 0)
+		bool bare = which != SB_EVAL_BUILTIN_COMPILE && (nargs < 2 || args[1] == Py_None);
+
+		if (check_source(r, text, (enum sb_eval_mode)mode, 0, true, false, &c) == 0) {
+			/* A bare eval() reading its caller's variables, which a
+			 * guarded one will not see: a comment says so. */
+			if (bare && c.free_names)
+				record_free_names(r, c.free_names);
 			checked_done(&c);
+		}
 		/* A source that does not parse is CPython's to report. */
 		PyErr_Clear();
 		Py_DECREF(text);

@@ -350,8 +350,23 @@ def test_learning_adaptive_context_is_a_comment(sb):
     assert r.stdout == "AB\n", r
     lines = block(learned, "learning_guard_eval")
     assert "eval-attribute=upper" in lines, lines
-    assert any(line.startswith("# eval() at s.py:1 used the caller's namespace")
+    assert any(line.startswith("# 'eval() at s.py:1' used the caller's namespace")
                for line in lines), lines
+
+
+def test_learning_bare_eval_reading_the_callers_variables(sb):
+    # A bare eval() sees the caller's variables in CPython, none guarded:
+    # learning says so, next to the rules it learned.
+    sb.profile(BASE + "learn=learned\n")
+    learned = sb.path("learned")
+    r = sb.run(sb.script("x = 5\nprint(eval('x + 1'))\nprint(eval('len([x])'))\n"))
+    assert r.stdout == "6\n1\n", r
+    lines = block(learned, "learning_guard_eval")
+    assert ("# 'eval() at s.py:2' read the caller's variables x: a guarded eval() without a "
+            "namespace sees none of them; pass them in a dict (eval(source, {...}))") in lines, lines
+    assert "# 'eval() at s.py:3' read the caller's variables x: " in "\n".join(lines), lines
+    assert [line for line in lines if not line.startswith("#")] == [
+        "eval-syntax=BinOp", "eval-call=len"], lines
 
 
 def test_learning_named_profile(sb):

@@ -83,7 +83,7 @@ static void test_lines(void)
 	      4);
 	/* A namespace from the call site is a comment, not a rule. */
 	check("caller namespace", (const char *[]){"x - s.py:3", "c - helper", NULL}, NULL,
-	      "# eval() at s.py:3 used the caller's namespace (eval-namespace=adaptive): "
+	      "# 'eval() at s.py:3' used the caller's namespace (eval-namespace=adaptive): "
 	      "eval-call lists what the code calls; eval-namespace=closed would declare the "
 	      "whole namespace here|eval-call=helper",
 	      1);
