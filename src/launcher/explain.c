@@ -231,6 +231,12 @@ static char *eval_scalar_text(const struct sb_eval_profile *ep, int k)
 	return asprintf(&text, "%llu", v) < 0 ? NULL : text;
 }
 
+/* The eval guard is a part of the Python guard: off with it. */
+static const char *eval_layer(const struct sb_profile *p)
+{
+	return p->py_sandbox ? LAYER_EVAL : LAYER_OFF;
+}
+
 static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 {
 	int r =
@@ -251,7 +257,7 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 					     suffix, ep->items[k][j].deny ? "DENY:" : "",
 					     ep->items[k][j].value) < 0)
 					return -ENOMEM;
-				r = rule_line(out, text, ep->items[k][j].origin, LAYER_EVAL);
+				r = rule_line(out, text, ep->items[k][j].origin, eval_layer(p));
 			}
 		for (int k = 0; r >= 0 && k < SB_EVAL_SCALAR__N; k++) {
 			_cleanup_free_ char *text = NULL, *value = eval_scalar_text(ep, k);
@@ -263,7 +269,7 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 			r = rule_line(out, text,
 				      ep->scalar_set[k] ? ep->scalar_origin[k]
 							: (struct sb_origin){NULL, 0},
-				      LAYER_EVAL);
+				      eval_layer(p));
 		}
 	}
 	return r;

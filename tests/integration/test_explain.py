@@ -109,6 +109,10 @@ def test_eval_rules_are_shown_in_profile_syntax(sb):
     assert rule(out, "eval-syntax=arith") == (f"{p}:2", EVAL_GUARD)
     assert rule(out, "eval-namespace=closed") == (f"{p}:3", EVAL_GUARD)
     assert any(rule_exists(out, f"eval-timeout={v}") for v in ("2s", "2000ms", "2")), out
+    # The eval guard is a part of the Python guard.
+    p = sb.profile("os-sandbox=none\npy-sandbox=false\neval-syntax=arith\n")
+    out = explain(sb)
+    assert rule(out, "eval-syntax=arith") == (f"{p}:3", "[not enforced: py-sandbox=false]")
 
 
 def rule_exists(out, text):
