@@ -108,7 +108,10 @@ static void record_violations(struct sb_eval_rules *r, const struct sb_eval_chec
  * raises is the layer's. */
 static PyObject *parse(struct sb_eval_rules *r, const char *text, enum sb_eval_mode mode, int flags)
 {
-	PyCompilerFlags cf = {.cf_flags = flags | PyCF_ONLY_AST,
+	/* The text is a str's UTF-8: a coding cookie in it says nothing, as
+	 * for CPython's eval of a str. */
+	PyCompilerFlags cf = {.cf_flags =
+				  flags | PyCF_ONLY_AST | PyCF_SOURCE_IS_UTF8 | PyCF_IGNORE_COOKIE,
 			      .cf_feature_version = PY_MINOR_VERSION};
 	PyObject *filename = PyUnicode_FromString(r->tag), *tree;
 
@@ -381,7 +384,7 @@ static PyObject *run_unguarded(enum sb_eval_builtin which, PyObject *const *args
 		code = Py_NewRef(a[0]);
 	} else {
 		PyObject *text = source_text(a[0], exec ? "exec" : "eval"), *filename;
-		PyCompilerFlags cf = {.cf_flags = PyCF_SOURCE_IS_UTF8};
+		PyCompilerFlags cf = {.cf_flags = PyCF_SOURCE_IS_UTF8 | PyCF_IGNORE_COOKIE};
 		const char *s;
 
 		if (!text)
