@@ -14,12 +14,13 @@
  * wrapper can. The wrapper then "claims" the event it is about to cause, and
  * the event handler only judges unclaimed events, i.e. calls that reached the
  * original by some path around the wrappers. */
-#include "guard.h"
-
-#include <frameobject.h>
+#include "guard-part.h"
 
 #include "api-registry.h"
+#include "guard-imports.h"
+#include "guard-runtime.h"
 #include "learn.h"
+#include "pysandboxes-module.h"
 #include "util.h"
 
 /* Audit-event families a wrapper can claim. */

@@ -11,7 +11,10 @@
  * original sees it: the audit event then carries the very string the system
  * call gets, so a __fspath__ that answers differently on its second call, or
  * a bytearray changed by a warning filter, cannot split check and use. */
-#include "guard.h"
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "guard-files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,7 +23,10 @@
 #include <sys/stat.h>
 
 #include "file-policy.h"
+#include "guard-part.h"
+#include "guard-runtime.h"
 #include "learn.h"
+#include "pysandboxes-module.h"
 #include "util.h"
 
 static const char *const ca_stores[] = {
@@ -740,8 +746,6 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 	return sb_raise_file_not_found(raw, text);
 }
 
-static bool caller_is_import_machinery(void);
-
 /* Learning: sys.path[0] (the script's directory, or the cwd) is readable by
  * an implicit grant of the guard, not of Landlock, so the profile must name
  * what the program read there: the directory of a file the program opened,
@@ -754,7 +758,7 @@ static void learn_decided(const char *resolved, bool write, enum sb_fp_verdict v
 	const char *needed = NULL;
 
 	if (v == SB_FP_ALLOW && g && g->implicit && streq(g->why, "a sys.path entry")) {
-		if (!caller_is_import_machinery())
+		if (!sb_guard_caller_is_import_bootstrap())
 			needed = resolved;
 		else if (!is_directory(resolved))
 			needed = g->dir;
@@ -841,8 +845,8 @@ static int verdict(const char *raw, const char *abs, const char *resolved, bool 
 	/* Learning records what a rule would allow; an ignore= rule is a
 	 * decision, and the import machinery's bytecode cache writes fail
 	 * harmlessly without learning too. */
-	if (sb_learn_active() && v != SB_FP_IGNORED && !(write && caller_is_import_machinery()) &&
-	    sb_learn_file(resolved, write))
+	if (sb_learn_active() && v != SB_FP_IGNORED &&
+	    !(write && sb_guard_caller_is_import_bootstrap()) && sb_learn_file(resolved, write))
 		return 0;
 	return refuse(v, g, ig, raw, abs, resolved, write, slot && slot->dir_state == DIR_MISSING);
 }
@@ -1442,7 +1446,7 @@ struct wrapped {
 	unsigned n_paths; /* path arguments: positions 0..n-1 */
 	const char *kw[2];
 	bool follow;	    /* default of follow_symlinks */
-	bool probe;	    /* a metadata probe the import machinery makes */
+	bool probe;	    /* a metadata probe the import machinery makes (see probe_exempt()) */
 	PyObject *original; /* a strong reference, reachable from C only */
 	PyMethodDef def;
 	bool doc_owned; /* def.ml_doc was allocated (else: the original's) */
@@ -1522,22 +1526,9 @@ static struct wrapped wrapped[W__N] = {
  * innermost frame is importlib's bootstrap) keeps imports as fast as
  * without the guard. What it then opens is still checked ("open"), and a
  * probe tells the program nothing: importlib only uses it to pick a file. */
-static bool caller_is_import_machinery(void)
+static bool probe_exempt(const struct wrapped *w)
 {
-	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
-	PyCodeObject *code;
-	const char *file;
-	bool r;
-
-	if (!frame)
-		return false;
-	code = PyFrame_GetCode(frame);
-	file = PyUnicode_AsUTF8(code->co_filename);
-	r = file && startswith(file, "<frozen importlib._bootstrap");
-	if (!file)
-		PyErr_Clear();
-	Py_DECREF(code);
-	return r;
+	return w->probe && sb_guard_caller_is_import_bootstrap();
 }
 
 /* A path-like or buffer argument as the str/bytes the original will use. */
@@ -1883,7 +1874,7 @@ static PyObject *read_wrapped(struct wrapped *w, PyObject *const *args, PyObject
 		return result;
 	}
 	n = strlen(raw);
-	if (w->probe && caller_is_import_machinery()) {
+	if (probe_exempt(w)) {
 		result = PyObject_Vectorcall(w->original, call, nargsf, kwnames);
 	} else {
 		result = read_decide_and_call(w, call, nargsf, kwnames, raw, n, follow, &hint);
@@ -1946,7 +1937,7 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 		switch (w->kind) {
 		case WRAP_READ:
 		case WRAP_READLINK:
-			if (w->probe && caller_is_import_machinery())
+			if (probe_exempt(w))
 				break;
 			if (check_obj(paths[0], dir_fd, false, follow, false) < 0)
 				goto out;

@@ -2,12 +2,14 @@
 /* python-import=: a whitelist of top-level module names. Checked on the
  * "import" audit event (modules not loaded yet) and in a builtins.__import__
  * wrapper (modules the runtime already loaded, which raise no event). */
-#include "guard.h"
+#include "guard-imports.h"
 
-#include <frameobject.h>
 #include <limits.h>
 
+#include "guard-part.h"
+#include "guard-runtime.h"
 #include "learn.h"
+#include "pysandboxes-module.h"
 #include "util.h"
 
 /* importlib's public doors into the import system, which raise no "import"

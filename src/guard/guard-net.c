@@ -4,7 +4,10 @@
  * resolution of the names of rules is pinned, so getaddrinfo() and
  * gethostbyname[_ex]() are replaced by C functions answering from the pin, and
  * listen(), which raises no audit event, is replaced on _socket.socket. */
-#include "guard.h"
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "guard-net.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -13,8 +16,12 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "guard-files.h"
+#include "guard-part.h"
+#include "guard-runtime.h"
 #include "learn.h"
 #include "net-policy.h"
+#include "pysandboxes-module.h"
 #include "util.h"
 
 /* A name resolves to at most this many addresses in a decision; more are

@@ -11,7 +11,7 @@
 #include "embed.h"
 #include "env-policy.h"
 #include "explain.h"
-#include "guard.h"
+#include "guard-net.h"
 #include "launcher.h"
 #include "learn.h"
 #include "profile.h"

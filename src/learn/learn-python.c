@@ -8,7 +8,7 @@
 #include <frameobject.h>
 #include <signal.h>
 
-#include "guard.h"
+#include "guard-runtime.h"
 #include "learn.h"
 #include "util.h"
 

@@ -15,7 +15,7 @@
 
 #include "exceptions.h"
 #include "frame.h"
-#include "guard.h"
+#include "guard-runtime.h"
 #include "learn.h"
 #include "result-guard.h"
 #include "util.h"
