@@ -2,6 +2,7 @@
 /* The audit hook and its dispatch to the guard's parts. */
 #include "audit-guard.h"
 
+#include "guard-observer.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
 #include "pysandboxes-module.h"
@@ -169,7 +170,8 @@ static PyObject *pysandboxes_init(void)
 }
 
 int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
-		     const struct sb_interp_paths *interp, char **reterr)
+		     const struct sb_interp_paths *interp, const struct sb_guard_observer *observer,
+		     char **reterr)
 {
 	size_t n = 0;
 	int r;
@@ -182,6 +184,7 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 		return -ENOMEM;
 	if (!guard.enabled)
 		return 0;
+	sb_guard_observe(observer);
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
 		n += parts[i]->n_handlers;
 	guard.handlers = calloc(n ? n : 1, sizeof(*guard.handlers));
@@ -240,6 +243,7 @@ void sb_guard_release(void)
 		if (parts[i]->release)
 			parts[i]->release();
 	sb_guard_runtime_release();
+	sb_guard_observe(NULL);
 	free(guard.handlers);
 	free(guard.index);
 	free(guard.index_n);

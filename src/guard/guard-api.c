@@ -18,8 +18,8 @@
 
 #include "api-registry.h"
 #include "guard-imports.h"
+#include "guard-observer.h"
 #include "guard-runtime.h"
-#include "learn.h"
 #include "pysandboxes-module.h"
 #include "util.h"
 
@@ -426,8 +426,9 @@ static int deny(int index)
 	const char *category = sb_api_category_name(fn->category);
 	_cleanup_free_ char *message = NULL;
 
-	if (sb_learn_api(fn->qualname))
-		return 0; /* learning: recorded, and allowed */
+	if (sb_guard_refused(&(struct sb_refusal){.kind = SB_REFUSAL_API,
+						  .subject = fn->qualname}) == SB_RECORDED_ALLOW)
+		return 0;
 	if (fn->category != SB_API_DYNAMIC_CODE || !api.eval_keys)
 		return sb_raise_api_denied(fn->qualname, category);
 	/* The profile asks for guarded evaluation, which a later version
@@ -454,8 +455,9 @@ static int deny_outside_registry(const char *what, enum sb_api_category category
 	const char *name = sb_api_category_name(category);
 	_cleanup_free_ char *message = NULL;
 
-	if (sb_learn_api_category((int)category))
-		return 0; /* learning: recorded, and allowed */
+	if (sb_guard_refused(&(struct sb_refusal){.kind = SB_REFUSAL_API_CATEGORY,
+						  .category = (int)category}) == SB_RECORDED_ALLOW)
+		return 0;
 	if (asprintf(&message,
 		     "%s is denied by the API guard (category: %s). Add `python-api=ALLOW:%s` to "
 		     "'%s' to allow the whole category",

@@ -23,9 +23,9 @@
 #include <sys/stat.h>
 
 #include "file-policy.h"
+#include "guard-observer.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
-#include "learn.h"
 #include "pysandboxes-module.h"
 #include "util.h"
 
@@ -746,14 +746,14 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 	return sb_raise_file_not_found(raw, text);
 }
 
-/* Learning: sys.path[0] (the script's directory, or the cwd) is readable by
- * an implicit grant of the guard, not of Landlock, so the profile must name
- * what the program read there: the directory of a file the program opened,
- * the sys.path entry itself for a module the import machinery loaded from it
- * (its listing is what finds the module). A listing alone names nothing:
- * the machinery lists every entry on every import. */
-static void learn_decided(const char *resolved, bool write, enum sb_fp_verdict v,
-			  const struct sb_fp_grant *g)
+/* The decision, for the observer. sys.path[0] (the script's directory, or
+ * the cwd) is readable by an implicit grant of the guard, not of Landlock,
+ * so the profile must name what the program read there: the directory of a
+ * file the program opened, the sys.path entry itself for a module the import
+ * machinery loaded from it (its listing is what finds the module). A listing
+ * alone names nothing: the machinery lists every entry on every import. */
+static void note_decided(const char *resolved, bool write, enum sb_fp_verdict v,
+			 const struct sb_fp_grant *g)
 {
 	const char *needed = NULL;
 
@@ -763,7 +763,7 @@ static void learn_decided(const char *resolved, bool write, enum sb_fp_verdict v
 		else if (!is_directory(resolved))
 			needed = g->dir;
 	}
-	sb_learn_file_decided(resolved, write, needed);
+	sb_guard_note_file(resolved, write, needed);
 }
 
 /* The decision for one raw path (relative to dir_fd when >= 0, else to the
@@ -825,8 +825,8 @@ static int absolute(const char *raw, int dir_fd, char abs[PATH_MAX], char base[P
 	return 0;
 }
 
-/* The verdict on a resolved path, and what follows from it: learning, the
- * refusal. slot is the cache entry this very resolution came from, if any
+/* The verdict on a resolved path, and what follows from it: the observer's
+ * note, the refusal. slot is the cache entry this very resolution came from, if any
  * (NULL when the resolver itself answered, e.g. for a path with ".."). */
 static int verdict(const char *raw, const char *abs, const char *resolved, bool write,
 		   struct rc_slot *slot)
@@ -838,15 +838,18 @@ static int verdict(const char *raw, const char *abs, const char *resolved, bool 
 	v = sb_file_policy_decide(&files.policy, raw, abs, resolved, write, &g, &ig);
 	if (slot && v == SB_FP_ALLOW && !write && !files.policy.n_ignores)
 		slot->allowed = true;
-	if (sb_learn_active())
-		learn_decided(resolved, write, v, g);
+	if (sb_guard_observed())
+		note_decided(resolved, write, v, g);
 	if (v == SB_FP_ALLOW)
 		return 0;
-	/* Learning records what a rule would allow; an ignore= rule is a
-	 * decision, and the import machinery's bytecode cache writes fail
-	 * harmlessly without learning too. */
-	if (sb_learn_active() && v != SB_FP_IGNORED &&
-	    !(write && sb_guard_caller_is_import_bootstrap()) && sb_learn_file(resolved, write))
+	/* What a rule would allow is offered to the observer: not a refusal by
+	 * an ignore= rule, a decision; nor the import machinery's
+	 * bytecode-cache writes, which fail harmlessly without an observer
+	 * too. */
+	if (v != SB_FP_IGNORED && sb_guard_observed() &&
+	    !(write && sb_guard_caller_is_import_bootstrap()) &&
+	    sb_guard_refused(&(struct sb_refusal){
+		.kind = SB_REFUSAL_FILE, .subject = resolved, .write = write}) == SB_RECORDED_ALLOW)
 		return 0;
 	return refuse(v, g, ig, raw, abs, resolved, write, slot && slot->dir_state == DIR_MISSING);
 }

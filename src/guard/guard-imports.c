@@ -6,9 +6,9 @@
 
 #include <limits.h>
 
+#include "guard-observer.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
-#include "learn.h"
 #include "pysandboxes-module.h"
 #include "util.h"
 
@@ -56,8 +56,9 @@ static int deny_import(const char *module, size_t top_len)
 {
 	_cleanup_free_ char *text = NULL, *name = strndup(module, top_len);
 
-	if (name && sb_learn_import(name))
-		return 0; /* learning: recorded, and allowed */
+	if (name && sb_guard_refused(&(struct sb_refusal){.kind = SB_REFUSAL_IMPORT,
+							  .subject = name}) == SB_RECORDED_ALLOW)
+		return 0;
 	if (!name || asprintf(&text,
 			      "Module named '%s' is not allowed by a rule. Add "
 			      "'python-import=%s' to '%s'",

@@ -251,7 +251,7 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		*ret_exit_code = st->exit_code;
 		return 0;
 	}
-	r = sb_guard_prepare(e->profile, e->profile_path, interp, reterr);
+	r = sb_guard_prepare(e->profile, e->profile_path, interp, sb_learn_observer(), reterr);
 	if (r < 0) {
 		PyConfig_Clear(&st->config);
 		if (!*reterr)
