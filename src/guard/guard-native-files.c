@@ -9,7 +9,7 @@
 
 #include <fcntl.h>
 
-#include "guard-files.h"
+#include "guard-files-check.h"
 #include "guard-runtime.h"
 #include "util.h"
 

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "guard-files.h"
+#include "guard-files-check.h"
 #include "guard-observer.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
