@@ -272,7 +272,8 @@ static int guarded_module_of_code(PyObject *code_obj)
 {
 	PyCodeObject *code = (PyCodeObject *)code_obj;
 	const char *file;
-	char rel[64];
+	char name[128];
+	int m;
 
 	if (!PyCode_Check(code_obj) || !PyUnicode_Check(code->co_name) ||
 	    PyUnicode_CompareWithASCIIString(code->co_name, "<module>") != 0)
@@ -282,23 +283,13 @@ static int guarded_module_of_code(PyObject *code_obj)
 		PyErr_Clear();
 		return -1;
 	}
-	for (size_t m = 0; m < SB_API_M__N; m++) {
-		const char *name = sb_api_module_names[m];
-		size_t n = 0;
-
-		if (sb_api_module_made_by_imp[m])
-			continue;
-		rel[n++] = '/';
-		for (; *name && n < sizeof(rel) - 16; name++)
-			rel[n++] = *name == '.' ? '/' : *name;
-		memcpy(rel + n, ".py", 4);
-		if (sb_guard_is_stdlib_source(file, rel))
-			return (int)m;
-		memcpy(rel + n, "/__init__.py", 13);
-		if (sb_guard_is_stdlib_source(file, rel))
-			return (int)m;
-	}
-	return -1;
+	/* One lookup of the file's module name, rather than a comparison of
+	 * the file with each guarded module's: this runs for every module
+	 * body executed. */
+	if (!sb_guard_stdlib_module(file, name, sizeof(name)))
+		return -1;
+	m = sb_api_module_id(name);
+	return m >= 0 && !sb_api_module_made_by_imp[m] ? m : -1;
 }
 
 /* A guarded module's code run again -- exec() of its code object, its

@@ -71,6 +71,40 @@ bool sb_guard_is_stdlib_source(const char *file, const char *rel)
 	return streq(f, ">");
 }
 
+bool sb_guard_stdlib_module(const char *file, char *buf, size_t size)
+{
+	const char *rel = sb_guard_runtime_relative(file), *frozen;
+	size_t n;
+
+	if (!rel) {
+		frozen = startswith(file, "<frozen ");
+		n = frozen ? strlen(frozen) : 0;
+		if (n < 2 || frozen[n - 1] != '>' || n - 1 >= size)
+			return false;
+		memcpy(buf, frozen, n - 1);
+		buf[n - 1] = '\0';
+		return true;
+	}
+	n = strlen(rel);
+	if (n > 12 && streq(rel + n - 12, "/__init__.py"))
+		n -= 12;
+	else if (n > 3 && streq(rel + n - 3, ".py"))
+		n -= 3;
+	else
+		return false;
+	/* After the leading '/': a path of names without dots. */
+	rel++, n--;
+	if (n == 0 || n >= size)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (rel[i] == '.')
+			return false;
+		buf[i] = rel[i] == '/' ? '.' : rel[i];
+	}
+	buf[n] = '\0';
+	return true;
+}
+
 bool sb_guard_code_is(PyCodeObject *code, const char *file_rel, const char *function)
 {
 	const char *file = PyUnicode_AsUTF8(code->co_filename);

@@ -75,6 +75,13 @@ const char *sb_guard_runtime_relative(const char *file);
 /* Whether file is the standard library's module rel ("/runpy.py"), from
  * the standard library's directory or frozen ("<frozen runpy>"). */
 bool sb_guard_is_stdlib_source(const char *file, const char *rel);
+/* The dotted name of the standard library's module whose code file is (a
+ * co_filename): "x.y" for "<frozen x.y>", or for "/x/y.py" and
+ * "/x/y/__init__.py" under the standard library's directory (not its
+ * site-packages), into buf. false when file is none of these (or the name
+ * would not fit): then sb_guard_is_stdlib_source() is false for every
+ * module of the standard library. */
+bool sb_guard_stdlib_module(const char *file, char *buf, size_t size);
 /* Whether code (a frame's) is the standard library's function `function`
  * of the module rel ("/pkgutil.py", "resolve_name"): the tables of stdlib
  * functions the guard treats apart are matched with these. */
