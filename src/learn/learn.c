@@ -576,6 +576,9 @@ void sb_learn_finish(void)
 		.learn_profile = learn_profile,
 	    },
 	    learn.profile, &rules);
+	/* The records are rule lines now, and nothing records any more
+	 * (learn.done): a long run's thousands of paths need not stay. */
+	sb_learn_set_done(&learn.set);
 	if (r >= 0)
 		r = sb_learn_file_write(learn.file, &rules, time(NULL), &res, &err);
 	out.error = r < 0 ? r : 0;
