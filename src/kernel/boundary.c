@@ -2,8 +2,11 @@
 #include "boundary.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+
+#include "resource-limits.h"
 
 /* Landlock takes one rule per TCP port. Beyond this many allowed ports a
  * direction is left to the Python guard rather than adding tens of thousands
@@ -369,12 +372,20 @@ static int explain_ports(struct sb_buf *out, const char *what, bool restricted,
 
 int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 {
-	static const char *const limit_names[] = {"limit-cpu",	      "limit-memory",
-						  "limit-processes",  "limit-file-size",
-						  "limit-open-files", "timeout"};
-	const unsigned long long limit_values[] = {
-	    b->limits.cpu_ms,	       b->limits.memory_bytes, b->limits.processes,
-	    b->limits.file_size_bytes, b->limits.open_files,   b->limits.timeout_ms,
+	static const struct {
+		const char *key, *unit;
+		size_t offset;
+	} limits[] = {
+#define SB_LIMIT_KEY(id, key, unit, field, rlimit)                                                 \
+	{key, SB_UNIT_##unit, offsetof(struct sb_limits, field)},
+#define SB_UNIT_DURATION " ms"
+#define SB_UNIT_SIZE	 " bytes"
+#define SB_UNIT_COUNT	 ""
+#include "limit-key-list.h"
+#undef SB_LIMIT_KEY
+#undef SB_UNIT_DURATION
+#undef SB_UNIT_SIZE
+#undef SB_UNIT_COUNT
 	};
 	int r = sb_buf_puts(out, "\n# Kernel boundary\n");
 
@@ -423,11 +434,13 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 		r = sb_seccomp_describe(&b->seccomp, out);
 	else if (r >= 0)
 		r = sb_buf_puts(out, "#   no seccomp filter with os-sandbox=none\n");
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(limit_names); i++)
-		if (limit_values[i])
-			r = sb_buf_printf(out, "#   %s: %llu%s\n", limit_names[i], limit_values[i],
-					  i == 0 || i == 5   ? " ms"
-					  : i == 1 || i == 3 ? " bytes"
-							     : "");
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(limits); i++) {
+		unsigned long long v =
+		    *(const unsigned long long *)((const char *)&b->limits + limits[i].offset);
+
+		if (v)
+			r = sb_buf_printf(out, "#   %s: %llu%s\n", limits[i].key, v,
+					  limits[i].unit);
+	}
 	return r;
 }

@@ -16,6 +16,7 @@
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
+#include "resource-limits.h"
 #include "usage.h"
 #include "worker.h"
 #include "util.h"

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "profile.h"
+#include "profile-keys.h"
 #include "landlock.h"
 #include "provider.h"
 #include "fake-env.h"
@@ -145,6 +146,35 @@ static void test_scalars_and_cli(void)
 	done(&res);
 }
 
+/* Every scalar key has a name (limit-* and timeout had none), and the name
+ * finds the key's own row of the key table, as a scalar (once per file). */
+static void test_scalar_key_names(void)
+{
+	struct result res;
+	char *cli_limits[] = {"limit-cpu=2s", "timeout=1m", NULL};
+
+	for (int k = 0; k < SB_SCALAR__N; k++) {
+		const char *name = sb_scalar_key_name((enum sb_scalar_key)k);
+		const struct sb_key_def *def = name ? sb_key_lookup(name) : NULL;
+
+		tap_ok(def && def->scalar == k, "scalar key %d is named (%s) and its row says so",
+		       k, name ? name : "NULL");
+	}
+	TAP_IS_STR(sb_scalar_key_name(SB_KEY_LIMIT_OPEN_FILES), "limit-open-files",
+		   "a limit key's name");
+	TAP_IS_STR(sb_scalar_key_name(SB_KEY_TIMEOUT), "timeout", "timeout's name");
+	tap_ok(sb_scalar_key_name(SB_SCALAR__N) == NULL, "past the end: NULL");
+
+	put("limits/main.prof", "limit-cpu=1s\ntimeout=5s\n");
+	load(&res, "limits/main.prof", cli_limits);
+	TAP_IS_INT(res.r, 0, "limits overridden on the command line");
+	TAP_IS_INT(res.p->limits.cpu_ms, 2000, "limit-cpu from the command line");
+	TAP_IS_INT(res.p->limits.timeout_ms, 60000, "timeout from the command line");
+	TAP_IS_STR(res.p->scalar_origin[SB_KEY_TIMEOUT].file, SB_ORIGIN_CLI,
+		   "a limit's origin is recorded");
+	done(&res);
+}
+
 static void test_learn(void)
 {
 	struct result res;
@@ -254,6 +284,7 @@ int main(void)
 		return tap_skip_all("cannot create a temporary directory");
 	test_includes();
 	test_scalars_and_cli();
+	test_scalar_key_names();
 	test_learn();
 	test_errors_collected();
 	test_provider_select();
