@@ -497,10 +497,9 @@ static int parse_eval(struct sb_profile *p, const struct sb_key_context *ctx _un
 	return sb_eval_config_add(&p->eval, key, value, origin, diags);
 }
 
-/* Providers whose parameters a profile may set; landlock, none and subprocess
- * take none. */
-static const char *const parameterised_providers[] = {"unshare", "bwrap", "firejail", "qemu", NULL};
-
+/* <provider>.<key>: stored for the provider named, which checks its own
+ * parameters (sb_provider_check_params(), a step of its own: the profile
+ * layer knows the providers' names, not what they take). */
 static int parse_provider_param(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
 				const char *key, const char *value, struct sb_origin origin,
 				struct sb_diags *diags)
@@ -508,6 +507,7 @@ static int parse_provider_param(struct sb_profile *p, const struct sb_key_contex
 	const char *dot = strchr(key, '.');
 	_cleanup_free_ char *provider = strndup(key, (size_t)(dot - key));
 	struct sb_provider_param *param;
+	int id;
 
 	if (!provider)
 		return -ENOMEM;
@@ -515,20 +515,23 @@ static int parse_provider_param(struct sb_profile *p, const struct sb_key_contex
 		return sb_diags_error(diags, origin, "Invalid rule '%s=%s': empty parameter name",
 				      key, value);
 	/* Exact case, as os-sandbox= itself: "BWRAP.x" would never be read. */
-	bool known = false;
+	id = sb_os_sandbox_from_name(provider);
+	if (id < 0) {
+		const char *closest =
+		    sb_closest_name(provider, os_sandbox_names + SB_OS_AUTO, SB_OS__N - SB_OS_AUTO,
+				    strlen(provider) / 3 + 1);
 
-	for (const char *const *n = parameterised_providers; *n; n++)
-		known = known || streq(provider, *n);
-	if (!known) {
-		if (sb_os_sandbox_from_name(provider) >= 0)
+		if (closest)
 			return sb_diags_error(diags, origin,
-					      "The %s provider takes no parameters ('%s')",
-					      provider, key);
+					      "Invalid rule '%s=%s': no provider '%s', closest "
+					      "known provider is '%s'",
+					      key, value, provider, closest);
 		return sb_diags_error(diags, origin, "Invalid rule '%s=%s'", key, value);
 	}
 	param = ARRAY_APPEND(p->params, p->n_params);
 	if (!param)
 		return -ENOMEM;
+	param->os_sandbox = (enum sb_os_sandbox)id;
 	param->provider = TAKE_PTR(provider);
 	param->key = strdup(dot + 1);
 	param->value = strdup(value);

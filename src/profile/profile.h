@@ -34,6 +34,16 @@ enum sb_learn_mode {
 	SB_LEARN_FILE, /* learn=<file> or --learn[=file] */
 };
 
+/* How a profile is run: its rules enforced, or learned (spec section 6: what
+ * they would refuse is recorded and allowed). The launcher decides it
+ * (sb_learn_wanted()) and hands it to each stage that treats learning its own
+ * way (provider selection, the kernel boundary, the environment); the profile
+ * itself is never rewritten. */
+enum sb_rules_mode {
+	SB_MODE_ENFORCE,
+	SB_MODE_LEARN,
+};
+
 enum sb_env_kind {
 	SB_ENV_LITERAL, /* env=NAME=text (expanded once) */
 	SB_ENV_FORWARD, /* env=NAME=${HOST} or ${HOST:-default} */
@@ -62,8 +72,9 @@ struct sb_expose_rule {
 };
 
 struct sb_provider_param {
-	char *provider; /* "bwrap" */
-	char *key;	/* "share-net" */
+	enum sb_os_sandbox os_sandbox; /* SB_OS_BWRAP */
+	char *provider;		       /* "bwrap" */
+	char *key;		       /* "share-net" */
 	char *value;
 	struct sb_origin origin;
 };
