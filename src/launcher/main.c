@@ -231,12 +231,12 @@ static void report_learning(const struct sb_learn_outcome *o)
 }
 
 /* Learning mode (spec §6): refused by a learn=false of the shared profiles
- * when the rule file is missing; says that it is permissive. The provider
- * selection forces subprocess (sb_provider_select()). */
+ * when the rule file is missing; says that it is permissive, and under which
+ * provider it runs (sb_provider_select()'s choice and note). */
 static int start_learning(const struct sb_profile *profile, const struct sb_load_options *opts,
-			  const char *file, char **host_env, const char *cwd, char **reterr)
+			  const char *file, char **host_env, const char *cwd,
+			  const struct sb_provider *provider, const char *note, char **reterr)
 {
-	enum sb_os_sandbox asked = profile->os_sandbox;
 	int r;
 
 	if (profile->root_missing) {
@@ -246,13 +246,9 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 	}
 	fprintf(stderr,
 		"python-sb: LEARNING MODE: what the rules would refuse is recorded and "
-		"allowed, the program sees the whole environment, and os-sandbox=subprocess "
-		"is forced%s%s%s. Never learn with untrusted code.\n",
-		asked != SB_OS_SUBPROCESS ? " (os-sandbox=" : "",
-		asked != SB_OS_SUBPROCESS
-		    ? (asked == SB_OS_UNSET ? "auto" : sb_os_sandbox_name(asked))
-		    : "",
-		asked != SB_OS_SUBPROCESS ? " does not apply while learning)" : "");
+		"allowed, the program sees the whole environment, and os-sandbox=%s is "
+		"forced%s%s%s. Never learn with untrusted code.\n",
+		provider->name, note ? " (" : "", note ? note : "", note ? ")" : "");
 	return sb_learn_configure(&(struct sb_learn_options){
 	    .profile = profile,
 	    .file = file,
@@ -360,18 +356,18 @@ int sb_launcher_main(int argc, char **argv)
 	if (report_diags(&diags) < 0)
 		return EXIT_CONFIG;
 
-	if (sb_learn_wanted(profile, config, &learn_file)) {
-		r = start_learning(profile, &opts, learn_file, host_env, cwd, &err);
-		if (r < 0)
-			return fail("cannot start learning mode", err, r);
+	if (sb_learn_wanted(profile, config, &learn_file))
 		mode = SB_MODE_LEARN;
-	}
-
 	r = sb_provider_select(profile->os_sandbox, mode, &provider, &note, &warn, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
 	if (warn)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
+	if (mode == SB_MODE_LEARN) {
+		r = start_learning(profile, &opts, learn_file, host_env, cwd, provider, note, &err);
+		if (r < 0)
+			return fail("cannot start learning mode", err, r);
+	}
 
 	r = sb_env_build(profile, host_env, mode, &envp);
 	if (r < 0)

@@ -37,9 +37,7 @@ int sb_provider_select(enum sb_os_sandbox requested, enum sb_rules_mode mode,
 		*ret = sb_provider_get(SB_OS_SUBPROCESS);
 		if (requested == SB_OS_SUBPROCESS)
 			return 0;
-		if (asprintf(ret_note,
-			     "learning mode runs under os-sandbox=subprocess: os-sandbox=%s does "
-			     "not apply while learning",
+		if (asprintf(ret_note, "os-sandbox=%s does not apply while learning",
 			     sb_os_sandbox_name(requested)) < 0) {
 			*ret_note = NULL;
 			return -ENOMEM;
