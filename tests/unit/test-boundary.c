@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* From a profile to the kernel policy: which paths Landlock grants, which TCP
- * ports, what seccomp allows. Pure: nothing is applied here. */
+ * ports, what seccomp allows. Pure: nothing is applied here (a wrapper's boundary
+ * is refused before its first step). */
+#include <sys/resource.h>
+
 #include "boundary.h"
 #include "provider.h"
 #include "fake-env.h"
@@ -167,11 +170,35 @@ static void test_learning_mode(void)
 	sb_boundary_done(&b);
 }
 
+/* A wrapper provider confines the program it runs: until the launcher runs
+ * one, entering its boundary in this process must fail before any step. */
+static void test_wrapper_fails_closed(void)
+{
+	_cleanup_(sb_profile_freep) struct sb_profile *p = load("limit-open-files=3\n");
+	_cleanup_strv_free_ char **warnings = NULL;
+	_cleanup_free_ char *err = NULL;
+	struct rlimit before, after;
+	struct sb_boundary b;
+
+	if (!tap_ok(p != NULL, "wrapper profile loads"))
+		return;
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_bwrap, NULL, SB_MODE_ENFORCE, &b), 0,
+		   "build bwrap");
+	getrlimit(RLIMIT_NOFILE, &before);
+	TAP_IS_INT(sb_boundary_enter(&b, &warnings, &err), -EOPNOTSUPP,
+		   "entering a wrapper's boundary here is refused");
+	getrlimit(RLIMIT_NOFILE, &after);
+	tap_ok(err && strstr(err, "os-sandbox=bwrap"), "the message names the provider");
+	tap_ok(before.rlim_cur == after.rlim_cur, "nothing was applied");
+	sb_boundary_done(&b);
+}
+
 int main(void)
 {
 	test_grants();
 	test_network();
 	test_providers_and_api();
 	test_learning_mode();
+	test_wrapper_fails_closed();
 	return tap_done();
 }
