@@ -130,49 +130,6 @@ int sb_learn_configure(const struct sb_learn_options *o)
 	return 0;
 }
 
-int sb_learn_environment(char *const *host_env, char *const *rule_env, char ***ret)
-{
-	_cleanup_strv_free_ char **env = NULL;
-	int r = 0;
-
-	for (char *const *e = host_env; r >= 0 && e && *e; e++)
-		r = sb_strv_push(&env, *e);
-	for (char *const *e = rule_env; r >= 0 && e && *e; e++) {
-		size_t n = strcspn(*e, "=");
-		bool replaced = false;
-
-		for (char **h = env; h && *h; h++)
-			if (strncmp(*h, *e, n) == 0 && (*h)[n] == '=') {
-				char *copy = strdup(*e);
-
-				if (!copy)
-					return -ENOMEM;
-				free(*h);
-				*h = copy;
-				replaced = true;
-				break;
-			}
-		if (!replaced)
-			r = sb_strv_push(&env, *e);
-	}
-	if (r < 0)
-		return r;
-	if (!env && !(env = calloc(1, sizeof(*env))))
-		return -ENOMEM;
-	*ret = TAKE_PTR(env);
-	return 0;
-}
-
-void sb_learn_relax_boundary(struct sb_boundary *b)
-{
-	b->use_landlock = false;
-	b->seccomp.allow_inet = true;
-	b->seccomp.allow_udp = true;
-	b->seccomp.allow_unix_socket = true;
-	b->seccomp.allow_exec = true;
-	b->seccomp.allow_fork = true;
-}
-
 int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr _unused_)
 {
 	int r = 0;
