@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The run-time attribute check (spec section 5): every attribute read of
- * evaluated code -- the rewritten dot, getattr, hasattr, vars, the fields of
- * a format template -- passes here, whatever spelling led to the name. */
+#include "eval-attr.h"
+
 #include "eval-errors.h"
-#include "eval-format.h"
 #include "eval-grammar.h"
-#include "eval-helpers.h"
 #include "eval-learn.h"
-#include "eval-regex.h"
 #include "eval-runtime.h"
 #include "eval-state.h"
 #include "util.h"
@@ -67,38 +63,9 @@ int sb_eval_attr_check(struct sb_eval_rules *r, PyObject *name)
 	dunder = sb_eval_is_dunder(s);
 	learning = sb_eval_current ? sb_eval_current->learning : false;
 	if (learning) {
-		sb_eval_record(r, dunder ? SB_EVAL_LEARN_MAGIC : SB_EVAL_LEARN_ATTRIBUTE, s);
+		sb_eval_record(r->name, dunder ? SB_EVAL_LEARN_MAGIC : SB_EVAL_LEARN_ATTRIBUTE, s);
 		return 0;
 	}
 	return sb_eval_deny(r, s, dunder ? SB_EVAL_MAGIC : SB_EVAL_ATTRIBUTE,
 			    sb_eval_is_blind_attribute(s) ? FORMAT_HINT : NULL);
-}
-
-PyObject *sb_eval_getattr(struct sb_eval_rules *r, PyObject *obj, PyObject *name)
-{
-	PyObject *value, *wrapped;
-
-	if (!PyUnicode_Check(name)) {
-		PyErr_Format(PyExc_TypeError, "attribute name must be string, not '%.200s'",
-			     Py_TYPE(name)->tp_name);
-		return NULL;
-	}
-	if (sb_eval_attr_check(r, name) < 0)
-		return NULL;
-	value = PyObject_GetAttr(obj, name);
-	if (!value)
-		return NULL;
-	/* The methods that read attributes or run an engine in C come back
-	 * wrapped, their arguments checked when they are called. */
-	if (PyUnicode_Check(obj) || PyType_Check(obj)) {
-		wrapped = sb_eval_format_wrap(r, obj, name, value);
-		Py_DECREF(value);
-		value = wrapped;
-	}
-	if (value && (PyModule_Check(obj) || !PyType_Check(obj))) {
-		wrapped = sb_eval_regex_wrap(r, obj, name, value);
-		Py_DECREF(value);
-		value = wrapped;
-	}
-	return value;
 }

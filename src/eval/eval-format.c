@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "eval-format.h"
 
-#include "eval-helpers.h"
+#include "eval-attr.h"
 #include "eval-ops.h"
 #include "eval-runtime.h"
 #include "util.h"

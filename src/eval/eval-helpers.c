@@ -1,14 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /* The helpers the rewrite injects (eval-rewrite.c), each a C function bound
- * to its profile. */
+ * to its profile, and the guarded attribute read they share with the shims. */
 #include "eval-helpers.h"
 
 #include "eval-errors.h"
 #include "eval-format.h"
 #include "eval-iter.h"
 #include "eval-ops.h"
+#include "eval-regex.h"
 #include "eval-state.h"
 #include "util.h"
+
+PyObject *sb_eval_getattr(struct sb_eval_rules *r, PyObject *obj, PyObject *name)
+{
+	PyObject *value, *wrapped;
+
+	if (!PyUnicode_Check(name)) {
+		PyErr_Format(PyExc_TypeError, "attribute name must be string, not '%.200s'",
+			     Py_TYPE(name)->tp_name);
+		return NULL;
+	}
+	if (sb_eval_attr_check(r, name) < 0)
+		return NULL;
+	value = PyObject_GetAttr(obj, name);
+	if (!value)
+		return NULL;
+	/* The methods that read attributes or run an engine in C come back
+	 * wrapped, their arguments checked when they are called. */
+	if (PyUnicode_Check(obj) || PyType_Check(obj)) {
+		wrapped = sb_eval_format_wrap(r, obj, name, value);
+		Py_DECREF(value);
+		value = wrapped;
+	}
+	if (value && (PyModule_Check(obj) || !PyType_Check(obj))) {
+		wrapped = sb_eval_regex_wrap(r, obj, name, value);
+		Py_DECREF(value);
+		value = wrapped;
+	}
+	return value;
+}
 
 static struct sb_eval_rules *rules_of(PyObject *self)
 {

@@ -10,6 +10,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "eval-attr.h"
+#include "eval-ops.h"
 #include "eval-profile.h"
 
 #define SB_EVAL_H_GETATTR "__sb_getattr__" /* (obj, name): an attribute read */
@@ -21,16 +23,6 @@
 #define SB_EVAL_H_CATCH	  "__sb_catch__"   /* (types): an except clause's types */
 #define SB_EVAL_H_FORMAT  "__sb_format__"  /* (value, conversion, spec): an f-string field */
 
-/* The operators checked before they run, as __sb_binop__'s first argument. */
-enum sb_eval_op {
-	SB_EVAL_OP_ADD,
-	SB_EVAL_OP_MUL,
-	SB_EVAL_OP_POW,
-	SB_EVAL_OP_LSHIFT,
-	SB_EVAL_OP_MOD,
-	SB_EVAL_OP__N,
-};
-
 /* Adds the helpers bound to r to dict. 0, or -1 with an exception. */
 int sb_eval_helpers_add(struct sb_eval_rules *r, PyObject *dict);
 
@@ -39,8 +31,3 @@ int sb_eval_helpers_add(struct sb_eval_rules *r, PyObject *dict);
  * str.format and the regular-expression engine come back wrapped. New
  * reference, NULL with an exception. */
 PyObject *sb_eval_getattr(struct sb_eval_rules *r, PyObject *obj, PyObject *name);
-/* Whether the attribute rules allow name, silently (dir() filtering). */
-bool sb_eval_attr_allowed(const struct sb_eval_rules *r, PyObject *name);
-/* The check alone: 0, or -1 with RuleEvalPermissionError (learning: the name
- * is recorded and 0 returned). */
-int sb_eval_attr_check(struct sb_eval_rules *r, PyObject *name);

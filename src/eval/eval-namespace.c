@@ -252,7 +252,7 @@ void sb_eval_namespace_record_context(const struct sb_eval_rules *r)
 		return;
 	site = sb_eval_namespace_call_site();
 	if (site)
-		sb_eval_record(r, SB_EVAL_LEARN_CONTEXT, site);
+		sb_eval_record(r->name, SB_EVAL_LEARN_CONTEXT, site);
 }
 
 static PyObject *fresh_globals(struct sb_eval_rules *r)

@@ -11,8 +11,17 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "eval-helpers.h"
 #include "eval-state.h"
+
+/* The operators checked before they run, as __sb_binop__'s first argument. */
+enum sb_eval_op {
+	SB_EVAL_OP_ADD,
+	SB_EVAL_OP_MUL,
+	SB_EVAL_OP_POW,
+	SB_EVAL_OP_LSHIFT,
+	SB_EVAL_OP_MOD,
+	SB_EVAL_OP__N,
+};
 
 /* 0, or -1 with RuleEvalPermissionError (eval-max-alloc or
  * eval-max-iterations). */

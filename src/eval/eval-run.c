@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "eval-run.h"
 
+#include "eval-alloc.h"
 #include "eval-ast.h"
 #include "eval-code.h"
 #include "eval-errors.h"
@@ -99,9 +100,10 @@ static void record_violations(struct sb_eval_rules *r, const struct sb_eval_chec
 {
 	for (size_t i = 0; i < c->n_violations; i++)
 		if (c->violations[i].learn_kind >= 0 && c->violations[i].learn_name)
-			sb_eval_record(r, c->violations[i].learn_kind, c->violations[i].learn_name);
+			sb_eval_record(r->name, c->violations[i].learn_kind,
+				       c->violations[i].learn_name);
 	for (char **n = c->also_nodes; n && *n; n++)
-		sb_eval_record(r, SB_EVAL_LEARN_NODE, *n);
+		sb_eval_record(r->name, SB_EVAL_LEARN_NODE, *n);
 }
 
 /* Parses text with the layer's own parse: the "compile" audit event it
@@ -268,6 +270,7 @@ static PyObject *run_here(struct sb_eval_state *s, PyObject *code, PyObject *glo
 	sb_eval_state_push(s);
 	result = PyEval_EvalCode(code, globals, locals);
 	sb_eval_state_pop(s);
+	sb_eval_alloc_forget(s);
 	/* Code that caught an exception after its budget ran out (a
 	 * MemoryError of the allocation budget) still ends interrupted. */
 	if (atomic_load(&s->interrupted)) {
@@ -634,7 +637,7 @@ static void record_free_names(struct sb_eval_rules *r, char **names)
 			sb_buf_reset(&record);
 			return;
 		}
-	sb_eval_record(r, SB_EVAL_LEARN_FREE, record.data);
+	sb_eval_record(r->name, SB_EVAL_LEARN_FREE, record.data);
 	sb_buf_reset(&record);
 }
 

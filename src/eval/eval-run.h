@@ -11,7 +11,7 @@
 #include <stdbool.h>
 
 #include "eval-profile.h"
-#include "eval.h"
+#include "eval-builtin.h"
 
 /* eval/exec/compile with their builtin's arguments, under r: the program's
  * (r is then the default profile) or evaluated code's (the profile of the

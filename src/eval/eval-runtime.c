@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "eval-runtime.h"
 
-#include "eval-profile.h"
-#include "learn.h"
+#include "guard-observer.h"
 #include "util.h"
 
 _Thread_local unsigned sb_eval_own_events;
@@ -114,17 +113,15 @@ PyObject *sb_eval_loaded_module(const char *name)
 	return m;
 }
 
-bool sb_eval_owns_event(void)
-{
-	return sb_eval_own_events > 0;
-}
-
 bool sb_eval_learning(void)
 {
-	return sb_learn_active();
+	return sb_guard_observed();
 }
 
-void sb_eval_record(const struct sb_eval_rules *r, int kind, const char *name)
+void sb_eval_record(const char *profile, int kind, const char *name)
 {
-	sb_learn_eval(kind, r->name, name);
+	/* Learning goes ahead with what it records; the answer changes nothing
+	 * (the layer only records while learning, where it allows anyway). */
+	(void)sb_guard_refused(&(struct sb_refusal){
+	    .kind = SB_REFUSAL_EVAL, .subject = name, .eval_kind = kind, .eval_profile = profile});
 }

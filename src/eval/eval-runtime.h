@@ -11,7 +11,7 @@
 #include <Python.h>
 #include <stdbool.h>
 
-#include "eval.h"
+#include "eval-builtin.h"
 
 int sb_eval_runtime_activate(const char *profile_path, char **reterr);
 void sb_eval_runtime_release(void);
@@ -36,9 +36,9 @@ PyObject *sb_eval_loaded_module(const char *name);
  * itself: sb_eval_owns_event() reads it. */
 extern _Thread_local unsigned sb_eval_own_events;
 
-/* Learning mode (src/learn): whether it runs, and a record of something
- * evaluated code used that r does not allow (kind: enum
+/* Learning mode (src/learn, through the guard's refusal hook): whether it
+ * runs, and a record of something evaluated code used that the eval profile
+ * of that name (NULL: the default one) does not allow (kind: enum
  * sb_eval_learn_kind). */
 bool sb_eval_learning(void);
-struct sb_eval_rules;
-void sb_eval_record(const struct sb_eval_rules *r, int kind, const char *name);
+void sb_eval_record(const char *profile, int kind, const char *name);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "eval-shims.h"
 
+#include "eval-attr.h"
 #include "eval-errors.h"
 #include "eval-format.h"
 #include "eval-grammar.h"
@@ -8,7 +9,6 @@
 #include "eval-iter.h"
 #include "eval-learn.h"
 #include "eval-ops.h"
-#include "eval-run.h"
 #include "eval-runtime.h"
 #include "eval-state.h"
 #include "util.h"
@@ -303,25 +303,32 @@ static PyObject *s_iter(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 	return out;
 }
 
+static sb_eval_runner runner;
+
+void sb_eval_shims_plug(sb_eval_runner run)
+{
+	runner = run;
+}
+
 static PyObject *s_eval(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
 {
 	struct sb_eval_rules *r = rules_of(self);
 
-	return r ? sb_eval_run_builtin(r, SB_EVAL_BUILTIN_EVAL, args, nargs, kw) : NULL;
+	return r ? runner(r, SB_EVAL_BUILTIN_EVAL, args, nargs, kw) : NULL;
 }
 
 static PyObject *s_exec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
 {
 	struct sb_eval_rules *r = rules_of(self);
 
-	return r ? sb_eval_run_builtin(r, SB_EVAL_BUILTIN_EXEC, args, nargs, kw) : NULL;
+	return r ? runner(r, SB_EVAL_BUILTIN_EXEC, args, nargs, kw) : NULL;
 }
 
 static PyObject *s_compile(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
 {
 	struct sb_eval_rules *r = rules_of(self);
 
-	return r ? sb_eval_run_builtin(r, SB_EVAL_BUILTIN_COMPILE, args, nargs, kw) : NULL;
+	return r ? runner(r, SB_EVAL_BUILTIN_COMPILE, args, nargs, kw) : NULL;
 }
 
 /* __import__(name, globals, locals, fromlist, level): what an import
@@ -349,7 +356,7 @@ static PyObject *s_import(PyObject *self, PyObject *const *args, Py_ssize_t narg
 			sb_eval_deny(r, s, SB_EVAL_IMPORT, NULL);
 			return NULL;
 		}
-		sb_eval_record(r, SB_EVAL_LEARN_IMPORT, s);
+		sb_eval_record(r->name, SB_EVAL_LEARN_IMPORT, s);
 	}
 	/* The builtins module's own __import__: the guard's import rules
 	 * apply to it as to any import of the program. */

@@ -19,8 +19,16 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "eval-builtin.h"
 #include "eval-profile.h"
 
 /* The guarded builtin standing for name under r (borrowed), or NULL (no
  * exception) when name has none. */
 PyObject *sb_eval_shim(struct sb_eval_rules *r, const char *name);
+
+/* What the eval, exec and compile shims hand their arguments to: the runner
+ * (eval-run.c) sits above the namespace these shims are bound in, so eval.c
+ * plugs it in before any namespace is built. */
+typedef PyObject *(*sb_eval_runner)(struct sb_eval_rules *r, enum sb_eval_builtin which,
+				    PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+void sb_eval_shims_plug(sb_eval_runner run);

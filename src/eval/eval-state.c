@@ -3,7 +3,6 @@
 
 #include <time.h>
 
-#include "eval-alloc.h"
 #include "eval-code.h"
 #include "eval-errors.h"
 #include "util.h"
@@ -89,7 +88,6 @@ void sb_eval_state_pop(struct sb_eval_state *s)
 		s->parent->iterations += s->iterations;
 	s->parent = NULL;
 	s->active = false;
-	sb_eval_alloc_forget(s);
 }
 
 struct sb_eval_state *sb_eval_state_for(struct sb_eval_rules *r)

@@ -10,6 +10,7 @@
 #include "eval-profile.h"
 #include "eval-run.h"
 #include "eval-runtime.h"
+#include "eval-shims.h"
 #include "profile.h"
 #include "util.h"
 
@@ -30,6 +31,7 @@ int sb_eval_prepare(const struct sb_profile *profile, char **reterr)
 	r = sb_eval_rules_prepare(&profile->eval);
 	if (r < 0)
 		return sb_error(reterr, r, "cannot compile the eval-* rules");
+	sb_eval_shims_plug(sb_eval_run_builtin);
 	ev.prepared = true;
 	return 0;
 }
@@ -66,6 +68,11 @@ void sb_eval_release(void)
 bool sb_eval_takes_over(void)
 {
 	return ev.activated && (ev.keys || (sb_eval_learning() && !ev.dynamic_granted));
+}
+
+bool sb_eval_owns_event(void)
+{
+	return sb_eval_own_events > 0;
 }
 
 PyObject *sb_eval_builtin(enum sb_eval_builtin which, PyObject *const *args, Py_ssize_t nargs,

@@ -21,14 +21,9 @@
 #include <Python.h>
 #include <stdbool.h>
 
-struct sb_profile;
+#include "eval-builtin.h"
 
-enum sb_eval_builtin {
-	SB_EVAL_BUILTIN_EVAL,
-	SB_EVAL_BUILTIN_EXEC,
-	SB_EVAL_BUILTIN_COMPILE,
-	SB_EVAL_BUILTIN__N,
-};
+struct sb_profile;
 
 /* Before the interpreter exists (no Python): compiles the profiles. 0 or
  * -errno with *reterr. */

@@ -2,9 +2,9 @@
 /* The eval-* layer (src/eval, eval.h) as a part of the guard: the rules are
  * compiled with the others' before the interpreter exists, and its pieces
  * taken from the interpreter before the guard is armed. */
-#include "guard.h"
-
 #include "eval.h"
+#include "guard-part.h"
+#include "guard-runtime.h"
 #include "util.h"
 
 static int eval_prepare(const struct sb_profile *profile,

@@ -7,10 +7,11 @@
  * written for partial mode imports and runs unchanged in the worker or under
  * python-sb. The guard raises the classes held in C: rebinding the module's
  * attributes changes nothing. */
-#include "guard.h"
+#include "pysandboxes-module.h"
 
 #include "eval.h"
 #include "exceptions.h"
+#include "guard-runtime.h"
 #include "util.h"
 
 /* Inside the sandbox the decorated function is the function: the worker
