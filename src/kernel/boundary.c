@@ -183,6 +183,7 @@ static bool category_granted(const struct sb_profile *p, enum sb_api_category c)
 
 static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p)
 {
+	b->seccomp.landlock = b->use_landlock;
 	for (size_t i = 0; i < p->n_nets; i++) {
 		if (p->nets[i].action != SB_NET_ALLOW)
 			continue;
@@ -199,6 +200,12 @@ static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p)
 	for (size_t i = 0; i < p->n_exposes; i++)
 		if (p->exposes[i].writable && p->py_sandbox)
 			b->seccomp.allow_unix_socket = true;
+	/* Creating, renaming, removing files and changing their metadata: only
+	 * with somewhere to write. seccomp cannot see paths; Landlock bounds
+	 * where the writes go, and has no right for metadata at all. */
+	for (size_t i = 0; i < p->n_exposes; i++)
+		if (p->exposes[i].writable)
+			b->seccomp.allow_write = true;
 	/* The kernel enforces the python-api decision for process creation, so
 	 * that native code cannot do what the Python guard refuses. */
 	b->seccomp.allow_exec = b->seccomp.allow_fork = category_granted(p, SB_API_PROCESS_EXEC);
