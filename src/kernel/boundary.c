@@ -217,7 +217,9 @@ int sb_boundary_build(const struct sb_profile *p, enum sb_os_sandbox provider,
 	struct sb_boundary b = {
 	    .use_landlock = provider == SB_OS_LANDLOCK,
 	    .use_seccomp = provider != SB_OS_NONE,
+	    .drop_capabilities = provider != SB_OS_NONE,
 	    .limits = p->limits,
+	    .user = p->user,
 	};
 	int r = 0;
 
@@ -311,6 +313,7 @@ int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr)
 
 int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *report, char **reterr)
 {
+	struct sb_privileges_report privileges;
 	int r;
 
 	r = sb_boundary_check_abi(b, b->use_landlock ? sb_landlock_abi() : 0, reterr);
@@ -335,6 +338,9 @@ int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *re
 		if (r < 0)
 			return r;
 	}
+	r = sb_privileges_drop(&b->user, b->drop_capabilities, &privileges, reterr);
+	if (r < 0)
+		return r;
 	if (b->use_seccomp) {
 		r = sb_seccomp_apply(&b->seccomp, reterr);
 		if (r < 0)
@@ -426,6 +432,8 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 	} else if (r >= 0) {
 		r = sb_buf_puts(out, "#   no Landlock ruleset with this provider\n");
 	}
+	if (r >= 0)
+		r = sb_privileges_explain(&b->user, b->drop_capabilities, out);
 	if (r >= 0 && b->use_seccomp)
 		r = sb_seccomp_describe(&b->seccomp, out);
 	else if (r >= 0)

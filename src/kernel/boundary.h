@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "landlock.h"
+#include "privileges.h"
 #include "profile.h"
 #include "seccomp-filter.h"
 
@@ -19,8 +20,9 @@ struct sb_interp_paths {
 };
 
 struct sb_boundary {
-	bool use_landlock; /* os-sandbox=landlock */
-	bool use_seccomp;  /* every provider but none */
+	bool use_landlock;	/* os-sandbox=landlock */
+	bool use_seccomp;	/* every provider but none */
+	bool drop_capabilities; /* likewise */
 	struct sb_landlock_path *paths;
 	char **path_reasons; /* parallel to paths, for --explain */
 	size_t n_paths;
@@ -30,6 +32,7 @@ struct sb_boundary {
 	char **notes; /* what the kernel layer leaves to the Python guard */
 	struct sb_seccomp_policy seccomp;
 	struct sb_limits limits;
+	struct sb_identity user; /* user=: the identity to run the program as */
 };
 
 /* 0 or -ENOMEM. */
@@ -42,10 +45,12 @@ void sb_boundary_done(struct sb_boundary *b);
  * that only narrow further (IOCTL_DEV, scopes) are reported, not required. */
 int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr);
 
-/* Landlock, then seccomp, then the resource limits (last: building the
- * ruleset and the filter needs memory and descriptors). Must run before any thread exists: Landlock
- * and seccomp only bind the calling thread and what it creates later. 0, or -errno with *reterr;
- * after a failure the program must not run. */
+/* Landlock, then identity and capabilities (privileges.h), then seccomp (it
+ * refuses the calls that drop them), then the resource limits (last: building
+ * the ruleset and the filter needs memory and descriptors). Must run before
+ * any thread exists: Landlock and seccomp only bind the calling thread and
+ * what it creates later. 0, or -errno with *reterr; after a failure the
+ * program must not run. */
 int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *report,
 		      char **reterr);
 

@@ -54,9 +54,9 @@ struct sb_limit_def {
  * (they share the count, not the limit). The check is also skipped for root
  * (real uid 0 in the initial user namespace) and for tasks with
  * CAP_SYS_RESOURCE or CAP_SYS_ADMIN, so limit-processes does nothing for a
- * program running as root: such a caller must change uid (or drop both
- * capabilities) first. The same capabilities let a process raise any hard
- * limit back, so for root none of these limits is binding. */
+ * program running as uid 0: user= changes uid (privileges.c). The same
+ * capabilities let a process raise a hard limit back; they are dropped
+ * (privileges.c) before the program runs, so every limit binds, root's too. */
 static const struct sb_limit_def sb_limit_defs[] = {
     {"limit-cpu", "RLIMIT_CPU", RLIMIT_CPU, true, offsetof(struct sb_limits, cpu_ms)},
     {"limit-memory", "RLIMIT_AS", RLIMIT_AS, false, offsetof(struct sb_limits, memory_bytes)},

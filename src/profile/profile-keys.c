@@ -236,6 +236,20 @@ static int parse_limit(struct sb_profile *p, const struct sb_key_context *ctx _u
 	return -EINVAL;
 }
 
+static int parse_user(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
+		      const char *key _unused_, const char *value, struct sb_origin origin,
+		      struct sb_diags *diags)
+{
+	_cleanup_free_ char *err = NULL;
+	int r = sb_identity_parse(value, &p->user, &err);
+
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return sb_diags_error(diags, origin, "Invalid user '%s': %s", value, err);
+	return 0;
+}
+
 static bool is_env_name(const char *s, bool allow_star)
 {
 	if (!*s)
@@ -548,6 +562,7 @@ static const struct sb_key_def key_table[] = {
     {"limit-file-size", false, SB_KEY_LIMIT_FILE_SIZE, false, parse_limit},
     {"limit-open-files", false, SB_KEY_LIMIT_OPEN_FILES, false, parse_limit},
     {"timeout", false, SB_KEY_TIMEOUT, false, parse_limit},
+    {"user", false, SB_KEY_USER, false, parse_user},
     {"env", false, -1, true, parse_env},
     {"unenv", false, -1, false, parse_unenv},
     {"expose-ro", false, -1, false, parse_expose},

@@ -7,6 +7,7 @@
 #include "api-registry.h"
 #include "diag.h"
 #include "eval-rules.h"
+#include "privileges.h"
 #include "resource-limits.h"
 #include "net-rule.h"
 
@@ -85,6 +86,7 @@ enum sb_scalar_key {
 	SB_KEY_LIMIT_FILE_SIZE,
 	SB_KEY_LIMIT_OPEN_FILES,
 	SB_KEY_TIMEOUT,
+	SB_KEY_USER,
 	SB_SCALAR__N,
 };
 
@@ -103,6 +105,7 @@ struct sb_profile {
 	enum sb_result_mode result_mode;
 	bool result_guard;
 	struct sb_limits limits; /* limit-*, timeout: our extension */
+	struct sb_identity user; /* user=UID[:GID]: our extension */
 	bool scalar_set[SB_SCALAR__N];
 	struct sb_origin scalar_origin[SB_SCALAR__N];
 
