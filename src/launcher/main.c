@@ -12,6 +12,7 @@
 #include "env-policy.h"
 #include "explain.h"
 #include "guard.h"
+#include "inherited.h"
 #include "launcher.h"
 #include "learn.h"
 #include "profile.h"
@@ -320,6 +321,19 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 	}
+	/* Nothing the caller left open reaches the program: only the worker's
+	 * channel and a descriptor the command line names (python-sb <(cmd)). */
+	{
+		const int keep[] = {
+		    cli.worker ? worker.fd : -1,
+		    cli.mode == SB_RUN_SCRIPT ? sb_inherited_fd_named(cli.target) : -1,
+		    sb_inherited_fd_named(cli.config_path),
+		};
+
+		r = sb_inherited_close_fds(keep, ELEMENTSOF(keep), &err);
+		if (r < 0)
+			return fail("cannot close the inherited descriptors", err, r);
+	}
 
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
 	if (wants_cpython_help(&cli))
@@ -391,6 +405,11 @@ int sb_launcher_main(int argc, char **argv)
 	 * instead of realpath()'s one per component. */
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	self_exe[n > 0 ? n : 0] = '\0';
+	/* The caller's variables were needed for ${VAR} and the policy's
+	 * environment; nothing reads them from here on (learning shows the
+	 * program the whole environment anyway). */
+	if (!sb_learn_active())
+		sb_inherited_scrub_environment(host_env);
 
 	return sb_learn_end(run(
 	    &(struct sb_embed){
