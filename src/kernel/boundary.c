@@ -5,6 +5,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "cgroup.h"
+
 /* Landlock takes one rule per TCP port. Beyond this many allowed ports a
  * direction is left to the Python guard rather than adding tens of thousands
  * of rules (net=ALLOW|tcp|…|*|OUT allows every port anyway). */
@@ -244,6 +246,13 @@ int sb_boundary_build(const struct sb_profile *p, enum sb_os_sandbox provider,
 	}
 	if (b.use_seccomp)
 		build_seccomp(&b, p);
+	/* A cgroup v2 memory limit for the whole tree, where one can be made
+	 * (cgroup.h); RLIMIT_AS applies anyway. */
+	if (r >= 0 && b.limits.memory_bytes && provider != SB_OS_NONE) {
+		r = sb_cgroup_probe("/", &b.cgroup_parent, &b.cgroup_note);
+		if (r == -EOPNOTSUPP)
+			r = 0;
+	}
 	if (r < 0) {
 		sb_boundary_done(&b);
 		return r;
@@ -261,6 +270,8 @@ void sb_boundary_done(struct sb_boundary *b)
 	sb_strv_free(b->notes);
 	free(b->bind_ports);
 	free(b->connect_ports);
+	free(b->cgroup_parent);
+	free(b->cgroup_note);
 	*b = (struct sb_boundary){0};
 }
 
@@ -362,6 +373,17 @@ int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *re
 	return 0;
 }
 
+bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret)
+{
+	*ret = (struct sb_supervise_options){
+	    .timeout_ms = b->limits.timeout_ms,
+	    .output_bytes = b->limits.output_bytes,
+	    .memory_bytes = b->limits.memory_bytes,
+	    .cgroup_parent = b->cgroup_parent,
+	};
+	return ret->timeout_ms || ret->output_bytes || ret->cgroup_parent;
+}
+
 static int explain_ports(struct sb_buf *out, const char *what, bool restricted,
 			 const uint16_t *ports, size_t n)
 {
@@ -382,12 +404,13 @@ static int explain_ports(struct sb_buf *out, const char *what, bool restricted,
 
 int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 {
-	static const char *const limit_names[] = {"limit-cpu",	      "limit-memory",
-						  "limit-processes",  "limit-file-size",
-						  "limit-open-files", "timeout"};
+	static const char *const limit_names[] = {
+	    "limit-cpu",	"limit-memory", "limit-processes", "limit-file-size",
+	    "limit-open-files", "timeout",	"limit-output"};
 	const unsigned long long limit_values[] = {
 	    b->limits.cpu_ms,	       b->limits.memory_bytes, b->limits.processes,
 	    b->limits.file_size_bytes, b->limits.open_files,   b->limits.timeout_ms,
+	    b->limits.output_bytes,
 	};
 	int r = sb_buf_puts(out, "\n# Kernel boundary\n");
 
@@ -441,8 +464,27 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(limit_names); i++)
 		if (limit_values[i])
 			r = sb_buf_printf(out, "#   %s: %llu%s\n", limit_names[i], limit_values[i],
-					  i == 0 || i == 5   ? " ms"
-					  : i == 1 || i == 3 ? " bytes"
-							     : "");
+					  i == 0 || i == 5	       ? " ms"
+					  : i == 1 || i == 3 || i == 6 ? " bytes"
+								       : "");
+	/* Which mechanism holds each, where it is not obvious. */
+	if (r >= 0 && b->limits.memory_bytes)
+		r = sb_buf_printf(
+		    out,
+		    "#   limit-memory holds by: RLIMIT_AS (each process's address "
+		    "space)%s%s%s; memfd_create and System V shared memory refused by "
+		    "seccomp\n",
+		    b->cgroup_parent ? ", and cgroup v2 memory.max for the whole tree "
+				       "(a child of "
+		    : b->cgroup_note ? "; no cgroup for the whole tree ("
+				     : "",
+		    b->cgroup_parent ? b->cgroup_parent
+		    : b->cgroup_note ? b->cgroup_note
+				     : "",
+		    b->cgroup_parent || b->cgroup_note ? ")" : "");
+	if (r >= 0 && b->limits.output_bytes)
+		r = sb_buf_puts(out, "#   limit-output holds by: the supervisor counts what the "
+				     "program and its children write to stdout and stderr (pipes), "
+				     "and kills them all at the first byte past it (status 125)\n");
 	return r;
 }

@@ -33,6 +33,9 @@ struct sb_boundary {
 	struct sb_seccomp_policy seccomp;
 	struct sb_limits limits;
 	struct sb_identity user; /* user=: the identity to run the program as */
+	/* limit-memory: where the program's cgroup v2 goes (cgroup.h), or NULL
+	 * and why not, for --explain. */
+	char *cgroup_parent, *cgroup_note;
 };
 
 /* 0 or -ENOMEM. */
@@ -53,6 +56,10 @@ int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr);
  * program must not run. */
 int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *report,
 		      char **reterr);
+
+/* Whether a supervisor process must run the program (timeout=, limit-output=,
+ * limit-memory= with a cgroup), and its options. */
+bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret);
 
 /* Appends the kernel side of the policy to --explain's output. */
 int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out);

@@ -1210,10 +1210,10 @@ int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *o
 				  policy->allow_fork ? "any pid but -1" : "this process only");
 	if (r >= 0)
 		r = sb_buf_puts(out,
-				"sched_*affinity, sched_*scheduler, sched_*param, sched_*attr, "
-				"sched_rr_get_interval, prlimit64, getpriority, setpriority: "
-				"this process only (pid 0 or its own); personality: PER_LINUX "
-				"and the 0xffffffff query\n#   seccomp allows ioctl() ");
+				"sched_setaffinity, sched_setscheduler, sched_setparam, "
+				"sched_setattr, setpriority, prlimit64 with a new limit: this "
+				"process only (pid 0 or its own); personality: PER_LINUX and the "
+				"0xffffffff query\n#   seccomp allows ioctl() ");
 	if (r >= 0)
 		r = NAMES_OF(ioctl_table, name);
 	if (r >= 0)

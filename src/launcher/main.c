@@ -27,6 +27,8 @@
 #define EXIT_CONFIG 255
 /* As timeout(1). */
 #define EXIT_TIMEOUT 124
+/* limit-output= exceeded: a status of its own for a service to tell apart. */
+#define EXIT_OUTPUT 125
 
 extern char **environ;
 
@@ -127,23 +129,35 @@ static void warn_landlock_gaps(const struct sb_landlock_report *rep)
 			(unsigned long long)rep->scopes_missing);
 }
 
-/* The supervisor's side of a timeout: report like `python` would see it. */
-static int mirror_child(int status, bool timed_out, unsigned long long timeout_ms)
+/* The supervisor's side: report like `python` would see it. */
+static int mirror_child(const struct sb_supervise_result *res, const struct sb_limits *limits)
 {
-	if (timed_out) {
+	if (res->timed_out) {
 		fprintf(stderr,
 			"python-sb: timeout=%llums expired: the program and every process it "
 			"started were killed\n",
-			timeout_ms);
+			limits->timeout_ms);
 		return EXIT_TIMEOUT;
 	}
-	if (WIFSIGNALED(status)) {
-		/* Die the same way, so our parent sees what `python` would show. */
-		signal(WTERMSIG(status), SIG_DFL);
-		raise(WTERMSIG(status));
-		return 128 + WTERMSIG(status);
+	if (res->output_exceeded) {
+		fprintf(stderr,
+			"python-sb: limit-output=%lluB exceeded: the program and every process it "
+			"started were killed\n",
+			limits->output_bytes);
+		return EXIT_OUTPUT;
 	}
-	return WEXITSTATUS(status);
+	if (res->memory_exceeded)
+		fprintf(stderr,
+			"python-sb: limit-memory=%lluB exceeded: the kernel killed the program "
+			"(its cgroup's memory.max)\n",
+			limits->memory_bytes);
+	if (WIFSIGNALED(res->status)) {
+		/* Die the same way, so our parent sees what `python` would show. */
+		signal(WTERMSIG(res->status), SIG_DFL);
+		raise(WTERMSIG(res->status));
+		return 128 + WTERMSIG(res->status);
+	}
+	return WEXITSTATUS(res->status);
 }
 
 /* From the policy to the program: the interpreter's paths, the kernel
@@ -155,8 +169,10 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 	_cleanup_(sb_landlock_report_done) struct sb_landlock_report report = {0};
 	_cleanup_free_ char *err = NULL;
 	struct sb_embed_state *state = NULL;
-	bool is_child = true, timed_out = false;
-	int r, status = 0, exit_code = 0;
+	struct sb_supervise_options supervise;
+	struct sb_supervise_result res;
+	bool is_child = true;
+	int r, exit_code = 0;
 
 	r = sb_embed_prepare(e, &state, &paths, &err);
 	if (r < 0)
@@ -194,12 +210,12 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 			return EXIT_CONFIG;
 		}
 	}
-	if (boundary.limits.timeout_ms) {
-		r = sb_supervise(boundary.limits.timeout_ms, &is_child, &status, &timed_out, &err);
+	if (sb_boundary_supervise(&boundary, &supervise)) {
+		r = sb_supervise_run(&supervise, &is_child, &res, &err);
 		if (r < 0)
-			return fail("cannot start the timeout supervisor", err, r);
+			return fail("cannot start the supervisor", err, r);
 		if (!is_child)
-			return mirror_child(status, timed_out, boundary.limits.timeout_ms);
+			return mirror_child(&res, &boundary.limits);
 	}
 	/* The native observer's helper is forked now: before the boundary,
 	 * and in the process that runs the program (after the supervisor). */

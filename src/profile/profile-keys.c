@@ -202,6 +202,7 @@ static const struct limit_key {
     {"limit-file-size", LIMIT_SIZE, offsetof(struct sb_limits, file_size_bytes)},
     {"limit-open-files", LIMIT_COUNT, offsetof(struct sb_limits, open_files)},
     {"timeout", LIMIT_DURATION, offsetof(struct sb_limits, timeout_ms)},
+    {"limit-output", LIMIT_SIZE, offsetof(struct sb_limits, output_bytes)},
 };
 
 static int parse_limit(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
@@ -562,6 +563,7 @@ static const struct sb_key_def key_table[] = {
     {"limit-file-size", false, SB_KEY_LIMIT_FILE_SIZE, false, parse_limit},
     {"limit-open-files", false, SB_KEY_LIMIT_OPEN_FILES, false, parse_limit},
     {"timeout", false, SB_KEY_TIMEOUT, false, parse_limit},
+    {"limit-output", false, SB_KEY_LIMIT_OUTPUT, false, parse_limit},
     {"user", false, SB_KEY_USER, false, parse_user},
     {"env", false, -1, true, parse_env},
     {"unenv", false, -1, false, parse_unenv},
