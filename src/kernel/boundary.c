@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cgroup.h"
+#include "rule-files.h"
 
 /* Landlock takes one rule per TCP port. Beyond this many allowed ports a
  * direction is left to the Python guard rather than adding tens of thousands
@@ -233,6 +234,8 @@ int sb_boundary_build(const struct sb_profile *p, enum sb_os_sandbox provider,
 		if (r >= 0)
 			r = collect_ports(&b, p, SB_NET_OUT, &b.restrict_connect, &b.connect_ports,
 					  &b.n_connect_ports);
+		if (r >= 0)
+			r = sb_rule_files_check(p, &b.rule_file_conflict);
 		for (size_t i = 0; r >= 0 && i < p->n_nets; i++) {
 			const struct sb_net_rule *n = &p->nets[i];
 
@@ -272,6 +275,7 @@ void sb_boundary_done(struct sb_boundary *b)
 	free(b->connect_ports);
 	free(b->cgroup_parent);
 	free(b->cgroup_note);
+	free(b->rule_file_conflict);
 	*b = (struct sb_boundary){0};
 }
 
@@ -330,6 +334,8 @@ int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *re
 	r = sb_boundary_check_abi(b, b->use_landlock ? sb_landlock_abi() : 0, reterr);
 	if (r < 0)
 		return r;
+	if (b->rule_file_conflict)
+		return sb_error(reterr, -EPERM, "%s", b->rule_file_conflict);
 
 	if (b->use_landlock) {
 		const struct sb_landlock_policy policy = {
@@ -452,6 +458,9 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 					"sandbox (ABI 6+)\n");
 		for (char **n = b->notes; r >= 0 && n && *n; n++)
 			r = sb_buf_printf(out, "#   note: %s\n", *n);
+		if (r >= 0 && b->rule_file_conflict)
+			r = sb_buf_printf(out, "#   REFUSED, the program will not run: %s\n",
+					  b->rule_file_conflict);
 	} else if (r >= 0) {
 		r = sb_buf_puts(out, "#   no Landlock ruleset with this provider\n");
 	}

@@ -36,6 +36,9 @@ struct sb_boundary {
 	/* limit-memory: where the program's cgroup v2 goes (cgroup.h), or NULL
 	 * and why not, for --explain. */
 	char *cgroup_parent, *cgroup_note;
+	/* Landlock: a rule file a writable grant reaches (rule-files.h); the
+	 * boundary cannot be entered, and --explain says why. */
+	char *rule_file_conflict;
 };
 
 /* 0 or -ENOMEM. */

@@ -304,6 +304,7 @@ int sb_launcher_main(int argc, char **argv)
 	const char *learn_file = NULL;
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
+	struct sb_lookup_env lookup;
 	struct sb_load_options opts;
 	bool warn = false;
 	ssize_t n;
@@ -362,14 +363,12 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("cannot read the current directory", NULL, -errno);
 	venv = detect_venv(host_env);
 	site_dirs = site_dirs_for(venv);
-	r = sb_config_locate(
-	    &cli,
-	    &(struct sb_lookup_env){
-		.cwd = cwd,
-		.pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
-		.site_dirs = site_dirs,
-	    },
-	    &config);
+	lookup = (struct sb_lookup_env){
+	    .cwd = cwd,
+	    .pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
+	    .site_dirs = site_dirs,
+	};
+	r = sb_config_locate(&cli, &lookup, &config);
 	if (r < 0)
 		return fail("cannot locate the rule file", NULL, r);
 
@@ -395,6 +394,17 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("cannot load the rules", NULL, r);
 	if (report_diags(&diags) < 0)
 		return EXIT_CONFIG;
+	/* A rule file the next run would read first, if the program made it:
+	 * the kernel boundary keeps it out of reach too. */
+	{
+		char *shadow = NULL;
+
+		r = sb_config_shadowing(&cli, &lookup, config, &shadow);
+		if (r >= 0 && shadow)
+			r = sb_strv_consume(&profile->missing_files, shadow);
+		if (r < 0)
+			return fail("out of memory", NULL, r);
+	}
 
 	if (sb_learn_wanted(profile, config, &learn_file)) {
 		r = start_learning(profile, &opts, learn_file, host_env, cwd, &err);
