@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 
 #include "util.h"
 
@@ -70,7 +71,8 @@ int sb_inherited_close_fds(const int *keep, size_t n_keep, char **reterr)
 	return 0;
 }
 
-/* [env_start, env_end) of /proc/self/stat (fields 50 and 51). */
+/* [env_start, env_end) of /proc/self/stat (fields 50 and 51): when the
+ * layout cannot be checked (something rewrote environ). */
 static int env_block(uintptr_t *ret_start, uintptr_t *ret_end)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/self/stat", "re");
@@ -97,16 +99,35 @@ static int env_block(uintptr_t *ret_start, uintptr_t *ret_end)
 	return 0;
 }
 
-void sb_inherited_scrub_environment(char **host_env)
+/* Where the block is without asking /proc (reading /proc/self/stat costs
+ * some 40 us): execve lays out the argv strings, the environment strings and
+ * the program's file name (AT_EXECFN) one after the other, so the block runs
+ * from the end of argv to that name. Checked against environ, which still
+ * points into it. */
+static bool env_block_from_layout(const char *args_end, uintptr_t *ret_start, uintptr_t *ret_end)
+{
+	uintptr_t start = (uintptr_t)args_end, end = (uintptr_t)getauxval(AT_EXECFN);
+
+	if (!start || !end || end <= start || end - start > 64u << 20)
+		return false;
+	for (char **e = environ; e && *e; e++)
+		if ((uintptr_t)*e < start || (uintptr_t)*e >= end)
+			return false;
+	*ret_start = start;
+	*ret_end = end;
+	return true;
+}
+
+void sb_inherited_scrub_environment(char **host_env, const char *args_end)
 {
 	uintptr_t start, end;
 
 	for (char **e = host_env; e && *e; e++)
 		explicit_bzero(*e, strlen(*e));
-	/* Where `environ` still points, in place (the block, when no one
-	 * changed it), then the whole block the kernel reports. */
+	/* Where `environ` still points, in place, then the whole block. */
 	for (char **e = environ; e && *e; e++)
 		explicit_bzero(*e, strlen(*e));
-	if (env_block(&start, &end) >= 0 && end > start)
-		explicit_bzero((void *)start, end - start);
+	if (env_block_from_layout(args_end, &start, &end) || env_block(&start, &end) >= 0)
+		if (end > start)
+			explicit_bzero((void *)start, end - start);
 }

@@ -17,7 +17,8 @@ int sb_inherited_close_fds(const int *keep, size_t n_keep, char **reterr);
 
 /* Zeroes the environment block the kernel put on the stack at execve (what
  * /proc/self/environ shows) and the launcher's copies of it (host_env, a
- * NULL-ended vector; may be NULL). Call once nothing needs the caller's
- * environment any more: the interpreter's environment is the policy's own
- * copy (embed.c replaces `environ` with it). */
-void sb_inherited_scrub_environment(char **host_env);
+ * NULL-ended vector; may be NULL). args_end: the byte after the last argv
+ * string, where the kernel starts the block (NULL: found in /proc). Call once
+ * nothing needs the caller's environment any more: the interpreter's
+ * environment is the policy's own copy (embed.c replaces `environ` with it). */
+void sb_inherited_scrub_environment(char **host_env, const char *args_end);

@@ -136,7 +136,9 @@ int sb_privileges_drop(const struct sb_identity *user, bool drop_capabilities,
 	setpcap = caps_effective(&c, CAP_SETPCAP);
 
 	if (drop_capabilities && setpcap) {
-		for (unsigned cap = 0; cap <= last_cap(); cap++)
+		const unsigned last = last_cap();
+
+		for (unsigned cap = 0; cap <= last; cap++)
 			if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 				return sb_error(
 				    reterr, -errno,

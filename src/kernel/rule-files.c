@@ -49,7 +49,13 @@ int sb_rule_files_check(const struct sb_profile *p, char **ret_conflict)
 	char cwd[PATH_MAX];
 	int r = 0;
 
+	bool writable = false;
+
 	*ret_conflict = NULL;
+	for (size_t i = 0; i < p->n_exposes; i++)
+		writable = writable || p->exposes[i].writable;
+	if (!writable)
+		return 0;
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -errno;
 	for (char **f = p->files; r == 0 && f && *f; f++)

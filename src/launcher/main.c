@@ -435,7 +435,8 @@ int sb_launcher_main(int argc, char **argv)
 	 * environment; nothing reads them from here on (learning shows the
 	 * program the whole environment anyway). */
 	if (!sb_learn_active())
-		sb_inherited_scrub_environment(host_env);
+		sb_inherited_scrub_environment(
+		    host_env, argc > 0 ? argv[argc - 1] + strlen(argv[argc - 1]) + 1 : NULL);
 
 	return sb_learn_end(run(
 	    &(struct sb_embed){

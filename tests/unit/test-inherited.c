@@ -53,7 +53,12 @@ static int child_close(void)
 	return 0;
 }
 
-/* The block /proc/self/environ reads, and a launcher's copy, are zeroed. */
+static const char *args_end;
+static bool use_layout;
+
+/* The block /proc/self/environ reads, and a launcher's copy, are zeroed; a
+ * variable unset before (its string left in the block, its pointer gone from
+ * environ) too, whether the block is found from the layout or in /proc. */
 static int child_scrub(void)
 {
 	_cleanup_strv_free_ char **copy = NULL;
@@ -66,7 +71,9 @@ static int child_scrub(void)
 			return 90;
 	if (!copy)
 		return 91; /* meson test gives us an environment */
-	sb_inherited_scrub_environment(copy);
+	if (!getenv("SB_TEST_UNSET") || unsetenv("SB_TEST_UNSET") < 0)
+		return 93;
+	sb_inherited_scrub_environment(copy, use_layout ? args_end : NULL);
 	for (char **e = copy; *e; e++)
 		if (**e)
 			return 1;
@@ -83,7 +90,7 @@ static int child_scrub(void)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const struct {
 		const char *path;
@@ -95,11 +102,27 @@ int main(void)
 	    {"/proc/1/fd/3", -1}, {NULL, -1},
 	};
 
+	/* A variable of our own, unset in the child before the scrub: the
+	 * kernel's block still holds it. Re-executed to have it there. */
+	if (!getenv("SB_TEST_UNSET")) {
+		char *const env_argv[] = {argv[0], NULL};
+
+		(void)fflush(stdout);
+		setenv("SB_TEST_UNSET", "secret-value", 1);
+		execv("/proc/self/exe", env_argv);
+		return 99;
+	}
+
 	for (size_t i = 0; i < ELEMENTSOF(named); i++)
 		TAP_IS_INT(sb_inherited_fd_named(named[i].path), named[i].fd,
 			   named[i].path ? named[i].path : "(null)");
 	TAP_IS_INT(in_child(child_close), 0, "every descriptor above 2 but those kept is closed");
+	args_end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+	use_layout = false;
 	TAP_IS_INT(in_child(child_scrub), 0,
-		   "the environment block and the copy are zeroed (/proc/self/environ too)");
+		   "the block (found in /proc) and the copy are zeroed, an unset variable too");
+	use_layout = true;
+	TAP_IS_INT(in_child(child_scrub), 0,
+		   "the block (found from argv and AT_EXECFN) and the copy are zeroed");
 	return tap_done();
 }
