@@ -52,8 +52,10 @@ int sb_inherited_close_fds(const int *keep, size_t n_keep, char **reterr)
 
 	if (!sorted)
 		return -ENOMEM;
-	memcpy(sorted, keep, n_keep * sizeof(int));
-	qsort(sorted, n_keep, sizeof(int), cmp_int);
+	if (n_keep) {
+		memcpy(sorted, keep, n_keep * sizeof(int));
+		qsort(sorted, n_keep, sizeof(int), cmp_int);
+	}
 	/* close_range() over the gaps between the descriptors kept. */
 	for (size_t i = 0; i <= n_keep; i++) {
 		unsigned last = i < n_keep ? (unsigned)sorted[i] : ~0U;
