@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import needs_landlock, run_native
+from conftest import SANITIZER_ENV, needs_landlock, run_native
 
 if os.uname().machine != "x86_64":
     pytest.skip("the syscall numbers below are x86_64's", allow_module_level=True)
@@ -182,7 +182,8 @@ def test_native_attacks_on_the_kernel_layer(box, victim, provider, tmp_path):
                   ATTACKS.format(nr=NR), dedent=False)
     with open(stdin_file) as stdin:
         proc = subprocess.run(box.prefix + [box.binary, str(s), str(victim), str(outside)],
-                              cwd=box.root, env=box.env(), stdin=stdin, capture_output=True,
+                              cwd=box.root, env={**box.env(), **SANITIZER_ENV}, stdin=stdin,
+                              capture_output=True,
                               text=True, timeout=60)
     o = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
     assert proc.returncode == 0 and proc.stdout.endswith("SURVIVED\n"), proc

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import SANITIZER_ENV, TIMEOUT, needs_landlock, run_native
+from conftest import IS_ASAN, SANITIZER_ENV, TIMEOUT, needs_landlock, run_native
 
 PROVIDERS = [pytest.param("landlock", marks=needs_landlock), "subprocess"]
 
@@ -36,11 +36,17 @@ def scan():
             hits += data[i + len(a):i + len(a) + len(b)] == b
             i = data.find(a, i + 1)
     return hits
-print("memory:", scan())
+print("memory:", scan() if sys.argv[1:] != ["no-scan"] else "not scanned")
 env = open("/proc/self/environ", "rb").read()
 print("environ:", a + b in env, sum(1 for c in env if c))
 print("os.environ:", sorted(os.environ))
 '''
+
+
+# Reading every mapping of the process through ctypes trips AddressSanitizer
+# (its interceptors check the shadow of what memcpy() reads).
+scans_memory = pytest.mark.skipif(IS_ASAN, reason="AddressSanitizer forbids reading its "
+                                  "redzones: the memory scan needs a build without it")
 
 
 def who_box(who, sb, sb_nobody):
@@ -100,20 +106,23 @@ def test_a_descriptor_the_command_line_names_stays(sb):
 @pytest.mark.parametrize("who", ["caller", "nobody"])
 def test_the_callers_environment_is_gone(sb, sb_nobody, provider, who):
     box = who_box(who, sb, sb_nobody)
+    # AddressSanitizer forbids reading its redzones: /proc/self/environ only.
     r, o = run_native(box, f"os-sandbox={provider}\npy-sandbox=false\nenv=KEPT=${{KEPT}}\n",
-                      SCAN, env={"HOST_TOKEN": SECRET, "KEPT": "yes"})
+                      SCAN, *(["no-scan"] if IS_ASAN else []),
+                      env={"HOST_TOKEN": SECRET, "KEPT": "yes"})
     assert r.returncode == 0, r
-    assert o["memory"] == "0", r
+    assert o["memory"] == ("not scanned" if IS_ASAN else "0"), r
     assert o["environ"] == "False 0", r
     assert o["os.environ"] == "['KEPT', 'TERM']" or o["os.environ"] == "['KEPT']", r
 
 
+@scans_memory
 def test_control_the_scan_finds_what_is_there(sb):
     """The scan is not blind: learning leaves the caller's environment to the
     program, and the scan finds it (in os.environ's copies at least)."""
     r = sb.run_code("os-sandbox=subprocess\npy-sandbox=true\npython-import=*\n"
                     "python-api=ALLOW:native\nlearn=./learned\n",
-                    "import ctypes, os\n" + SCAN, env={"HOST_TOKEN": SECRET})
+                    "import ctypes, os, sys\n" + SCAN, env={"HOST_TOKEN": SECRET})
     assert r.returncode == 0, r
     assert "memory: 0" not in r.stdout, r
     assert "environ: True" in r.stdout, r
