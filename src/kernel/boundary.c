@@ -481,8 +481,7 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 		r = sb_buf_printf(
 		    out,
 		    "#   limit-memory holds by: RLIMIT_AS (each process's address "
-		    "space)%s%s%s; memfd_create and System V shared memory refused by "
-		    "seccomp\n",
+		    "space)%s%s%s%s\n",
 		    b->cgroup_parent ? ", and cgroup v2 memory.max for the whole tree "
 				       "(a child of "
 		    : b->cgroup_note ? "; no cgroup for the whole tree ("
@@ -490,7 +489,9 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 		    b->cgroup_parent ? b->cgroup_parent
 		    : b->cgroup_note ? b->cgroup_note
 				     : "",
-		    b->cgroup_parent || b->cgroup_note ? ")" : "");
+		    b->cgroup_parent || b->cgroup_note ? ")" : "",
+		    b->use_seccomp ? "; memfd_create and System V shared memory refused by seccomp"
+				   : "");
 	if (r >= 0 && b->limits.output_bytes)
 		r = sb_buf_puts(out, "#   limit-output holds by: the supervisor counts what the "
 				     "program and its children write to stdout and stderr (pipes), "
