@@ -18,7 +18,6 @@
  * so --user= on the command line) makes a python-sb started as root run the
  * program as that uid and gid, with no supplementary group. */
 
-
 /* What sb_privileges_drop() did, for --explain and the tests. */
 struct sb_privileges_report {
 	bool switched;	      /* the uid and gid were changed */
