@@ -12,6 +12,7 @@
 #include "env-policy.h"
 #include "explain.h"
 #include "guard-net.h"
+#include "inherited.h"
 #include "launcher.h"
 #include "learn.h"
 #include "profile.h"
@@ -27,6 +28,8 @@
 #define EXIT_CONFIG 255
 /* As timeout(1). */
 #define EXIT_TIMEOUT 124
+/* limit-output= exceeded: a status of its own for a service to tell apart. */
+#define EXIT_OUTPUT 125
 
 extern char **environ;
 
@@ -104,23 +107,35 @@ static int fail(const char *what, const char *detail, int r)
 	return EXIT_CONFIG;
 }
 
-/* The supervisor's side of a timeout: report like `python` would see it. */
-static int mirror_child(int status, bool timed_out, unsigned long long timeout_ms)
+/* The supervisor's side: report like `python` would see it. */
+static int mirror_child(const struct sb_supervise_result *res, const struct sb_limits *limits)
 {
-	if (timed_out) {
+	if (res->timed_out) {
 		fprintf(stderr,
 			"python-sb: timeout=%llums expired: the program and every process it "
 			"started were killed\n",
-			timeout_ms);
+			limits->timeout_ms);
 		return EXIT_TIMEOUT;
 	}
-	if (WIFSIGNALED(status)) {
-		/* Die the same way, so our parent sees what `python` would show. */
-		signal(WTERMSIG(status), SIG_DFL);
-		raise(WTERMSIG(status));
-		return 128 + WTERMSIG(status);
+	if (res->output_exceeded) {
+		fprintf(stderr,
+			"python-sb: limit-output=%lluB exceeded: the program and every process it "
+			"started were killed\n",
+			limits->output_bytes);
+		return EXIT_OUTPUT;
 	}
-	return WEXITSTATUS(status);
+	if (res->memory_exceeded)
+		fprintf(stderr,
+			"python-sb: limit-memory=%lluB exceeded: the kernel killed the program "
+			"(its cgroup's memory.max)\n",
+			limits->memory_bytes);
+	if (WIFSIGNALED(res->status)) {
+		/* Die the same way, so our parent sees what `python` would show. */
+		signal(WTERMSIG(res->status), SIG_DFL);
+		raise(WTERMSIG(res->status));
+		return 128 + WTERMSIG(res->status);
+	}
+	return WEXITSTATUS(res->status);
 }
 
 /* From the policy to the program: the interpreter's paths, the kernel
@@ -132,8 +147,10 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	_cleanup_strv_free_ char **kernel_warnings = NULL;
 	_cleanup_free_ char *err = NULL;
 	struct sb_embed_state *state = NULL;
-	bool is_child = true, timed_out = false;
-	int r, status = 0, exit_code = 0;
+	struct sb_supervise_options supervise;
+	struct sb_supervise_result res;
+	bool is_child = true;
+	int r, exit_code = 0;
 
 	r = sb_embed_prepare(e, &state, &paths, &err);
 	if (r < 0)
@@ -168,16 +185,16 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 			return EXIT_CONFIG;
 		}
 	}
-	if (boundary.limits.timeout_ms) {
-		r = sb_supervise(boundary.limits.timeout_ms, &is_child, &status, &timed_out, &err);
+	if (sb_boundary_supervise(&boundary, &supervise)) {
+		r = sb_supervise_run(&supervise, &is_child, &res, &err);
 		if (r < 0)
-			return fail("cannot start the timeout supervisor", err, r);
+			return fail("cannot start the supervisor", err, r);
 		if (!is_child)
-			return mirror_child(status, timed_out, boundary.limits.timeout_ms);
+			return mirror_child(&res, &boundary.limits);
 	}
 	/* The native observer's helper is forked now: before the boundary,
 	 * and in the process that runs the program (after the supervisor). */
-	r = sb_learn_begin(&paths, &err);
+	r = sb_learn_begin(&paths, &boundary, &err);
 	if (r < 0)
 		return fail("cannot start learning mode", err, r);
 	r = sb_boundary_enter(&boundary, &kernel_warnings, &err);
@@ -259,6 +276,7 @@ int sb_launcher_main(int argc, char **argv)
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
 	enum sb_rules_mode mode = SB_MODE_ENFORCE;
+	struct sb_lookup_env lookup;
 	struct sb_load_options opts;
 	bool warn = false;
 	ssize_t n;
@@ -292,6 +310,19 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 	}
+	/* Nothing the caller left open reaches the program: only the worker's
+	 * channel and a descriptor the command line names (python-sb <(cmd)). */
+	{
+		const int keep[] = {
+		    cli.worker ? worker.fd : -1,
+		    cli.mode == SB_RUN_SCRIPT ? sb_inherited_fd_named(cli.target) : -1,
+		    sb_inherited_fd_named(cli.config_path),
+		};
+
+		r = sb_inherited_close_fds(keep, ELEMENTSOF(keep), &err);
+		if (r < 0)
+			return fail("cannot close the inherited descriptors", err, r);
+	}
 
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
 	if (wants_cpython_help(&cli))
@@ -304,14 +335,12 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("cannot read the current directory", NULL, -errno);
 	venv = detect_venv(host_env);
 	site_dirs = site_dirs_for(venv);
-	r = sb_config_locate(
-	    &cli,
-	    &(struct sb_lookup_env){
-		.cwd = cwd,
-		.pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
-		.site_dirs = site_dirs,
-	    },
-	    &config);
+	lookup = (struct sb_lookup_env){
+	    .cwd = cwd,
+	    .pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
+	    .site_dirs = site_dirs,
+	};
+	r = sb_config_locate(&cli, &lookup, &config);
 	if (r < 0)
 		return fail("cannot locate the rule file", NULL, r);
 
@@ -343,6 +372,17 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("cannot load the rules", NULL, r);
 	if (report_diags(&diags) < 0)
 		return EXIT_CONFIG;
+	/* A rule file the next run would read first, if the program made it:
+	 * the kernel boundary keeps it out of reach too. */
+	{
+		char *shadow = NULL;
+
+		r = sb_config_shadowing(&cli, &lookup, config, &shadow);
+		if (r >= 0 && shadow)
+			r = sb_strv_consume(&profile->missing_files, shadow);
+		if (r < 0)
+			return fail("out of memory", NULL, r);
+	}
 
 	if (sb_learn_wanted(profile, config, &learn_file))
 		mode = SB_MODE_LEARN;
@@ -364,6 +404,12 @@ int sb_launcher_main(int argc, char **argv)
 	 * instead of realpath()'s one per component. */
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	self_exe[n > 0 ? n : 0] = '\0';
+	/* The caller's variables were needed for ${VAR} and the policy's
+	 * environment; nothing reads them from here on (learning shows the
+	 * program the whole environment anyway). */
+	if (mode != SB_MODE_LEARN)
+		sb_inherited_scrub_environment(
+		    host_env, argc > 0 ? argv[argc - 1] + strlen(argv[argc - 1]) + 1 : NULL);
 
 	return sb_learn_end(run(
 	    &(struct sb_embed){

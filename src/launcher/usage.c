@@ -10,7 +10,8 @@ const char sb_usage_text[] =
     "\n"
     "Py-sandboxes parameters, they have priority over the rule file:\n"
     "--<sb-option>=<value>    : any profile line, e.g. --python-import=json, --os-sandbox=none,\n"
-    "                           --expose-ro=/data, --py-sandbox=false, --learn[=FILE]\n"
+    "                           --expose-ro=/data, --py-sandbox=false, --learn[=FILE],\n"
+    "                           --user=UID[:GID] (started as root: run as that user)\n"
     "--pysandboxes-config FILE: the rule file (default: .py-sandboxes next to the script or\n"
     "                           in the -m module's directory, else ./.py-sandboxes)\n"
     "--explain                : print the effective policy, each rule with its file:line and\n"
@@ -45,5 +46,5 @@ const char sb_usage_text[] =
     "arg ...: arguments passed to program in sys.argv[1:]\n"
     "\n"
     "Exit status: the program's own; 2 for usage errors and a missing script; 124 when\n"
-    "timeout= expired; 255 when the profile is invalid or the sandbox cannot be applied (the\n"
-    "program is then not run).\n";
+    "timeout= expired; 125 when limit-output= was exceeded; 255 when the profile is invalid\n"
+    "or the sandbox cannot be applied (the program is then not run).\n";
