@@ -6,6 +6,7 @@
 
 #include "audit-guard.h"
 #include "learn.h"
+#include "report-collector.h"
 #include "util.h"
 
 static int status_error(PyStatus status, char **reterr)
@@ -269,6 +270,11 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		return status_error(status, reterr);
 	}
 
+	/* Before the guard is armed: installing the hooks raises audit events
+	 * it refuses to the program. */
+	r = sb_report_collector_install(e->cli, reterr);
+	if (r < 0)
+		return r;
 	r = sb_guard_activate(reterr);
 	if (r < 0)
 		return r;
@@ -296,6 +302,7 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		if (Py_FinalizeEx() < 0 && *ret_exit_code == 0)
 			*ret_exit_code = 120;
 	} else {
+		sb_report_collector_start();
 		*ret_exit_code = Py_RunMain();
 	}
 	sb_guard_release();

@@ -16,6 +16,7 @@
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
+#include "report-supervise.h"
 #include "usage.h"
 #include "worker.h"
 #include "util.h"
@@ -193,10 +194,15 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 			return EXIT_CONFIG;
 		}
 	}
-	if (boundary.limits.timeout_ms) {
-		r = sb_supervise(boundary.limits.timeout_ms, &is_child, &status, &timed_out, &err);
+	if (boundary.limits.timeout_ms || e->report) {
+		r = e->report ? sb_report_supervise(e->report, &boundary.limits, &is_child, &status,
+						    &timed_out, &err)
+			      : sb_supervise(boundary.limits.timeout_ms, &is_child, &status,
+					     &timed_out, &err);
 		if (r < 0)
-			return fail("cannot start the timeout supervisor", err, r);
+			return fail(e->report ? "cannot report on the program"
+					      : "cannot start the timeout supervisor",
+				    err, r);
 		if (!is_child)
 			return mirror_child(status, timed_out, boundary.limits.timeout_ms);
 	}
@@ -285,6 +291,7 @@ int sb_launcher_main(int argc, char **argv)
 	_cleanup_strv_free_ char **host_env = NULL, **site_dirs = NULL, **envp = NULL;
 	_cleanup_free_ char *err = NULL, *config = NULL, *venv = NULL, *note = NULL;
 	const char *learn_file = NULL;
+	struct sb_report_request report = {.fd = -1};
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
 	struct sb_load_options opts;
@@ -320,6 +327,16 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 	}
+
+	if (cli.report_fd) {
+		unsigned long long fd;
+
+		if (sb_safe_atou64(cli.report_fd, &fd) < 0 || fd < 3 || fd > INT_MAX)
+			return fail("--report-fd expects a descriptor number above 2",
+				    cli.report_fd, -EINVAL);
+		report.fd = (int)fd;
+	}
+	report.path = cli.report;
 
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
 	if (wants_cpython_help(&cli))
@@ -377,6 +394,7 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("the sandbox cannot be applied", err, r);
 	if (warn)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
+	report.provider = provider->name;
 
 	r = sb_env_build(profile, host_env, &envp);
 	if (r >= 0 && sb_learn_active()) {
@@ -403,6 +421,7 @@ int sb_launcher_main(int argc, char **argv)
 		.site_dirs = site_dirs,
 		.worker = cli.worker ? &worker : NULL,
 		.provider = provider->name,
+		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 		.boundary = provider->id == SB_OS_SUBPROCESS || provider->id == SB_OS_NONE
 				? NULL
 				: provider->name,
