@@ -17,6 +17,7 @@
 #include "profile.h"
 #include "provider.h"
 #include "report-supervise.h"
+#include "serve-exec.h"
 #include "usage.h"
 #include "worker.h"
 #include "util.h"
@@ -298,6 +299,13 @@ int sb_launcher_main(int argc, char **argv)
 	bool warn = false;
 	ssize_t n;
 	int r;
+
+	/* `python-sb serve`: the service, a program of its own (a script named
+	 * "serve" runs as `python-sb ./serve`). */
+	if (argc >= 2 && streq(argv[1], "serve")) {
+		r = sb_serve_exec(argc, argv, &err);
+		return fail("cannot start the service", err, r);
+	}
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r < 0) {

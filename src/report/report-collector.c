@@ -432,6 +432,11 @@ static int program_names(const struct sb_cli *cli)
 	}
 }
 
+bool sb_report_collector_in_program(void)
+{
+	return col.running && col.depth + col.lost > 0;
+}
+
 int sb_report_collector_install(const struct sb_cli *cli, char **reterr)
 {
 	int r;

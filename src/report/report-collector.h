@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
+
 #include "cli.h"
 
 /* The profiling hooks of a run report: a C profile function (calls of Python
@@ -17,6 +19,10 @@
  * before the guard is armed (the hooks are installed, idle), then
  * sb_report_collector_start() just before the program's code runs. Both do
  * nothing when no report was asked for. */
+
+/* Whether Python code of the run is executing: a refusal outside it (while
+ * the interpreter prints an uncaught exception, say) is the runtime's. */
+bool sb_report_collector_in_program(void);
 
 /* 0 or -errno with *reterr. */
 int sb_report_collector_install(const struct sb_cli *cli, char **reterr);

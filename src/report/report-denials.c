@@ -3,6 +3,8 @@
  * from its refusal paths, which must not raise anything else. */
 #include "report-denials.h"
 
+#include "report-collector.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -54,8 +56,10 @@ void sb_report_denial(enum sb_report_denial_kind kind, const char *subject, cons
 	struct sb_report_denial *d;
 	size_t off, len, subject_len;
 
-	/* Before the program starts, refusals are the runtime's own probing. */
-	if (!shm || !(shm->flags & SB_REPORT_F_STARTED))
+	/* Before the program starts, and while no code of it runs (CPython
+	 * printing an uncaught exception parses the line for its carets, and
+	 * the guard refuses that compile), refusals are the runtime's own. */
+	if (!shm || !(shm->flags & SB_REPORT_F_STARTED) || !sb_report_collector_in_program())
 		return;
 	shm->denials_total++;
 	if (shm->n_denials >= SB_REPORT_DENIALS_MAX)
