@@ -34,7 +34,6 @@ struct sb_http {
 	struct sb_http_config cfg;
 	atomic_bool draining;
 	atomic_uint runs_in_flight;
-	int listen_fd; /* handed back by MHD_quiesce_daemon(), closed at the end */
 };
 
 /* One POST /v1/runs. */
@@ -364,7 +363,6 @@ int sb_http_start(const struct sb_http_config *cfg, struct sb_http **ret, char *
 	if (!h)
 		return -ENOMEM;
 	h->cfg = *cfg;
-	h->listen_fd = -1;
 	if (cfg->addr->sa_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* The logger first: MHD logs with its own until it has read it. */
@@ -391,10 +389,12 @@ uint16_t sb_http_port(struct sb_http *h)
 	return info ? info->port : 0;
 }
 
+/* The listening socket stays open: libmicrohttpd 0.9.75 stops serving the
+ * connections already open once quiesced, so a client on a kept-alive
+ * connection would wait for the end instead of getting its 503. */
 void sb_http_quiesce(struct sb_http *h)
 {
 	atomic_store(&h->draining, true);
-	h->listen_fd = MHD_quiesce_daemon(h->daemon);
 }
 
 bool sb_http_draining(struct sb_http *h)
@@ -412,7 +412,5 @@ void sb_http_stop(struct sb_http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->daemon);
-	if (h->listen_fd >= 0)
-		close(h->listen_fd);
 	free(h);
 }

@@ -38,8 +38,7 @@ struct sb_http;
 int sb_http_start(const struct sb_http_config *cfg, struct sb_http **ret, char **reterr);
 /* The port listened on (the one chosen by the kernel for port 0). */
 uint16_t sb_http_port(struct sb_http *h);
-/* SIGTERM: no new connection is accepted, new runs get 503; runs already
- * admitted go on. */
+/* SIGTERM: new runs get 503 (health too); runs already admitted go on. */
 void sb_http_quiesce(struct sb_http *h);
 bool sb_http_draining(struct sb_http *h);
 /* Runs admitted whose response is not sent yet. */

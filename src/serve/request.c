@@ -281,7 +281,7 @@ int sb_request_decode(const char *body, size_t len, const struct sb_request_poli
 	int r;
 
 	*spec = (struct sb_run_spec){0};
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (!root)
 		return fail(err, NULL, "the body is not JSON: %s (line %d, column %d)", jerr.text,
 			    jerr.line, jerr.column);

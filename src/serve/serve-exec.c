@@ -11,7 +11,7 @@
 int sb_serve_exec(int argc, char **argv, char **reterr)
 {
 	_cleanup_strv_free_ char **args = NULL;
-	_cleanup_free_ char *sibling = NULL, *dir = NULL;
+	_cleanup_free_ char *sibling = NULL, *dir = NULL, *relative = NULL;
 	char self[PATH_MAX];
 	const char *serve = SB_SERVE_PATH;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -23,10 +23,15 @@ int sb_serve_exec(int argc, char **argv, char **reterr)
 	self[n] = '\0';
 	dir = sb_path_dirname(self);
 	sibling = dir ? sb_path_join(dir, "python-sb-serve") : NULL;
-	if (!sibling)
+	relative = dir ? sb_path_join(dir, SB_SERVE_RELATIVE) : NULL;
+	if (!sibling || !relative)
 		return -ENOMEM;
+	/* A build tree has it beside python-sb; an install (staged or moved
+	 * with its prefix) where libexecdir is from bindir. */
 	if (access(sibling, X_OK) == 0)
 		serve = sibling;
+	else if (access(relative, X_OK) == 0)
+		serve = relative;
 	r = sb_strv_push(&args, "python-sb serve");
 	if (r >= 0)
 		r = sb_strv_push(&args, "--python-sb");
