@@ -34,6 +34,9 @@ struct frame_entry {
 static struct {
 	struct sb_report_shm *shm;
 	bool installed, running;
+	/* Until the program's own code starts: the interpreter's work in
+	 * starting it (path hooks, reading the script) is not the program's. */
+	bool waiting;
 	char *program_abs;	  /* the name CPython gives the script's code */
 	char *program_real;	  /* its real path, to match other spellings */
 	const char *program_base; /* its last component */
@@ -268,6 +271,15 @@ static void enter_python(PyFrameObject *frame)
 	if (slot >= 0 && is_new)
 		fill_python(slot, code);
 	Py_DECREF(code);
+	if (col.waiting) {
+		if (slot < 0 || !col.program_slot[slot]) {
+			/* Seen (its names are kept) but not counted. */
+			if (slot >= 0 && is_new)
+				col.shm->functions[slot].calls = 0;
+			return;
+		}
+		col.waiting = false;
+	}
 	enter(slot, frame);
 }
 
@@ -355,7 +367,7 @@ static void count_exception(PyObject *arg)
 
 static int on_trace(PyObject *obj _unused_, PyFrameObject *frame, int what, PyObject *arg)
 {
-	if (!col.running)
+	if (!col.running || (col.waiting && what != PyTrace_CALL))
 		return 0;
 	switch (what) {
 	case PyTrace_CALL:
@@ -380,6 +392,8 @@ static int on_profile(PyObject *obj _unused_, PyFrameObject *frame _unused_, int
 		      PyObject *arg)
 {
 	if (!col.running)
+		return 0;
+	if (col.waiting)
 		return 0;
 	switch (what) {
 	case PyTrace_C_CALL:
@@ -467,6 +481,9 @@ void sb_report_collector_start(void)
 	if (col.program_abs)
 		add_cstr(col.program_abs, &shm->program_file);
 	sb_report_alloc_start(shm);
+	/* A script, -c or stdin: from its first line. -m and the REPL have no
+	 * file of their own: from the start. */
+	col.waiting = col.program_abs != NULL;
 	shm->magic = SB_REPORT_SHM_MAGIC;
 	shm->flags |= SB_REPORT_F_STARTED;
 	col.running = true;
