@@ -6,6 +6,7 @@
 
 #include "audit-guard.h"
 #include "learn.h"
+#include "report-alloc.h"
 #include "report-collector.h"
 #include "util.h"
 
@@ -216,6 +217,8 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 	 * policy's back; UTF-8 mode gives the same decoding without it. */
 	preconfig.coerce_c_locale = 0;
 	preconfig.coerce_c_locale_warn = 0;
+	if (e->report)
+		sb_report_alloc_preconfig(&preconfig);
 	status = Py_PreInitializeFromBytesArgs(
 	    &preconfig, (Py_ssize_t)sb_strv_length(e->cli->python_argv), e->cli->python_argv);
 	if (PyStatus_Exception(status))

@@ -179,7 +179,7 @@ static void fill_python(int slot, PyCodeObject *code)
 	fn->kind = SB_REPORT_FN_PYTHON;
 	col.program_slot[slot] = program;
 	__atomic_store_n(&fn->key, (uint64_t)(uintptr_t)code, __ATOMIC_RELEASE);
-	col.shm->n_functions++;
+	col.shm->fn_used[col.shm->n_functions++] = (uint16_t)slot;
 	/* Held for the run: its address stays its own, never another's. */
 	Py_INCREF(code);
 }
@@ -208,7 +208,7 @@ static void fill_builtin(int slot, PyObject *func)
 	add_cstr("<built-in>", &fn->file);
 	fn->kind = SB_REPORT_FN_BUILTIN;
 	__atomic_store_n(&fn->key, (uint64_t)(uintptr_t)cf->m_ml, __ATOMIC_RELEASE);
-	col.shm->n_functions++;
+	col.shm->fn_used[col.shm->n_functions++] = (uint16_t)slot;
 }
 
 static struct frame_entry *push(void)
@@ -345,6 +345,8 @@ static void count_line(PyFrameObject *frame)
 	}
 	if (col.shm->line_counts[line] != UINT32_MAX)
 		col.shm->line_counts[line]++;
+	if ((uint32_t)line > col.shm->lines_max)
+		col.shm->lines_max = (uint32_t)line;
 }
 
 /* Raised here, not passing through on its way up: a traceback with one

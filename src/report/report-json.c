@@ -119,9 +119,9 @@ static json_t *build_functions(const struct sb_report_shm *in, size_t *ret_total
 		json_decref(list);
 		return NULL;
 	}
-	for (size_t i = 0; i < SB_REPORT_FN_SLOTS; i++)
-		if (in->functions[i].key && in->functions[i].calls)
-			fns[n++] = &in->functions[i];
+	for (uint32_t i = 0; i < in->n_functions; i++)
+		if (in->functions[in->fn_used[i]].calls)
+			fns[n++] = &in->functions[in->fn_used[i]];
 	qsort(fns, n, sizeof(*fns), by_own_time);
 	*ret_total = n;
 	for (size_t i = 0; i < n && i < SB_REPORT_FUNCTIONS_LISTED; i++) {
@@ -145,7 +145,7 @@ static json_t *build_lines(const struct sb_report_shm *in)
 {
 	json_t *o = json_object();
 
-	for (uint32_t line = 1; o && line < SB_REPORT_LINES_MAX; line++) {
+	for (uint32_t line = 1; o && line <= in->lines_max; line++) {
 		char key[16];
 
 		if (!in->line_counts[line])
@@ -169,8 +169,9 @@ static json_t *build_notes(const struct sb_report_shm *in)
 					 "are not listed"},
 	    {SB_REPORT_F_STRINGS_FULL, "names were cut: the name space was full"},
 	    {SB_REPORT_F_LINES_BEYOND, "lines past 65535 are not counted"},
-	    {SB_REPORT_F_ALLOC_PARTIAL, "peak_python_alloc_bytes is a lower bound: the "
-					"allocation table could not grow"},
+	    {SB_REPORT_F_ALLOC_PARTIAL,
+	     "peak_python_alloc_bytes is not measured: the "
+	     "interpreter's allocators are not malloc's (PYTHONMALLOC, -X dev)"},
 	    {SB_REPORT_F_STACK_PARTIAL, "calls nested too deep were counted but not timed"},
 	};
 	json_t *list = json_array();

@@ -4,6 +4,7 @@
 #include "report-shm.h"
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <sys/mman.h>
 
 #include "util.h"
@@ -48,22 +49,40 @@ void sb_report_shm_destroy(void)
 
 int sb_report_shm_snapshot(struct sb_report_shm **ret)
 {
+	const struct sb_report_shm *shm = sb_report_region;
 	struct sb_report_shm *copy;
+	uint32_t n;
 
-	if (!sb_report_region)
+	if (!shm || shm->magic != SB_REPORT_SHM_MAGIC)
 		return -ENOENT;
-	copy = malloc(sizeof(*copy));
+	/* calloc() of this size maps fresh pages: those not written stay
+	 * unallocated. */
+	copy = calloc(1, sizeof(*copy));
 	if (!copy)
 		return -ENOMEM;
-	memcpy(copy, sb_report_region, sizeof(*copy));
-	if (copy->magic != SB_REPORT_SHM_MAGIC) {
-		free(copy);
-		return -ENOENT;
+	memcpy(copy, shm, offsetof(struct sb_report_shm, fn_used));
+	copy->lines_max =
+	    shm->lines_max < SB_REPORT_LINES_MAX ? shm->lines_max : SB_REPORT_LINES_MAX - 1;
+	memcpy(copy->line_counts, shm->line_counts,
+	       (copy->lines_max + 1) * sizeof(copy->line_counts[0]));
+	n = copy->n_functions < SB_REPORT_FN_MAX ? copy->n_functions : SB_REPORT_FN_MAX;
+	copy->n_functions = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint16_t slot = shm->fn_used[i];
+
+		if (slot >= SB_REPORT_FN_SLOTS || copy->functions[slot].key)
+			continue; /* not a slot, or one listed twice */
+		copy->functions[slot] = shm->functions[slot];
+		if (!copy->functions[slot].key)
+			continue;
+		copy->fn_used[copy->n_functions++] = slot;
 	}
 	if (copy->n_denials > SB_REPORT_DENIALS_MAX)
 		copy->n_denials = SB_REPORT_DENIALS_MAX;
-	if (copy->n_functions > SB_REPORT_FN_SLOTS)
-		copy->n_functions = SB_REPORT_FN_SLOTS;
+	memcpy(copy->denials, shm->denials, copy->n_denials * sizeof(copy->denials[0]));
+	if (copy->strings_used > SB_REPORT_STRINGS_SIZE)
+		copy->strings_used = SB_REPORT_STRINGS_SIZE;
+	memcpy(copy->strings, shm->strings, copy->strings_used);
 	*ret = copy;
 	return 0;
 }

@@ -51,7 +51,7 @@ enum {
 	SB_REPORT_F_FUNCTIONS_FULL = 1u << 1,
 	SB_REPORT_F_STRINGS_FULL = 1u << 2,
 	SB_REPORT_F_LINES_BEYOND = 1u << 3,  /* a line past SB_REPORT_LINES_MAX */
-	SB_REPORT_F_ALLOC_PARTIAL = 1u << 4, /* the allocation table could not grow */
+	SB_REPORT_F_ALLOC_PARTIAL = 1u << 4, /* Python's allocators are not malloc's */
 	SB_REPORT_F_STACK_PARTIAL = 1u << 5, /* calls deeper than the stack kept */
 };
 
@@ -89,6 +89,11 @@ struct sb_report_shm {
 	uint32_t n_denials;
 	uint32_t strings_used;
 	struct sb_report_str program_file;
+	/* The highest line counted, and the slots in use in the order they
+	 * were filled: the reader touches only these (a scan of the whole
+	 * region would fault in every page of it, on both sides). */
+	uint32_t lines_max;
+	uint16_t fn_used[SB_REPORT_FN_MAX];
 	uint32_t line_counts[SB_REPORT_LINES_MAX]; /* saturating */
 	struct sb_report_fn functions[SB_REPORT_FN_SLOTS];
 	struct sb_report_denial denials[SB_REPORT_DENIALS_MAX];
@@ -105,9 +110,11 @@ int sb_report_shm_create(char **reterr);
 /* Unmaps it (supervisor, at the end). */
 void sb_report_shm_destroy(void);
 
-/* Copies the region into private memory (*ret, to free()), so that what is
- * checked is what is used. 0, -ENOMEM, or -ENOENT when the region was never
- * written by a collector (bad magic). */
+/* Copies what the region holds into private memory (*ret, to free()), so
+ * that what is checked is what is used: the counts are clamped to the
+ * layout, fn_used[] to valid slots, and only the used parts are copied (the
+ * rest of the copy reads as zeros). 0, -ENOMEM, or -ENOENT when the region
+ * was never written by a collector (bad magic). */
 int sb_report_shm_snapshot(struct sb_report_shm **ret);
 
 /* Collector side: copies n bytes of s into the arena (cut at a UTF-8
