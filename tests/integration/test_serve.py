@@ -445,3 +445,19 @@ def test_custom_profile_applies(sb_bin, shared_dir):
         status, _, err = srv.post_json({"source": "", "limits": {"timeout_ms": 6000}})
         assert status == 400 and "limit of 5000" in err["error"]
         assert srv.stop() == 0
+
+
+def test_serve_help_and_usage_errors(sb_bin):
+    import subprocess
+    env = {"PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sb_bin, "serve", "--help"], capture_output=True, text=True, timeout=30,
+                       env=env)
+    assert r.returncode == 0 and r.stdout.startswith("usage: python-sb serve")
+    for args, words in ((["--workers", "0"], "--workers 0: expected a number from 1"),
+                        (["--listen", "nowhere"], "expected HOST:PORT"),
+                        (["--max-body", "lots"], "--max-body lots"),
+                        (["--frobnicate"], "unknown or incomplete option '--frobnicate'"),
+                        (["extra"], "unexpected argument 'extra'")):
+        r = subprocess.run([sb_bin, "serve", *args], capture_output=True, text=True,
+                           timeout=30, env=env)
+        assert r.returncode == 2 and words in r.stderr, (args, r.stderr)
