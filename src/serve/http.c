@@ -348,6 +348,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn _unused_, void *
 	*con_cls = NULL;
 }
 
+static void on_log(void *cls _unused_, const char *fmt, va_list ap) _printf_(2, 0);
 static void on_log(void *cls _unused_, const char *fmt, va_list ap)
 {
 	fputs("python-sb serve: http: ", stderr);

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from conftest import EXIT_CONFIG, EXIT_TIMEOUT, IS_ASAN, SANITIZER_ENV, needs_landlock
+from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, IS_ASAN, LANDLOCK_ABI, SANITIZER_ENV,
+                      needs_landlock)
 
 PROFILE = "os-sandbox=landlock\npython-import=sys, os, json\n"
 
@@ -210,3 +211,17 @@ def test_report_errors_stop_before_the_program(sb):
 def test_nobody(sb_nobody):
     r, rep = report_of(sb_nobody, "print(1)\n")
     assert r.returncode == 0 and rep["exit_code"] == 0 and rep["output"]["stdout_bytes"] == 2
+
+
+@pytest.mark.parametrize("profile", ["os-sandbox=none\npython-import=sys\n",
+                                     "os-sandbox=landlock\npy-sandbox=false\n"],
+                         ids=["guard alone", "kernel alone"])
+def test_each_layer_alone(sb, profile):
+    if "landlock" in profile and not LANDLOCK_ABI:
+        pytest.skip("the kernel has no Landlock")
+    r, rep = report_of(sb, "import sys\nfor i in range(3):\n    pass\nsys.exit(4)\n",
+                       profile=profile)
+    assert r.returncode == 4 and rep["exit_code"] == 4
+    assert rep["profile"]["lines"] == {"1": 1, "2": 4, "3": 3, "4": 1}
+    assert rep["provider"] == ("none" if "none" in profile else "landlock")
+    assert rep["denials"] == []
