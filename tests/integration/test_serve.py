@@ -374,7 +374,7 @@ def test_idle_and_slow_connections_do_not_block_runs(sb_bin):
         start = time.monotonic()
         for i in range(3):
             status, body = srv.run(f"print({i})")
-            assert status == 200 and body["stdout"] == f"{i}\n"
+            assert status == 200 and body["stdout"] == f"{i}\n", body
         assert time.monotonic() - start < 30
         for s in idle + [slow, half]:
             s.close()
