@@ -90,9 +90,11 @@ measure_wrk() { # concurrency seconds
     echo "serve+wrk c=$1 $rps $p50 $p99"
 }
 measure_hey() { # concurrency requests
-    local out rps p50 p99
-    out=$(hey -n "$2" -c "$1" -m POST -T application/json -d '{"source": "print(sum(range(10)))\n"}' "$url")
-    grep -q "\[200\]	$2 responses" <<<"$out" || die "hey: some runs were not 200: $out"
+    local out rps p50 p99 n
+    # hey gives each connection n/c requests: a multiple of c is what it sends.
+    n=$(($2 / $1 * $1))
+    out=$(hey -n "$n" -c "$1" -m POST -T application/json -d '{"source": "print(sum(range(10)))\n"}' "$url")
+    grep -q "\[200\]	$n responses" <<<"$out" || die "hey: some runs were not 200: $out"
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     p50=$(awk '$1 == "50%" {print $3 * 1000}' <<<"$out")
     p99=$(awk '$1 == "99%" {print $3 * 1000}' <<<"$out")
