@@ -60,8 +60,19 @@ class Server:
         run_env.update(SANITIZER_ENV)
         run_env.update(env or {})
         self.log = []
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, env=run_env)
+        self.proc = None
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         text=True, env=run_env)
+            self._wait_for_port()
+        except BaseException:
+            self.close()
+            raise
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
+
+    def _wait_for_port(self):
         self.port = None
         deadline = time.monotonic() + START_TIMEOUT
         while self.port is None:
@@ -75,8 +86,6 @@ class Server:
                 self.port = int(m.group(1))
             if time.monotonic() > deadline:
                 raise RuntimeError("python-sb serve did not say where it listens")
-        self._reader = threading.Thread(target=self._read_log, daemon=True)
-        self._reader.start()
 
     def _read_log(self):
         for line in self.proc.stderr:
@@ -152,7 +161,7 @@ class Server:
             self._reader.join(timeout=5)
 
     def close(self):
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=30)
         shutil.rmtree(self.base, ignore_errors=True)
