@@ -7,9 +7,10 @@
  * written for partial mode imports and runs unchanged in the worker or under
  * python-sb. The guard raises the classes held in C: rebinding the module's
  * attributes changes nothing. */
-#include "guard.h"
+#include "pysandboxes-module.h"
 
 #include "exceptions.h"
+#include "guard-runtime.h"
 #include "report-denials.h"
 #include "util.h"
 

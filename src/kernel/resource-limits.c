@@ -58,13 +58,16 @@ struct sb_limit_def {
  * capabilities) first. The same capabilities let a process raise any hard
  * limit back, so for root none of these limits is binding. */
 static const struct sb_limit_def sb_limit_defs[] = {
-    {"limit-cpu", "RLIMIT_CPU", RLIMIT_CPU, true, offsetof(struct sb_limits, cpu_ms)},
-    {"limit-memory", "RLIMIT_AS", RLIMIT_AS, false, offsetof(struct sb_limits, memory_bytes)},
-    {"limit-processes", "RLIMIT_NPROC", RLIMIT_NPROC, false, offsetof(struct sb_limits, processes)},
-    {"limit-file-size", "RLIMIT_FSIZE", RLIMIT_FSIZE, false,
-     offsetof(struct sb_limits, file_size_bytes)},
-    {"limit-open-files", "RLIMIT_NOFILE", RLIMIT_NOFILE, false,
-     offsetof(struct sb_limits, open_files)},
+#define SB_LIMIT_KEY(id, key, unit, field, rlimit)                                                 \
+	{key, #rlimit, rlimit, SB_UNIT_##unit, offsetof(struct sb_limits, field)},
+#define SB_UNIT_DURATION true /* the profile counts milliseconds */
+#define SB_UNIT_SIZE	 false
+#define SB_UNIT_COUNT	 false
+#include "limit-key-list.h"
+#undef SB_LIMIT_KEY
+#undef SB_UNIT_DURATION
+#undef SB_UNIT_SIZE
+#undef SB_UNIT_COUNT
 };
 
 static rlim_t sb_min_rlim(rlim_t a, rlim_t b)
@@ -84,7 +87,7 @@ int sb_limits_apply(const struct sb_limits *limits, char **reterr)
 		struct rlimit cur, want;
 		rlim_t value;
 
-		if (v == 0)
+		if (v == 0 || d->resource < 0)
 			continue;
 #ifdef SB_HAVE_ASAN
 		/* Test builds only: see SB_HAVE_ASAN in util.h. */

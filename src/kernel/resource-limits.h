@@ -3,16 +3,7 @@
 
 #include <stdbool.h>
 
-/* Resource limits, a profile extension of ours (limit-*, timeout). A zero
- * field is "no limit". */
-struct sb_limits {
-	unsigned long long cpu_ms;	    /* limit-cpu: RLIMIT_CPU (rounded up to seconds) */
-	unsigned long long memory_bytes;    /* limit-memory: RLIMIT_AS */
-	unsigned long long processes;	    /* limit-processes: RLIMIT_NPROC */
-	unsigned long long file_size_bytes; /* limit-file-size: RLIMIT_FSIZE */
-	unsigned long long open_files;	    /* limit-open-files: RLIMIT_NOFILE */
-	unsigned long long timeout_ms;	    /* timeout: wall clock, whole process tree */
-};
+#include "profile-limits.h"
 
 /* setrlimit() for every non-zero field (soft and hard: the program cannot
  * raise them back). 0 or -errno with *reterr naming the limit. */

@@ -11,12 +11,13 @@
 #include "embed.h"
 #include "env-policy.h"
 #include "explain.h"
-#include "guard.h"
+#include "guard-net.h"
 #include "launcher.h"
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
 #include "report-supervise.h"
+#include "resource-limits.h"
 #include "serve-exec.h"
 #include "usage.h"
 #include "worker.h"
@@ -116,18 +117,6 @@ static int fail(const char *what, const char *detail, int r)
 	return EXIT_CONFIG;
 }
 
-static void warn_landlock_gaps(const struct sb_landlock_report *rep)
-{
-	if (rep->fs_rights_missing || rep->net_rights_missing || rep->scopes_missing)
-		fprintf(stderr,
-			"python-sb: warning: Landlock ABI %d lacks some rights (fs 0x%llx, net "
-			"0x%llx, scopes 0x%llx): those operations are not restricted by the "
-			"kernel (see --explain)\n",
-			rep->abi, (unsigned long long)rep->fs_rights_missing,
-			(unsigned long long)rep->net_rights_missing,
-			(unsigned long long)rep->scopes_missing);
-}
-
 /* The supervisor's side of a timeout: report like `python` would see it. */
 static int mirror_child(int status, bool timed_out, unsigned long long timeout_ms)
 {
@@ -149,11 +138,11 @@ static int mirror_child(int status, bool timed_out, unsigned long long timeout_m
 
 /* From the policy to the program: the interpreter's paths, the kernel
  * boundary, then the embedded run. */
-static int run(const struct sb_embed *e, const struct sb_provider *provider, const char *note)
+static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note)
 {
 	_cleanup_(sb_boundary_done) struct sb_boundary boundary = {0};
 	_cleanup_(sb_interp_paths_done) struct sb_interp_paths paths = {0};
-	_cleanup_(sb_landlock_report_done) struct sb_landlock_report report = {0};
+	_cleanup_strv_free_ char **kernel_warnings = NULL;
 	_cleanup_free_ char *err = NULL;
 	struct sb_embed_state *state = NULL;
 	bool is_child = true, timed_out = false;
@@ -162,16 +151,14 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 	r = sb_embed_prepare(e, &state, &paths, &err);
 	if (r < 0)
 		return fail("cannot prepare the interpreter", err, r);
-	r = sb_boundary_build(e->profile, provider->id, &paths, &boundary);
+	r = sb_boundary_build(e->profile, e->provider, &paths, mode, &boundary);
 	if (r < 0)
 		return fail("cannot build the kernel policy", NULL, r);
-	if (sb_learn_active())
-		sb_learn_relax_boundary(&boundary);
 
 	if (e->cli->explain) {
 		struct sb_buf out = {0};
 
-		r = sb_explain(e->profile, e->profile_path, provider, note, e->envp, &out);
+		r = sb_explain(e->profile, e->profile_path, e->provider, note, e->envp, &out);
 		if (r >= 0)
 			r = sb_boundary_explain(&boundary, &out);
 		if (r < 0)
@@ -212,10 +199,11 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 	r = sb_learn_begin(&paths, &err);
 	if (r < 0)
 		return fail("cannot start learning mode", err, r);
-	r = sb_boundary_enter(&boundary, &report, &err);
+	r = sb_boundary_enter(&boundary, &kernel_warnings, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
-	warn_landlock_gaps(&report);
+	for (char **w = kernel_warnings; w && *w; w++)
+		fprintf(stderr, "python-sb: warning: %s\n", *w);
 
 	r = sb_embed_run(state, &paths, &exit_code, &err);
 	if (r < 0)
@@ -250,12 +238,12 @@ static void report_learning(const struct sb_learn_outcome *o)
 }
 
 /* Learning mode (spec §6): refused by a learn=false of the shared profiles
- * when the rule file is missing; forces the subprocess provider; says that
- * it is permissive. */
-static int start_learning(struct sb_profile *profile, const struct sb_load_options *opts,
-			  const char *file, char **host_env, const char *cwd, char **reterr)
+ * when the rule file is missing; says that it is permissive, and under which
+ * provider it runs (sb_provider_select()'s choice and note). */
+static int start_learning(const struct sb_profile *profile, const struct sb_load_options *opts,
+			  const char *file, char **host_env, const char *cwd,
+			  const struct sb_provider *provider, const char *note, char **reterr)
 {
-	enum sb_os_sandbox asked = profile->os_sandbox;
 	int r;
 
 	if (profile->root_missing) {
@@ -263,16 +251,11 @@ static int start_learning(struct sb_profile *profile, const struct sb_load_optio
 		if (r < 0)
 			return r;
 	}
-	profile->os_sandbox = SB_OS_SUBPROCESS;
 	fprintf(stderr,
 		"python-sb: LEARNING MODE: what the rules would refuse is recorded and "
-		"allowed, the program sees the whole environment, and os-sandbox=subprocess "
-		"is forced%s%s%s. Never learn with untrusted code.\n",
-		asked != SB_OS_SUBPROCESS ? " (os-sandbox=" : "",
-		asked != SB_OS_SUBPROCESS
-		    ? (asked == SB_OS_UNSET ? "auto" : sb_os_sandbox_name(asked))
-		    : "",
-		asked != SB_OS_SUBPROCESS ? " does not apply while learning)" : "");
+		"allowed, the program sees the whole environment, and os-sandbox=%s is "
+		"forced%s%s%s. Never learn with untrusted code.\n",
+		provider->name, note ? " (" : "", note ? note : "", note ? ")" : "");
 	return sb_learn_configure(&(struct sb_learn_options){
 	    .profile = profile,
 	    .file = file,
@@ -295,6 +278,7 @@ int sb_launcher_main(int argc, char **argv)
 	struct sb_report_request report = {.fd = -1};
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
+	enum sb_rules_mode mode = SB_MODE_ENFORCE;
 	struct sb_load_options opts;
 	bool warn = false;
 	ssize_t n;
@@ -386,31 +370,32 @@ int sb_launcher_main(int argc, char **argv)
 		if (c < 0 && c != -EINVAL)
 			r = c;
 	}
+	if (r >= 0 || r == -EINVAL) {
+		int c = sb_provider_check_params(profile, &diags);
+
+		if (c < 0 && c != -EINVAL)
+			r = c;
+	}
 	if (r < 0 && r != -EINVAL)
 		return fail("cannot load the rules", NULL, r);
 	if (report_diags(&diags) < 0)
 		return EXIT_CONFIG;
 
-	if (sb_learn_wanted(profile, config, &learn_file)) {
-		r = start_learning(profile, &opts, learn_file, host_env, cwd, &err);
-		if (r < 0)
-			return fail("cannot start learning mode", err, r);
-	}
-
-	r = sb_provider_select(profile->os_sandbox, &provider, &note, &warn, &err);
+	if (sb_learn_wanted(profile, config, &learn_file))
+		mode = SB_MODE_LEARN;
+	r = sb_provider_select(profile->os_sandbox, mode, &provider, &note, &warn, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
 	if (warn)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
 	report.provider = provider->name;
-
-	r = sb_env_build(profile, host_env, &envp);
-	if (r >= 0 && sb_learn_active()) {
-		char **rules_env = TAKE_PTR(envp);
-
-		r = sb_learn_environment(host_env, rules_env, &envp);
-		sb_strv_free(rules_env);
+	if (mode == SB_MODE_LEARN) {
+		r = start_learning(profile, &opts, learn_file, host_env, cwd, provider, note, &err);
+		if (r < 0)
+			return fail("cannot start learning mode", err, r);
 	}
+
+	r = sb_env_build(profile, host_env, mode, &envp);
 	if (r < 0)
 		return fail("cannot build the environment", NULL, r);
 	/* The kernel's name for the binary is already canonical: one readlink()
@@ -428,11 +413,8 @@ int sb_launcher_main(int argc, char **argv)
 		.venv = venv,
 		.site_dirs = site_dirs,
 		.worker = cli.worker ? &worker : NULL,
-		.provider = provider->name,
+		.provider = provider,
 		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
-		.boundary = provider->id == SB_OS_SUBPROCESS || provider->id == SB_OS_NONE
-				? NULL
-				: provider->name,
 	    },
-	    provider, note));
+	    mode, note));
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "api-registry.h"
+#include "guard-observer.h"
 #include "learn-file.h"
 #include "learn-native.h"
 #include "learn-python.h"
@@ -129,49 +130,6 @@ int sb_learn_configure(const struct sb_learn_options *o)
 	return 0;
 }
 
-int sb_learn_environment(char *const *host_env, char *const *rule_env, char ***ret)
-{
-	_cleanup_strv_free_ char **env = NULL;
-	int r = 0;
-
-	for (char *const *e = host_env; r >= 0 && e && *e; e++)
-		r = sb_strv_push(&env, *e);
-	for (char *const *e = rule_env; r >= 0 && e && *e; e++) {
-		size_t n = strcspn(*e, "=");
-		bool replaced = false;
-
-		for (char **h = env; h && *h; h++)
-			if (strncmp(*h, *e, n) == 0 && (*h)[n] == '=') {
-				char *copy = strdup(*e);
-
-				if (!copy)
-					return -ENOMEM;
-				free(*h);
-				*h = copy;
-				replaced = true;
-				break;
-			}
-		if (!replaced)
-			r = sb_strv_push(&env, *e);
-	}
-	if (r < 0)
-		return r;
-	if (!env && !(env = calloc(1, sizeof(*env))))
-		return -ENOMEM;
-	*ret = TAKE_PTR(env);
-	return 0;
-}
-
-void sb_learn_relax_boundary(struct sb_boundary *b)
-{
-	b->use_landlock = false;
-	b->seccomp.allow_inet = true;
-	b->seccomp.allow_udp = true;
-	b->seccomp.allow_unix_socket = true;
-	b->seccomp.allow_exec = true;
-	b->seccomp.allow_fork = true;
-}
-
 int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr _unused_)
 {
 	int r = 0;
@@ -251,13 +209,17 @@ static void at_exit(void)
 	}
 }
 
+static void env_read(const char *name);
+static void env_written(const char *name);
+
 int sb_learn_activate(char **reterr)
 {
+	static const struct sb_learn_env_sink env_sink = {.read = env_read, .written = env_written};
 	int r;
 
 	if (!sb_learning || !learn.begun)
 		return 0;
-	r = sb_learn_python_activate(&learn.stdlib_modules, reterr);
+	r = sb_learn_python_activate(&env_sink, &learn.stdlib_modules, reterr);
 	if (r < 0)
 		return r;
 	/* Py_FinalizeEx() calls it after the program, whatever ended it; and
@@ -291,7 +253,7 @@ int sb_learn_exit_signal(void)
 
 /* ---- records ------------------------------------------------------------------ */
 
-bool sb_learn_file(const char *resolved, bool write)
+static bool record_file(const char *resolved, bool write)
 {
 	if (!sb_learning || learn.done)
 		return false;
@@ -303,7 +265,7 @@ bool sb_learn_file(const char *resolved, bool write)
 	return true;
 }
 
-void sb_learn_file_decided(const char *resolved, bool write, const char *needed)
+static void file_decided(const char *resolved, bool write, const char *needed)
 {
 	if (!sb_learning || learn.done)
 		return;
@@ -320,7 +282,7 @@ void sb_learn_file_decided(const char *resolved, bool write, const char *needed)
 		sb_learn_set_add_path(&learn.set, needed, write, false);
 }
 
-void sb_learn_net_name(const char *name, const char *ip)
+static void name_resolved(const char *name, const char *ip)
 {
 	if (!sb_learning || learn.done)
 		return;
@@ -336,7 +298,7 @@ void sb_learn_net_name(const char *name, const char *ip)
 	}
 }
 
-bool sb_learn_net(const char *host, unsigned protocol, uint16_t port, unsigned direction)
+static bool record_net(const char *host, unsigned protocol, uint16_t port, unsigned direction)
 {
 	if (!sb_learning || learn.done)
 		return false;
@@ -348,7 +310,7 @@ bool sb_learn_net(const char *host, unsigned protocol, uint16_t port, unsigned d
 	return sb_learn_set_add_net(&learn.set, host, protocol, port, direction, false) >= 0;
 }
 
-void sb_learn_net_seen(const char *ip, uint16_t port, unsigned direction)
+static void net_decided(const char *ip, uint16_t port, unsigned direction)
 {
 	char key[INET6_ADDRSTRLEN + 32];
 
@@ -358,14 +320,14 @@ void sb_learn_net_seen(const char *ip, uint16_t port, unsigned direction)
 	sb_learn_strset_add(&learn.seen_nets, key);
 }
 
-bool sb_learn_import(const char *top_level)
+static bool record_import(const char *top_level)
 {
 	if (!sb_learning || learn.done)
 		return false;
 	return sb_learn_set_add_import(&learn.set, top_level) >= 0;
 }
 
-bool sb_learn_api(const char *qualname)
+static bool record_api(const char *qualname)
 {
 	const struct sb_api_function *fn;
 	const struct sb_api_rule *rule = NULL;
@@ -379,7 +341,7 @@ bool sb_learn_api(const char *qualname)
 	return sb_learn_set_add_api(&learn.set, fn) >= 0;
 }
 
-bool sb_learn_api_category(int category)
+static bool record_api_category(int category)
 {
 	if (!sb_learning || learn.done || category < 0 || category >= SB_API_CATEGORY__N)
 		return false;
@@ -395,25 +357,67 @@ bool sb_learn_api_category(int category)
 	return true;
 }
 
-void sb_learn_env_read(const char *name)
+static void env_read(const char *name)
 {
 	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))
 		return;
 	sb_learn_set_add_env(&learn.set, name);
 }
 
-void sb_learn_result(const char *needs_objects)
+static void result_sent(const char *needs_objects)
 {
 	if (!sb_learning || learn.done)
 		return;
 	sb_learn_set_add_result(&learn.set, needs_objects);
 }
 
-void sb_learn_env_written(const char *name)
+static void env_written(const char *name)
 {
 	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))
 		return;
 	sb_strv_push(&learn.env_written, name);
+}
+
+/* The refusals a missing rule explains become records; a name is let
+ * resolve (the connection to its addresses is what is recorded). */
+static enum sb_refusal_answer refused(const struct sb_refusal *r)
+{
+	bool recorded = false;
+
+	switch (r->kind) {
+	case SB_REFUSAL_FILE:
+		recorded = record_file(r->subject, r->write);
+		break;
+	case SB_REFUSAL_NET:
+		recorded = record_net(r->subject, r->protocol, r->port, r->direction);
+		break;
+	case SB_REFUSAL_NET_NAME:
+		recorded = true;
+		break;
+	case SB_REFUSAL_IMPORT:
+		recorded = record_import(r->subject);
+		break;
+	case SB_REFUSAL_API:
+		recorded = record_api(r->subject);
+		break;
+	case SB_REFUSAL_API_CATEGORY:
+		recorded = record_api_category(r->category);
+		break;
+	}
+	return recorded ? SB_RECORDED_ALLOW : SB_REFUSE;
+}
+
+static const struct sb_guard_observer observer = {
+    .refused = refused,
+    .file_decided = file_decided,
+    .net_decided = net_decided,
+    .name_resolved = name_resolved,
+    .result_sent = result_sent,
+};
+
+const struct sb_guard_observer *sb_learn_observer(void)
+{
+	return sb_learning ? &observer : NULL;
 }
 
 /* ---- the write --------------------------------------------------------------- */
@@ -529,6 +533,9 @@ void sb_learn_finish(void)
 		.learn_profile = learn_profile,
 	    },
 	    learn.profile, &rules);
+	/* The records are rule lines now, and nothing records any more
+	 * (learn.done): a long run's thousands of paths need not stay. */
+	sb_learn_set_done(&learn.set);
 	if (r >= 0)
 		r = sb_learn_file_write(learn.file, &rules, time(NULL), &res, &err);
 	out.error = r < 0 ? r : 0;

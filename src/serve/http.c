@@ -187,6 +187,7 @@ static void run_done(struct sb_job *job, void *data)
 	struct sb_run_result *res = &job->result;
 	json_t *body;
 
+	sb_metrics_run(req->h->cfg.metrics, job);
 	if (job->error < 0 || !res->report) {
 		char msg[256];
 

@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <time.h>
 
-#include "metrics.h"
 #include "util.h"
 
 struct sb_pool {
@@ -23,7 +22,6 @@ struct sb_pool {
 	pthread_t *threads;
 	const struct sb_runner_ops *ops;
 	struct sb_runner *runner;
-	struct sb_metrics *metrics;
 };
 
 uint64_t sb_now_ns(void)
@@ -57,7 +55,6 @@ static void *worker_main(void *data)
 		job->started_ns = sb_now_ns();
 		job->error = p->ops->run(p->runner, &job->spec, &job->result);
 		job->finished_ns = sb_now_ns();
-		sb_metrics_run(p->metrics, job);
 		job->done(job, job->data);
 
 		pthread_mutex_lock(&p->lock);
@@ -69,7 +66,7 @@ static void *worker_main(void *data)
 }
 
 int sb_pool_start(unsigned workers, unsigned queue_cap, const struct sb_runner_ops *ops,
-		  struct sb_runner *runner, struct sb_metrics *metrics, struct sb_pool **ret)
+		  struct sb_runner *runner, struct sb_pool **ret)
 {
 	struct sb_pool *p = calloc(1, sizeof(*p));
 	sigset_t all, saved;
@@ -88,7 +85,6 @@ int sb_pool_start(unsigned workers, unsigned queue_cap, const struct sb_runner_o
 	p->queue_cap = queue_cap;
 	p->ops = ops;
 	p->runner = runner;
-	p->metrics = metrics;
 	/* Workers take no signal: the main thread handles them all. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);

@@ -6,8 +6,6 @@
 
 #include "runner.h"
 
-struct sb_metrics;
-
 /* The job pool: a fixed number of worker threads and a bounded queue, so that
  * the memory a burst of requests takes is bounded too. A request that finds
  * the queue full is refused (429) before anything is stored for it. */
@@ -26,7 +24,7 @@ struct sb_job {
 struct sb_pool;
 
 int sb_pool_start(unsigned workers, unsigned queue_cap, const struct sb_runner_ops *ops,
-		  struct sb_runner *runner, struct sb_metrics *metrics, struct sb_pool **ret);
+		  struct sb_runner *runner, struct sb_pool **ret);
 /* Takes a place in the queue: 0; -EAGAIN when it is full, -ESHUTDOWN while
  * draining. A place taken must be given to sb_pool_submit(). */
 int sb_pool_reserve(struct sb_pool *p);

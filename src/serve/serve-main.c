@@ -268,7 +268,7 @@ int main(int argc, char **argv)
 		fail("out of memory", NULL, -ENOMEM);
 		goto out;
 	}
-	r = sb_pool_start(opts.workers, opts.queue, ops, runner, metrics, &pool);
+	r = sb_pool_start(opts.workers, opts.queue, ops, runner, &pool);
 	if (r < 0) {
 		fail("cannot start the workers", NULL, r);
 		goto out;
