@@ -16,8 +16,8 @@ struct sb_relay_stream {
 	int to;	      /* the caller's descriptor (1 or 2) */
 	int child_fd; /* the pipe's write end, for the program */
 	char buf[16384];
-	size_t len, off; /* bytes waiting in buf, from off */
-	bool both;	 /* stdout and stderr are one file: one pipe for both */
+	size_t len, off;	  /* bytes waiting in buf, from off */
+	bool both;		  /* stdout and stderr are one file: one pipe for both */
 	unsigned long long bytes; /* what the program wrote here, up to the limit */
 };
 
