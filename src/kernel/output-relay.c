@@ -111,11 +111,12 @@ static void read_stream(struct sb_relay *r, struct sb_relay_stream *s)
 	}
 	s->off = 0;
 	s->len = (size_t)n;
-	if (r->total + (unsigned long long)n > r->limit) {
+	if (r->limit && r->total + (unsigned long long)n > r->limit) {
 		s->len = (size_t)(r->limit - r->total);
 		r->exceeded = true;
 	}
 	r->total += s->len;
+	s->bytes += s->len;
 }
 
 static void write_stream(struct sb_relay_stream *s)

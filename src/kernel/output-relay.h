@@ -16,8 +16,9 @@ struct sb_relay_stream {
 	int to;	      /* the caller's descriptor (1 or 2) */
 	int child_fd; /* the pipe's write end, for the program */
 	char buf[16384];
-	size_t len, off; /* bytes waiting in buf, from off */
-	bool both;	 /* stdout and stderr are one file: one pipe for both */
+	size_t len, off;	  /* bytes waiting in buf, from off */
+	bool both;		  /* stdout and stderr are one file: one pipe for both */
+	unsigned long long bytes; /* what the program wrote here, up to the limit */
 };
 
 struct sb_relay {
@@ -28,7 +29,8 @@ struct sb_relay {
 };
 
 /* Before the fork: a pipe for each of stdout and stderr that is open (one
- * when they are the same file, so that their order is kept). 0 or -errno. */
+ * when they are the same file, so that their order is kept). limit 0: no
+ * limit, the output is only counted (a run report). 0 or -errno. */
 int sb_relay_open(struct sb_relay *r, unsigned long long limit, char **reterr);
 /* In the program's process: the pipes become its stdout and stderr. */
 int sb_relay_child(struct sb_relay *r);

@@ -504,6 +504,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	struct sb_supervisor s = {.sfd = -1};
 	_cleanup_(sb_cgroup_remove) struct sb_cgroup cgroup = {.dir_fd = -1};
 	struct sb_relay relay = {0};
+	struct sb_supervise_result counts = {0};
 	struct sb_saved_state saved;
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
 	uint64_t start, deadline;
@@ -523,7 +524,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 			return sb_error(reterr, -errno, "limit-memory: cannot create a pipe: %s",
 					strerror(errno));
 	}
-	if (o->output_bytes) {
+	if (o->output_bytes || o->count_output) {
 		r = sb_relay_open(&relay, o->output_bytes, reterr);
 		if (r < 0)
 			goto fail_early;
@@ -669,6 +670,15 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 		sb_relay_flush(s.relay, timed_out || s.relay->exceeded || r < 0
 					    ? sb_now_ns() + SB_KILL_ROUND_NS * 10
 					    : deadline);
+		for (size_t i = 0; i < s.relay->n; i++) {
+			const struct sb_relay_stream *st = &s.relay->s[i];
+
+			counts.output_combined = counts.output_combined || st->both;
+			if (st->to == 2 && !st->both)
+				counts.stderr_bytes += st->bytes;
+			else
+				counts.stdout_bytes += st->bytes;
+		}
 		sb_relay_close(s.relay);
 		sigaction(SIGPIPE, &saved.sigpipe, NULL);
 	}
@@ -696,7 +706,12 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	    .timed_out = timed_out,
 	    .output_exceeded = s.relay && s.relay->exceeded,
 	    .memory_exceeded = sb_cgroup_oom_killed(&cgroup),
+	    .wall_ns = sb_now_ns() - start,
+	    .output_counted = s.relay != NULL,
 	};
+	ret->output_combined = counts.output_combined;
+	ret->stdout_bytes = counts.stdout_bytes;
+	ret->stderr_bytes = counts.stderr_bytes;
 	return 0;
 
 fail_early:

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "profile-limits.h"
 
@@ -15,6 +16,7 @@ struct sb_supervise_options {
 	unsigned long long output_bytes; /* limit-output= (output-relay.h) */
 	unsigned long long memory_bytes; /* limit-memory=, with cgroup_parent */
 	const char *cgroup_parent;	 /* where the program's cgroup goes (cgroup.h), or NULL */
+	bool count_output;		 /* relay and count the output even without a limit */
 };
 
 struct sb_supervise_result {
@@ -22,6 +24,13 @@ struct sb_supervise_result {
 	bool timed_out;
 	bool output_exceeded;
 	bool memory_exceeded; /* the kernel killed in the program's cgroup */
+	uint64_t wall_ns;     /* from the fork to the last process reaped */
+	/* With output_bytes or count_output: what the program and its children
+	 * wrote (up to the limit). combined: stdout and stderr were one file
+	 * (2>&1), relayed through one pipe to keep their order, and all of it
+	 * is counted as stdout. */
+	bool output_counted, output_combined;
+	unsigned long long stdout_bytes, stderr_bytes;
 };
 
 /* Forks. In the child, returns 0 at once (*ret_is_child = true) and the

@@ -17,7 +17,9 @@
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
+#include "report-supervise.h"
 #include "resource-limits.h"
+#include "serve-exec.h"
 #include "usage.h"
 #include "worker.h"
 #include "util.h"
@@ -185,10 +187,14 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 			return EXIT_CONFIG;
 		}
 	}
-	if (sb_boundary_supervise(&boundary, &supervise)) {
-		r = sb_supervise_run(&supervise, &is_child, &res, &err);
+	if (sb_boundary_supervise(&boundary, &supervise) || e->report) {
+		r = e->report ? sb_report_supervise(e->report, &supervise, &boundary.limits,
+						    &is_child, &res, &err)
+			      : sb_supervise_run(&supervise, &is_child, &res, &err);
 		if (r < 0)
-			return fail("cannot start the supervisor", err, r);
+			return fail(e->report ? "cannot report on the program"
+					      : "cannot start the supervisor",
+				    err, r);
 		if (!is_child)
 			return mirror_child(&res, &boundary.limits);
 	}
@@ -273,6 +279,7 @@ int sb_launcher_main(int argc, char **argv)
 	_cleanup_strv_free_ char **host_env = NULL, **site_dirs = NULL, **envp = NULL;
 	_cleanup_free_ char *err = NULL, *config = NULL, *venv = NULL, *note = NULL;
 	const char *learn_file = NULL;
+	struct sb_report_request report = {.fd = -1};
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
 	enum sb_rules_mode mode = SB_MODE_ENFORCE;
@@ -281,6 +288,13 @@ int sb_launcher_main(int argc, char **argv)
 	bool warn = false;
 	ssize_t n;
 	int r;
+
+	/* `python-sb serve`: the service, a program of its own (a script named
+	 * "serve" runs as `python-sb ./serve`). */
+	if (argc >= 2 && streq(argv[1], "serve")) {
+		r = sb_serve_exec(argc, argv, &err);
+		return fail("cannot start the service", err, r);
+	}
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r < 0) {
@@ -310,11 +324,23 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 	}
+	if (cli.report_fd) {
+		unsigned long long fd;
+
+		if (sb_safe_atou64(cli.report_fd, &fd) < 0 || fd < 3 || fd > INT_MAX)
+			return fail("--report-fd expects a descriptor number above 2",
+				    cli.report_fd, -EINVAL);
+		report.fd = (int)fd;
+	}
+	report.path = cli.report;
 	/* Nothing the caller left open reaches the program: only the worker's
-	 * channel and a descriptor the command line names (python-sb <(cmd)). */
+	 * channel, the report's descriptor (the supervisor's: the program's
+	 * process closes it), and a descriptor the command line names
+	 * (python-sb <(cmd)). */
 	{
 		const int keep[] = {
 		    cli.worker ? worker.fd : -1,
+		    report.fd,
 		    cli.mode == SB_RUN_SCRIPT ? sb_inherited_fd_named(cli.target) : -1,
 		    sb_inherited_fd_named(cli.config_path),
 		};
@@ -391,6 +417,7 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("the sandbox cannot be applied", err, r);
 	if (warn)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
+	report.provider = provider->name;
 	if (mode == SB_MODE_LEARN) {
 		r = start_learning(profile, &opts, learn_file, host_env, cwd, provider, note, &err);
 		if (r < 0)
@@ -422,6 +449,7 @@ int sb_launcher_main(int argc, char **argv)
 		.site_dirs = site_dirs,
 		.worker = cli.worker ? &worker : NULL,
 		.provider = provider,
+		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 	    },
 	    mode, note));
 }
