@@ -269,8 +269,12 @@ int sb_eval_alloc_install(void)
 	 * are not malloc's to measure. */
 	al.usable_size = al.prev[DOMAIN_RAW].ctx == NULL;
 	/* pymalloc hands every request over 512 bytes to the raw domain; with
-	 * PYTHONMALLOC=malloc the object domains go straight to malloc, and
-	 * are hooked too. */
+	 * PYTHONMALLOC=malloc (or --report's malloc allocator) the object
+	 * domains go straight to malloc, and are hooked too. The run report
+	 * wraps these domains later (sb_report_collector_start(), after the
+	 * guard is armed), on top of this hook: a wrapper installed before it
+	 * would make the object domains look like pymalloc and go unhooked
+	 * (test_eval.py: test_alloc_budget_in_c_under_the_run_report). */
 	direct = al.prev[DOMAIN_OBJ].malloc == al.prev[DOMAIN_RAW].malloc;
 	for (size_t d = 0; d < DOMAIN__N; d++) {
 		PyMemAllocatorEx hook = {(void *)(intptr_t)d, hook_malloc, hook_calloc,

@@ -435,3 +435,16 @@ def test_guarded_eval_in_partial_mode(sb, pysandboxes_dir):
     assert "CALLER guarded_eval() runs under python-sb's eval guard" in r.stdout, r
     assert "WORKER 14" in r.stdout, (r.stdout, r.stderr)
     assert "REFUSED ['eval-magic:calc=__class__']" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_alloc_budget_in_c_under_the_run_report(sb):
+    # --report wraps the allocator after the guard is armed: the eval layer's
+    # hook (eval-max-alloc inside C builtins) must stay under it.
+    sb.profile(BASE + "eval-syntax=arith\neval-attribute=ljust\n")
+    script = sb.script(PROBE + "probe('ljust', lambda: len(eval(\"'x'.ljust(10**8)\")))\n"
+                       "probe('small', lambda: len(eval(\"'x'.ljust(10**5)\")))\n")
+    path = sb.path("report.json")
+    r = sb.run(f"--report={path}", script)
+    assert outcome(r, "ljust").startswith("EvalInterrupted eval-max-alloc=10MB "), r
+    assert outcome(r, "small") == "OK 100000", r
+    assert r.returncode == 0 and path.exists(), r
