@@ -3,6 +3,7 @@
 
 #include "eval-runtime.h"
 #include "exceptions.h"
+#include "report-denials.h"
 #include "util.h"
 
 static int set_str(PyObject *obj, const char *attr, const char *value)
@@ -24,6 +25,7 @@ static int raise_eval_permission(const char *target, const char *rule_key, const
 
 	if (!cls)
 		return -1;
+	sb_report_denial(SB_REPORT_DENIAL_EVAL, target, message);
 	exc = PyObject_CallFunction(cls, "is", EPERM, message);
 	if (!exc)
 		return -1;

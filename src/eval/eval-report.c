@@ -3,6 +3,7 @@
 
 #include "eval-runtime.h"
 #include "exceptions.h"
+#include "report-denials.h"
 #include "util.h"
 
 /* At most this many violations are rendered in a report. */
@@ -148,6 +149,33 @@ PyObject *sb_eval_report_make(const struct sb_eval_check *c, const struct sb_eva
 	return report;
 }
 
+/* The run report (--report) lists a rejection as one denial per rule that
+ * would allow a part of it, or one without a rule when none would. */
+static void report_denials(const char *filename, PyObject *message, PyObject *rules)
+{
+	Py_ssize_t n = PyList_Check(rules) ? PyList_GET_SIZE(rules) : 0;
+	const char *text;
+
+	for (Py_ssize_t i = 0; i < n; i++) {
+		const char *rule = PyUnicode_AsUTF8(PyList_GET_ITEM(rules, i));
+		_cleanup_free_ char *line = NULL;
+
+		if (rule && asprintf(&line, "%s is rejected by the eval guard. Add `%s` to '%s'",
+				     filename, rule, sb_eval_profile_path()) >= 0)
+			sb_report_denial(SB_REPORT_DENIAL_EVAL, filename, line);
+		else
+			line = NULL;
+		PyErr_Clear();
+	}
+	if (n == 0 && (text = PyUnicode_AsUTF8(message))) {
+		_cleanup_free_ char *first = strndup(text, strcspn(text, "\n"));
+
+		if (first)
+			sb_report_denial(SB_REPORT_DENIAL_EVAL, filename, first);
+	}
+	PyErr_Clear();
+}
+
 int sb_eval_raise_rejection(PyObject *report)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_EVAL_SYNTAX), *message, *violations, *rules, *exc;
@@ -160,6 +188,7 @@ int sb_eval_raise_rejection(PyObject *report)
 	if (!PyArg_ParseTuple(report, "OOOsiiO", &message, &violations, &rules, &filename, &lineno,
 			      &offset, &text))
 		return -1;
+	report_denials(filename, message, rules);
 	/* SyntaxError(msg, (filename, lineno, offset, text)): editors and
 	 * tracebacks show the position the way they do for any syntax error. */
 	exc = PyObject_CallFunction(cls, "O(siiO)", message, filename, lineno, offset, text);

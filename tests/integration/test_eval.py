@@ -9,6 +9,7 @@ the attribute naming the rule (EvalSyntaxRejected.rules, RuleEvalPermissionError
 .target/.rule_key, EvalInterrupted.reason).
 """
 
+import json
 import re
 import time
 
@@ -448,3 +449,21 @@ def test_alloc_budget_in_c_under_the_run_report(sb):
     assert outcome(r, "ljust").startswith("EvalInterrupted eval-max-alloc=10MB "), r
     assert outcome(r, "small") == "OK 100000", r
     assert r.returncode == 0 and path.exists(), r
+
+
+def test_run_report_lists_eval_refusals(sb):
+    # The eval layer is a part of the guard: its refusals are the report's
+    # denials, with the rule to add.
+    sb.profile(BASE + "eval-syntax=arith\neval-call=getattr\n")
+    script = sb.script(PROBE + "probe('attr', lambda: eval('(1).real'))\n"
+                       "probe('syntax', lambda: eval('[x for x in (1, 2)]'))\n"
+                       "probe('getattr', lambda: eval('getattr(1, \"imag\")'))\n")
+    path = sb.path("report.json")
+    r = sb.run(f"--report={path}", script)
+    assert outcome(r, "attr").startswith("EvalSyntaxRejected"), r
+    denials = json.loads(path.read_text())["denials"]
+    assert {d["kind"] for d in denials} == {"eval"}, denials
+    rules = [d["rule_to_add"] for d in denials]
+    assert "eval-attribute=real" in rules and "eval-syntax=comprehension" in rules, denials
+    assert outcome(r, "getattr") == "RuleEvalPermissionError 'imag' eval-attribute", r
+    assert {"subject": "imag", "rule_to_add": "eval-attribute=imag"}.items() <= denials[-1].items()
