@@ -171,7 +171,8 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 
 		warn_unenforced(e->profile);
 		/* Host names are resolved and pinned now, while /etc/hosts and DNS
-		 * are still reachable: the boundary may hide both. */
+		 * are still reachable: the boundary may hide both. A kernel filter
+		 * names the same addresses as the guard. */
 		r = sb_guard_net_resolve(e->profile, &warnings, &err);
 		for (char **w = warnings; w && *w; w++)
 			fprintf(stderr, "python-sb: warning: %s\n", *w);
@@ -179,6 +180,7 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 			fprintf(stderr, "python-sb: %s\n", err ? err : strerror(-r));
 			return EXIT_CONFIG;
 		}
+		boundary.net_policy = sb_guard_net_policy();
 	}
 	if (boundary.limits.timeout_ms) {
 		r = sb_supervise(boundary.limits.timeout_ms, &is_child, &status, &timed_out, &err);
@@ -192,9 +194,12 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	r = sb_learn_begin(&paths, &err);
 	if (r < 0)
 		return fail("cannot start learning mode", err, r);
-	r = sb_boundary_enter(&boundary, &kernel_warnings, &err);
+	r = sb_boundary_enter(&boundary, &kernel_warnings, &status, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
+	/* The provider ran the program in a child and left us outside. */
+	if (r > 0)
+		return mirror_child(status, false, 0);
 	for (char **w = kernel_warnings; w && *w; w++)
 		fprintf(stderr, "python-sb: warning: %s\n", *w);
 
