@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -159,7 +161,7 @@ static const char *l4(const struct sb_net_rule *rule)
 static int put_rule(struct sb_buf *b, const struct sb_net_rule *rule,
 		    const struct sb_net_policy *pins)
 {
-	const char *verdict = rule->action == SB_NET_DENY ? "drop" : "accept";
+	const char *verdict = rule->action == SB_NET_DENY ? "jump refuse" : "accept";
 	_cleanup_free_ struct target *t = NULL;
 	size_t n = 0;
 	int r;
@@ -234,8 +236,15 @@ static int build_ruleset(const struct sb_net_rule *rules, size_t n,
 	int r;
 
 	/* Input: nothing reaches the namespace from outside but the replies to
-	 * its own connections (slirp4netns forwards no port into it). */
+	 * its own connections (slirp4netns forwards no port into it). Output:
+	 * what no rule allows is refused at once (a reset for TCP, an ICMP
+	 * error otherwise), not dropped: a dropped SYN leaves connect() waiting
+	 * for its timeout. */
 	r = sb_buf_puts(b, "table inet python_sb {\n"
+			   "\tchain refuse {\n"
+			   "\t\tmeta l4proto tcp reject with tcp reset\n"
+			   "\t\treject with icmpx type admin-prohibited\n"
+			   "\t}\n"
 			   "\tchain input {\n"
 			   "\t\ttype filter hook input priority 0; policy drop;\n"
 			   "\t\tiif \"lo\" accept\n"
@@ -256,16 +265,16 @@ static int build_ruleset(const struct sb_net_rule *rules, size_t n,
 		    names_special(&rules[i], pins))
 			r = put_rule(b, &rules[i], pins);
 	if (r >= 0)
-		r = sb_buf_puts(b,
-				"\t\t# the host's loopback and the DNS forwarder, unless named "
-				"above\n"
-				"\t\tip daddr { " SB_NETNS_GATEWAY ", " SB_NETNS_DNS " } drop\n");
+		r = sb_buf_puts(b, "\t\t# the host's loopback and the DNS forwarder, unless named "
+				   "above\n"
+				   "\t\tip daddr { " SB_NETNS_GATEWAY ", " SB_NETNS_DNS
+				   " } jump refuse\n");
 	for (size_t i = 0; r >= 0 && i < n; i++)
 		if (rules[i].action == SB_NET_ALLOW && (rules[i].directions & SB_NET_OUT) &&
 		    !names_special(&rules[i], pins))
 			r = put_rule(b, &rules[i], pins);
 	if (r >= 0)
-		r = sb_buf_puts(b, "\t}\n}\n");
+		r = sb_buf_puts(b, "\t\tjump refuse\n\t}\n}\n");
 	return r;
 }
 
@@ -454,21 +463,26 @@ static int memfd_with(const char *name, const char *text)
 	return fd;
 }
 
-/* What a program wrote into a memory file: its last line that says
- * something, for a message. */
+/* What a program wrote into a memory file: its lines that say something,
+ * joined, for a message. */
 static char *memfd_message(int fd)
 {
-	char buf[4096];
+	char buf[2048];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	char *line, *last = NULL, *save = NULL;
+	struct sb_buf out = {0};
+	char *line, *save = NULL;
 
 	if (n <= 0)
 		return strdup("");
 	buf[n] = '\0';
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		if (*sb_strstrip(line) && !strstr(line, "WARNING"))
-			last = line;
-	return strdup(last ? sb_strstrip(last) : "");
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		line = sb_strstrip(line);
+		if (!*line || strstr(line, "WARNING") || startswith(line, "sent tapfd"))
+			continue;
+		if (sb_buf_printf(&out, "%s%s", out.len ? "; " : "", line) < 0)
+			break;
+	}
+	return out.data ? sb_buf_steal(&out) : strdup("");
 }
 
 static int wait_exit(pid_t pid, int *ret_status)
@@ -476,6 +490,24 @@ static int wait_exit(pid_t pid, int *ret_status)
 	while (waitpid(pid, ret_status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
+	return 0;
+}
+
+/* Joining a user namespace gives every capability in it, but execve() takes
+ * them away from a uid other than 0 there (the caller's own uid is mapped, not
+ * root): CAP_NET_ADMIN goes into the ambient set, which execve() keeps. */
+static int keep_net_admin(void)
+{
+	struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &header, data) < 0)
+		return -errno;
+	data[0].inheritable |= 1u << CAP_NET_ADMIN;
+	if (syscall(SYS_capset, &header, data) < 0)
+		return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_ADMIN, 0, 0) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -509,8 +541,9 @@ static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_t
 	if (pid == 0) {
 		/* EINVAL: already in that user namespace (root without one). */
 		if ((setns(user_fd, CLONE_NEWUSER) < 0 && errno != EINVAL) ||
-		    setns(net_fd, CLONE_NEWNET) < 0 || dup2(in, STDIN_FILENO) < 0 ||
-		    dup2(err, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+		    setns(net_fd, CLONE_NEWNET) < 0 || keep_net_admin() < 0 ||
+		    dup2(in, STDIN_FILENO) < 0 || dup2(err, STDOUT_FILENO) < 0 ||
+		    dup2(err, STDERR_FILENO) < 0)
 			_exit(126);
 		execve(tools->nft, argv, environ);
 		_exit(127);
@@ -615,9 +648,11 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 		argv[n++] = "--disable-host-loopback";
 	if (!plan->dns)
 		argv[n++] = "--disable-dns";
-	/* Its own mount namespace, no capability, a seccomp filter: slirp4netns
-	 * parses the sandbox's packets. */
-	argv[n++] = "--enable-sandbox";
+	/* slirp4netns parses the sandbox's packets: a seccomp filter of its
+	 * own, and for root a mount namespace and no capability (it needs
+	 * setegid(0) for that, which an unprivileged user cannot do). */
+	if (geteuid() == 0)
+		argv[n++] = "--enable-sandbox";
 	argv[n++] = "--enable-seccomp";
 	argv[n++] = target_text;
 	argv[n++] = "tap0";

@@ -118,8 +118,9 @@ static void test_filter(void)
 	tap_ok(has(s, "hook output priority 0; policy drop;") &&
 		   has(s, "hook input priority 0; policy drop;"),
 	       "filter: default drop both ways");
-	tap_ok(has(s, "ip daddr 192.0.2.0/24 meta l4proto tcp th dport 25 drop\n"),
-	       "DENY becomes a drop");
+	tap_ok(has(s, "ip daddr 192.0.2.0/24 meta l4proto tcp th dport 25 jump refuse\n"),
+	       "DENY refuses (a reset, an ICMP error)");
+	tap_ok(has(s, "\t\tjump refuse\n\t}\n}\n"), "what no rule allows is refused at the end");
 	tap_ok(has(s, "ip daddr 192.0.2.10 meta l4proto tcp th dport 443 accept\n") &&
 		   has(s, "ip6 daddr 2001:db8::10 meta l4proto tcp th dport 443 accept\n"),
 	       "a host name: its pinned addresses, one statement per family");
@@ -128,10 +129,11 @@ static void test_filter(void)
 	tap_ok(has(s, "ip6 daddr 2001:db8::/32 meta l4proto { tcp, udp } accept\n"),
 	       "every port: no dport match; both protocols");
 	tap_ok(strstr(s, "8000-8010") == NULL, "IN rules add nothing to the filter");
-	tap_ok(strstr(s, "dport 25 drop") < strstr(s, "dport 443 accept"), "DENY before ALLOW");
-	tap_ok(has(s, "ip daddr { 10.0.2.2, 10.0.2.3 } drop\n"),
-	       "slirp4netns's special addresses dropped unless named");
-	tap_ok(strstr(s, "{ 10.0.2.2, 10.0.2.3 } drop") < strstr(s, "dport 443 accept"),
+	tap_ok(strstr(s, "dport 25 jump refuse") < strstr(s, "dport 443 accept"),
+	       "DENY before ALLOW");
+	tap_ok(has(s, "ip daddr { 10.0.2.2, 10.0.2.3 } jump refuse\n"),
+	       "slirp4netns's special addresses refused unless named");
+	tap_ok(strstr(s, "{ 10.0.2.2, 10.0.2.3 } jump refuse") < strstr(s, "dport 443 accept"),
 	       "... before the ALLOW rules that do not name them");
 	tap_ok(!f.plan.host_loopback && !f.plan.dns, "host loopback and DNS off");
 	tap_ok(has(f.plan.hosts, "192.0.2.10\tapi.example\n") &&
@@ -153,8 +155,8 @@ static void test_special_addresses(void)
 	s = f.plan.ruleset;
 	tap_ok(f.plan.host_loopback && f.plan.dns, "rules naming 10.0.2.2 and 10.0.2.3 open them");
 	tap_ok(strstr(s, "ip daddr 10.0.2.2 meta l4proto tcp th dport 5432 accept") <
-		       strstr(s, "{ 10.0.2.2, 10.0.2.3 } drop") &&
-		   strstr(s, "{ 10.0.2.2, 10.0.2.3 } drop") <
+		       strstr(s, "{ 10.0.2.2, 10.0.2.3 } jump refuse") &&
+		   strstr(s, "{ 10.0.2.2, 10.0.2.3 } jump refuse") <
 		       strstr(s, "\t\tmeta l4proto tcp accept"),
 	       "the naming rules before the drop, the wildcard after it");
 	teardown(&f);
