@@ -9,12 +9,16 @@
 #include "provider.h"
 
 #include <fts.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <strings.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 
 #include "boundary.h"
 #include "file-policy.h"
@@ -36,6 +40,9 @@ struct unshare_data {
 	/* The profile's net= rules (the profile outlives the boundary). */
 	const struct sb_net_rule *nets;
 	size_t n_nets;
+	/* Already inside an os-sandbox=unshare sandbox (a program it started
+	 * through sys.executable): its namespaces and root apply. */
+	bool nested;
 };
 
 static const char *const NAMESPACES_ALWAYS =
@@ -343,9 +350,9 @@ static int plan_root(struct sb_root_plan *plan, const struct sb_profile *p,
 
 		r = reason(&why, "expose-%s at %s:%u", e->writable ? "rw" : "ro", e->origin.file,
 			   e->origin.line);
+		/* As written: its links lead to the resolved path as on the host. */
 		if (r >= 0)
-			r = sb_root_plan_bind(plan, e->resolved ? e->resolved : e->path,
-					      e->writable, false, why);
+			r = sb_root_plan_bind(plan, e->path, e->writable, false, why);
 	}
 	if (r >= 0)
 		r = plan_ignores(plan, p);
@@ -379,6 +386,28 @@ static void done(struct sb_boundary *b)
 	b->provider_data = NULL;
 }
 
+/* Inside a sandbox of ours: the root is a read-only tmpfs and PID 1 is our
+ * init. Its seccomp filter refuses new namespaces, and its root is already
+ * what such a profile shows (or less): a program the sandbox starts through
+ * sys.executable gets the filter, the limits and the guard, in the same
+ * namespaces. Nothing outside a sandbox can look like this but the root
+ * user's own doing. */
+static bool inside_unshare_sandbox(void)
+{
+	struct statfs st;
+	char comm[32] = "";
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	if (statfs("/", &st) < 0 || st.f_type != TMPFS_MAGIC || !(st.f_flags & ST_RDONLY))
+		return false;
+	fd = open("/proc/1/comm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, comm, sizeof(comm) - 1);
+	return n > 0 && streq(comm, "python-sb-init\n");
+}
+
 static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 		   const struct sb_interp_paths *interp)
 {
@@ -392,6 +421,9 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 	d->nets = p->nets;
 	d->n_nets = p->n_nets;
 	read_params(p, d);
+	d->nested = inside_unshare_sandbox();
+	if (d->nested)
+		return 0;
 	r = sb_netns_plan_build(p->nets, p->n_nets, NULL, &d->net);
 	if (r >= 0)
 		r = plan_root(&d->root, p, interp, d);
@@ -424,6 +456,8 @@ static int enter(const struct sb_boundary *b, char ***warnings, int *ret_status,
 	struct sb_ns_config c;
 	int r;
 
+	if (d->nested)
+		return 0;
 	r = pinned_net(b, d, &own, &net, warnings, reterr);
 	if (r >= 0)
 		r = sb_root_plan_set_file(&d->root, "/etc/hosts", net.hosts);
@@ -447,6 +481,11 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 	const struct unshare_data *d = b->provider_data;
 	int r;
 
+	if (d->nested)
+		return sb_buf_puts(out, "#   already inside an os-sandbox=unshare sandbox: its "
+					"namespaces and its root apply (not narrowed to this "
+					"profile's expose rules); seccomp and the limits below are "
+					"added\n");
 	r = sb_buf_printf(out,
 			  "#   namespaces: user, mount, PID, network, IPC, UTS, cgroup (created by "
 			  "python-sb; no unshare(1))\n"

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """limit-* (hard rlimits set before the interpreter starts) and timeout (a
 supervisor that kills the whole process tree and exits 124), run under
-os-sandbox=landlock with py-sandbox=false so that only the kernel acts."""
+os-sandbox=landlock and os-sandbox=unshare with py-sandbox=false so that only
+the kernel acts."""
 
 import errno
 import os
@@ -10,21 +11,30 @@ import time
 
 import pytest
 
-from conftest import EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock, not_under_asan
+from conftest import EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock, needs_userns, not_under_asan
 
-pytestmark = needs_landlock
+PROVIDERS = [pytest.param("landlock", marks=needs_landlock),
+             pytest.param("unshare", marks=needs_userns)]
 
-BASE = "os-sandbox=landlock\npy-sandbox=false\nexpose-rw=./rw\n"
+
+def base(sb):
+    return f"os-sandbox={sb.kernel}\npy-sandbox=false\nexpose-rw=./rw\n"
+
+
+@pytest.fixture(params=PROVIDERS)
+def provider(request):
+    return request.param
 
 
 @pytest.fixture
-def box(sb):
+def box(sb, provider):
+    sb.kernel = provider
     sb.mkdir("rw")
     return sb
 
 
 def run(sb, extra, code, **kw):
-    return sb.run_code(BASE + extra, code, **kw)
+    return sb.run_code(base(sb) + extra, code, **kw)
 
 
 @not_under_asan
@@ -52,8 +62,9 @@ def test_memory_limit_is_a_hard_limit(box):
             print("raise refused")
         ''')
     assert r.stdout.splitlines()[0] == "(200000000, 200000000)", r
-    if os.geteuid() != 0:
-        # Root keeps CAP_SYS_RESOURCE (documented: no limit binds root).
+    if os.geteuid() != 0 or box.kernel == "unshare":
+        # Root keeps CAP_SYS_RESOURCE (documented: no limit binds root),
+        # except under unshare, where the program has no capability.
         assert r.stdout.splitlines()[1] == "raise refused", r
 
 
@@ -187,11 +198,12 @@ def test_timeout_kills_the_whole_process_tree(box):
     assert sorted(os.listdir(rw)) == []
 
 
-def test_timeout_kills_children_as_nobody(sb_nobody):
+def test_timeout_kills_children_as_nobody(sb_nobody, provider):
     sb = sb_nobody
+    sb.kernel = provider
     rw = sb.mkdir("rw")
     t0 = time.monotonic()
-    r = sb.run_code(BASE + "timeout=1s\npython-api=ALLOW:process-exec\n", f'''
+    r = sb.run_code(base(sb) + "timeout=1s\npython-api=ALLOW:process-exec\n", f'''
         import os, time
         if os.fork() == 0:
             time.sleep(2)
@@ -258,6 +270,7 @@ def test_bad_limit_values(sb):
     assert not marker.exists()
 
 
+@needs_landlock
 def test_explain_lists_the_limits(sb):
     sb.profile("os-sandbox=landlock\nlimit-cpu=2s\nlimit-memory=1GB\nlimit-file-size=10KB\n"
                "limit-open-files=32\ntimeout=1500ms\n")
