@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "landlock-compat.h"
+#include "pid-init.h"
 
 #define SB_NS_FLAGS                                                                                \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
@@ -120,31 +121,28 @@ static int create_namespaces(const struct sb_ns_config *c, char **reterr)
 /* ------------------------------------------------------------------------ */
 /* What every process of ours inside drops */
 
-/* for_exec: the process may execve() (the program): uid 0 inside
- * (unshare.map-root-user) would get every capability back on execve()
- * without SECBIT_NOROOT, and none may come back through the bounding set
- * either. no_new_privs (set before the program runs) would stop both too:
- * defence in depth. */
-static int drop_capabilities(bool for_exec)
+/* uid 0 inside (unshare.map-root-user) would get every capability back on
+ * execve() without SECBIT_NOROOT, and none may come back through the
+ * bounding set either. no_new_privs (set before the program runs) would stop
+ * both too: defence in depth. */
+static int drop_capabilities(void)
 {
 	struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2] = {{0}};
 
-	if (for_exec) {
-		if (prctl(PR_SET_SECUREBITS,
-			  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-			      SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED,
-			  0, 0, 0) < 0)
+	if (prctl(PR_SET_SECUREBITS,
+		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+		      SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED,
+		  0, 0, 0) < 0)
+		return -errno;
+	for (unsigned long cap = 0;; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break; /* past the last capability this kernel knows */
 			return -errno;
-		for (unsigned long cap = 0;; cap++)
-			if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
-				if (errno == EINVAL)
-					break; /* past the last capability this kernel knows */
-				return -errno;
-			}
-		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
-			return -errno;
-	}
+		}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		return -errno;
 	if (syscall(SYS_capset, &header, data) < 0)
 		return -errno;
 	return 0;
@@ -195,32 +193,6 @@ static bool caller_alive(int alive_fd)
 	return poll(&pfd, 1, 0) == 0;
 }
 
-static _Noreturn void init_main(int alive_fd)
-{
-	sigset_t all, chld;
-
-	if (!caller_alive(alive_fd))
-		_exit(0);
-	/* The name says whose namespace this is (a python-sb run inside one
-	 * sees it as /proc/1/comm). */
-	prctl(PR_SET_NAME, "python-sb-init", 0, 0, 0);
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (drop_capabilities(false) < 0)
-		_exit(1);
-	close_range(0, ~0U, 0);
-	/* Every signal blocked: the init of a PID namespace ignores those
-	 * without a handler anyway, and SIGKILL from the caller ends it. */
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	for (;;) {
-		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
-			;
-		sigwaitinfo(&chld, NULL);
-	}
-}
-
 struct saved_signals {
 	sigset_t mask;
 	struct sigaction chld;
@@ -241,7 +213,7 @@ static int program_setup(const struct sb_ns_config *c, const struct saved_signal
 	r = sb_root_build(c->root, reterr);
 	if (r < 0)
 		return r;
-	r = drop_capabilities(true);
+	r = drop_capabilities();
 	if (r < 0)
 		return sb_error(reterr, r, "cannot drop the capabilities: %s", strerror(-r));
 	r = scope_signals();
@@ -321,15 +293,12 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	}
 
 	/* The first child of the new PID namespace is its PID 1. */
-	w.init = fork();
+	w.init = sb_pid_init_start(alive[0]);
 	if (w.init < 0) {
-		r = sb_error(reterr, -errno, "cannot start the PID namespace's init: %s",
-			     strerror(errno));
+		r = sb_error(reterr, w.init, "cannot start the PID namespace's init: %s",
+			     strerror(-w.init));
+		w.init = -1;
 		goto out;
-	}
-	if (w.init == 0) {
-		close(alive[1]);
-		init_main(alive[0]);
 	}
 	w.program = fork();
 	if (w.program < 0) {

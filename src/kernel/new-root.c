@@ -147,7 +147,7 @@ static int add_links(struct sb_root_plan *p, const char *path, unsigned depth)
 		if (lstat(cur, &st) < 0)
 			return 0; /* missing: it will be missing inside too */
 		if (S_ISLNK(st.st_mode)) {
-			_cleanup_free_ char *dir = NULL, *joined = NULL, *rest = NULL, *norm = NULL;
+			_cleanup_free_ char *dir = NULL, *joined = NULL, *norm = NULL;
 
 			n = readlink(cur, target, sizeof(target) - 1);
 			if (n < 0)
