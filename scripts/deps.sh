@@ -5,7 +5,9 @@ set -euo pipefail
 
 packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev libseccomp-dev)
 if [ "${1:-build}" = test ]; then
-	packages+=(python3-pytest clang clang-format util-linux)
+	# slirp4netns and nftables: os-sandbox=unshare with net= rules (at run
+	# time too; python-sb names them when they are missing).
+	packages+=(python3-pytest clang clang-format util-linux slirp4netns nftables)
 fi
 
 missing=()
