@@ -179,6 +179,48 @@ static int add_links(struct sb_root_plan *p, const char *path, unsigned depth)
 	return 0;
 }
 
+/* realpath() and stat() of norm (absolute, normalised) at once, reusing what
+ * the earlier calls found: a directory already seen to hold no link needs no
+ * system call again, and the interpreter's many paths share their prefixes.
+ * 0 with *ret (malloc'ed) and *st, or -errno. */
+static int resolve(struct sb_root_plan *p, const char *norm, char **ret, struct stat *st)
+{
+	_cleanup_free_ char *cur = strdup(norm);
+
+	if (!cur)
+		return -ENOMEM;
+	for (char *slash = strchr(cur + 1, '/');; slash = strchr(slash + 1, '/')) {
+		if (slash)
+			*slash = '\0';
+		if (sb_strv_contains(p->canonical, cur)) {
+			st->st_mode = S_IFDIR;
+		} else {
+			if (lstat(cur, st) < 0)
+				return -errno;
+			if (S_ISLNK(st->st_mode)) {
+				/* A link on the way: the kernel's answer. */
+				char *real = realpath(norm, NULL);
+
+				if (!real)
+					return -errno;
+				if (stat(real, st) < 0) {
+					free(real);
+					return -errno;
+				}
+				*ret = real;
+				return 0;
+			}
+			if (S_ISDIR(st->st_mode) && sb_strv_push(&p->canonical, cur) < 0)
+				return -ENOMEM;
+		}
+		if (!slash)
+			break;
+		*slash = '/';
+	}
+	*ret = TAKE_PTR(cur);
+	return 0;
+}
+
 static int plan_bind(struct sb_root_plan *p, const char *path, bool writable, bool optional,
 		     bool device, const char *why)
 {
@@ -218,20 +260,22 @@ static int plan_bind(struct sb_root_plan *p, const char *path, bool writable, bo
 		closedir(d);
 		return r;
 	}
-	real = realpath(norm, NULL);
-	if (!real) {
-		if (errno == ENOMEM)
-			return -ENOMEM;
+	/* ".." after a link is the link's parent, not the lexical one. */
+	r = strstr(path, "/..") ? -EAGAIN : resolve(p, norm, &real, &st);
+	if (r == -EAGAIN) {
+		real = realpath(path, NULL);
+		r = real && stat(real, &st) == 0 ? 0 : -errno;
+	}
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
 		if (optional)
 			return 0;
 		/* Kept: building the root will fail on it, naming it. */
+		free(real);
 		real = strdup(norm);
 		if (!real)
 			return -ENOMEM;
-		st.st_mode = S_IFDIR;
-	} else if (stat(real, &st) < 0) {
-		if (optional)
-			return 0;
 		st.st_mode = S_IFDIR;
 	}
 	if (streq(real, "/"))
@@ -429,6 +473,7 @@ void sb_root_plan_done(struct sb_root_plan *p)
 	free(p->entries);
 	free(p->cwd);
 	sb_strv_free(p->notes);
+	sb_strv_free(p->canonical);
 	*p = (struct sb_root_plan){0};
 }
 
@@ -461,23 +506,16 @@ static int open_parent(int root, const char *path, const char **ret_name)
 			   RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 }
 
-/* The mount point: created in our tmpfs, found as it is in a bind. */
-static int open_mountpoint(int parent, const char *name, bool is_dir)
+/* The mount point, created in our tmpfs (found as it is in a bind), and the
+ * tree attached there. name is one component of a normalised path (never "."
+ * or ".."), looked up in parent without following a link it may be. */
+static int attach(int tree, int parent, const char *name, bool is_dir)
 {
 	int r = is_dir ? mkdirat(parent, name, 0755) : mknodat(parent, name, S_IFREG | 0644, 0);
 
 	if (r < 0 && errno != EEXIST && errno != EROFS && errno != EACCES)
-		return -1;
-	return sys_openat2(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, RESOLVE_NO_SYMLINKS);
-}
-
-static int attach(int tree, int parent, const char *name, bool is_dir)
-{
-	_cleanup_close_ int target = open_mountpoint(parent, name, is_dir);
-
-	if (target < 0)
 		return -errno;
-	if (move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	if (move_mount(tree, "", parent, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return -errno;
 	return 0;
 }

@@ -46,6 +46,7 @@ struct sb_root_plan {
 	size_t n;
 	char *cwd; /* where the program starts (a path the plan makes exist) */
 	char **notes;
+	char **canonical; /* directories seen to hold no link, while planning */
 };
 
 /* The host's path (file or directory) at the same place, with the symbolic

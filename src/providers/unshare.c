@@ -176,7 +176,8 @@ static const struct {
     {"/sys/devices/system/cpu", "os.cpu_count()"},
 };
 
-static const char *const devices[] = {"null", "zero", "full", "random", "urandom"};
+/* What Landlock grants too. */
+static const char *const devices[] = {"null", "zero", "random", "urandom"};
 
 static int reason(char **ret, const char *fmt, ...) _printf_(2, 3);
 static int reason(char **ret, const char *fmt, ...)
