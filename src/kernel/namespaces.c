@@ -319,7 +319,6 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	if (r < 0)
 		r = sb_error(reterr, r, "cannot wait for the program: %s", strerror(-r));
 out:
-	/* PID 1 gone, the kernel kills whatever the program left behind. */
 	if (w.program > 0 && !w.program_reaped) {
 		int status;
 
@@ -327,13 +326,12 @@ out:
 		while (waitpid(w.program, &status, __WALL) < 0 && errno == EINTR)
 			;
 	}
-	if (w.init > 0) {
-		int status;
-
+	/* PID 1 gone, the kernel kills whatever the program left behind.
+	 * Not waited for: the init's exit, not ours, then tears the namespaces
+	 * down (it holds them too), and whoever waits for us does not wait for
+	 * that. The orphan goes to our parent's reaper. */
+	if (w.init > 0)
 		kill(w.init, SIGKILL);
-		while (waitpid(w.init, &status, __WALL) < 0 && errno == EINTR)
-			;
-	}
 	if (alive[0] >= 0)
 		close(alive[0]);
 	close(alive[1]);
@@ -387,7 +385,7 @@ int sb_ns_run(const struct sb_ns_config *c, int *ret_status, char **reterr)
 	 * caller stops the network once the program is gone. */
 out:
 	if (r != 0)
-		sb_netns_helper_done(&helper, true);
+		sb_netns_helper_done(&helper, false);
 	sb_netns_tools_done(&tools);
 	return r;
 }
