@@ -563,3 +563,15 @@ def test_fd_limit_fails_closed(sb):
     assert p.returncode == EXIT_CONFIG, p
     assert "the sandbox cannot be applied" in p.stderr and "Too many open files" in p.stderr, p
     assert not marker.exists()
+
+
+def test_learning_runs_under_subprocess(sb):
+    """Learning records what the rules would refuse: a kernel that refused it
+    first would leave nothing to record (spec section 6)."""
+    learned = sb.path("learned.py-sandboxes")
+    sb.profile("os-sandbox=unshare\npython-import=json\n")
+    r = sb.run(f"--learn={learned}", "-c", "import os; print(os.getpid() != 2)")
+    assert (r.returncode, r.stdout) == (0, "True\n"), r
+    assert ("os-sandbox=subprocess is forced (os-sandbox=unshare does not apply while "
+            "learning)") in r.stderr, r
+    assert "python-import=os" in learned.read_text()
