@@ -25,6 +25,8 @@
 #include "namespaces.h"
 #include "netns.h"
 #include "new-root.h"
+#include "privileges.h"
+#include "rule-files.h"
 
 /* Private /tmp and /dev/shm: their size by default (a tmpfs without one may
  * take half the host's memory). */
@@ -32,16 +34,16 @@
 
 struct unshare_data {
 	struct sb_root_plan root;
-	struct sb_netns_plan net; /* symbolic: host names pinned at enter */
-	uid_t inner_uid;
-	gid_t inner_gid;
+	struct sb_netns_plan net;   /* symbolic: host names pinned at enter */
+	uid_t outer_uid, inner_uid; /* the program's uid on the host and inside */
+	gid_t outer_gid, inner_gid;
 	bool map_root;
 	unsigned long long tmp_bytes;
 	/* The profile's net= rules (the profile outlives the boundary). */
 	const struct sb_net_rule *nets;
 	size_t n_nets;
 	/* Already inside an os-sandbox=unshare sandbox (a program it started
-	 * through sys.executable): its namespaces and root apply. */
+	 * through sys.executable): enter stops, saying so. */
 	bool nested;
 };
 
@@ -146,8 +148,16 @@ static void read_params(const struct sb_profile *p, struct unshare_data *d)
 		else if (streq(param->key, "tmp-size"))
 			d->tmp_bytes = mib_bytes(param->value);
 	}
-	d->inner_uid = d->map_root ? 0 : geteuid();
-	d->inner_gid = d->map_root ? 0 : getegid();
+	d->outer_uid = geteuid();
+	d->outer_gid = getegid();
+	/* user= from root: the identity the launcher takes before the
+	 * namespaces (enter). */
+	if (p->user.set && d->outer_uid == 0) {
+		d->outer_uid = p->user.uid;
+		d->outer_gid = p->user.gid;
+	}
+	d->inner_uid = d->map_root ? 0 : d->outer_uid;
+	d->inner_gid = d->map_root ? 0 : d->outer_gid;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -201,8 +211,8 @@ static int reason(char **ret, const char *fmt, ...)
  * the host's users. */
 static int plan_identity(struct sb_root_plan *plan, const struct unshare_data *d)
 {
-	const struct passwd *pw = getpwuid(geteuid());
-	const struct group *gr = getgrgid(getegid());
+	const struct passwd *pw = getpwuid(d->outer_uid);
+	const struct group *gr = getgrgid(d->outer_gid);
 	_cleanup_free_ char *passwd = NULL, *group = NULL;
 	const char *home = pw && pw->pw_dir ? pw->pw_dir : "/";
 	const char *user = d->inner_uid == 0 ? "root" : pw ? pw->pw_name : "user";
@@ -388,11 +398,10 @@ static void done(struct sb_boundary *b)
 }
 
 /* Inside a sandbox of ours: the root is a read-only tmpfs and PID 1 is our
- * init. Its seccomp filter refuses new namespaces, and its root is already
- * what such a profile shows (or less): a program the sandbox starts through
- * sys.executable gets the filter, the limits and the guard, in the same
- * namespaces. Nothing outside a sandbox can look like this but the root
- * user's own doing. */
+ * init. A python-sb the sandboxed program starts (sys.executable) cannot build
+ * another one (the filter refuses namespaces, mounts and seccomp itself):
+ * enter says so rather than fail on the first refused call. Nothing outside a
+ * sandbox looks like this but the root user's own doing. */
 static bool inside_unshare_sandbox(void)
 {
 	struct statfs st;
@@ -428,6 +437,11 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 	r = sb_netns_plan_build(p->nets, p->n_nets, NULL, &d->net);
 	if (r >= 0)
 		r = plan_root(&d->root, p, interp, d);
+	/* An existing rule file is bound read-only over any grant, but a
+	 * missing one (an include, the lookup's earlier candidates) could be
+	 * created in an expose-rw tree for the next run. */
+	if (r >= 0)
+		r = sb_rule_files_check(p, &b->rule_file_conflict);
 	return r;
 }
 
@@ -458,7 +472,24 @@ static int enter(const struct sb_boundary *b, char ***warnings, int *ret_status,
 	int r;
 
 	if (d->nested)
-		return 0;
+		return sb_error(
+		    reterr, -EPERM,
+		    "python-sb is already running inside an os-sandbox=unshare sandbox, "
+		    "whose seccomp filter refuses building another one (namespaces, "
+		    "mounts, seccomp)");
+	/* user= (python-sb started as root): the identity changes before the
+	 * namespaces, whose map then gives the program that uid and gid. The
+	 * capabilities go with it; the program's process drops the rest. */
+	if (b->user.set) {
+		struct sb_privileges_report report;
+
+		r = sb_privileges_drop(&b->user, false, &report, reterr);
+		if (r < 0)
+			return r;
+		if (geteuid() != d->outer_uid || getegid() != d->outer_gid)
+			return sb_error(reterr, -EPERM, "user=%u:%u was not applied", b->user.uid,
+					b->user.gid);
+	}
 	r = pinned_net(b, d, &own, &net, warnings, reterr);
 	if (r >= 0)
 		r = sb_root_plan_set_file(&d->root, "/etc/hosts", net.hosts);
@@ -483,10 +514,9 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 	int r;
 
 	if (d->nested)
-		return sb_buf_puts(out, "#   already inside an os-sandbox=unshare sandbox: its "
-					"namespaces and its root apply (not narrowed to this "
-					"profile's expose rules); seccomp and the limits below are "
-					"added\n");
+		return sb_buf_puts(out, "#   already inside an os-sandbox=unshare sandbox, whose "
+					"seccomp filter refuses building another one: this run "
+					"stops\n");
 	r = sb_buf_printf(out,
 			  "#   namespaces: user, mount, PID, network, IPC, UTS, cgroup (created by "
 			  "python-sb; no unshare(1))\n"
@@ -495,7 +525,9 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 			  "PID 1, the program as PID 2\n"
 			  "#   signals: %s\n",
 			  (unsigned)d->inner_uid, (unsigned)d->inner_gid,
-			  d->map_root ? "unshare.map-root-user" : "the caller's own",
+			  d->map_root		      ? "unshare.map-root-user"
+			  : d->outer_uid != geteuid() ? "user=, taken before the namespaces"
+						      : "the caller's own",
 			  sb_ns_signal_scope_available()
 			      ? "limited to the sandbox's processes (Landlock scope)"
 			      : "a session of its own (no Landlock scope in this kernel)");
@@ -508,7 +540,7 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 
 const struct sb_provider sb_provider_unshare = {
     .name = "unshare",
-    .flags = SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS,
+    .flags = SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS | SB_PROVIDER_PRIVILEGES,
     .ignore = SB_IGNORE_REFUSED,
     .params = params,
     .summary = "user, mount, PID, network, IPC, UTS and cgroup namespaces; a new root",
