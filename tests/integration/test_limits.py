@@ -88,7 +88,10 @@ def test_cpu_limit_kills_a_busy_loop(box):
     elapsed = time.monotonic() - t0
     assert r.returncode == -signal.SIGKILL, r
     assert r.stdout == "(1, 1)\n", r
-    assert 0.8 < elapsed < 5, elapsed
+    # 1 s of CPU takes at least about 1 s. No upper bound: on a loaded
+    # machine it took 5.4 s of wall time (load 38; a timing check, not a
+    # behaviour, as in tests/unit/test-limits.c); the hang guard is TIMEOUT.
+    assert 0.8 < elapsed, elapsed
 
 
 def test_cpu_limit_rounds_milliseconds_up(box):
