@@ -48,7 +48,7 @@ def pct(v, p):
     return v[min(len(v) - 1, int(len(v) * p))]
 
 ok = True
-for provider in ("subprocess", "landlock"):
+for provider in ("subprocess", "landlock", "unshare"):
     starts = []
     for _ in range(STARTS):
         t = time.perf_counter_ns()

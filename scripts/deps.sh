@@ -9,7 +9,9 @@ packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev
 case "${1:-build}" in
 test)
 	# chromium: the playground's browser test (driven by playwright-core).
-	packages+=(python3-pytest clang clang-format util-linux chromium)
+	# slirp4netns and nftables: os-sandbox=unshare with net= rules (at run
+	# time too; python-sb names them when they are missing).
+	packages+=(python3-pytest clang clang-format util-linux chromium slirp4netns nftables)
 	;;
 bench)
 	# bench/serve.sh: the load generators, and bwrap for the baseline.

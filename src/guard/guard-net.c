@@ -1030,6 +1030,11 @@ int sb_guard_net_resolve(const struct sb_profile *profile, char ***ret_warnings,
 				   reterr);
 }
 
+const struct sb_net_policy *sb_guard_net_policy(void)
+{
+	return net.policy;
+}
+
 static int net_prepare(const struct sb_profile *profile,
 		       const struct sb_interp_paths *interp _unused_, char **reterr)
 {

@@ -9,3 +9,8 @@
  * before the kernel boundary (the net part's prepare() does it otherwise).
  * Warnings ("file:line: message") are for the caller to print. 0 or -errno. */
 int sb_guard_net_resolve(const struct sb_profile *profile, char ***ret_warnings, char **reterr);
+
+struct sb_net_policy;
+/* The pin sb_guard_net_resolve() built, for a kernel filter that must name the
+ * same addresses (os-sandbox=unshare); NULL before. */
+const struct sb_net_policy *sb_guard_net_policy(void);

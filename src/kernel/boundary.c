@@ -98,6 +98,8 @@ int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *prov
 
 void sb_boundary_done(struct sb_boundary *b)
 {
+	if (b->provider && b->provider->done)
+		b->provider->done(b);
 	for (size_t i = 0; i < b->n_paths; i++)
 		free((char *)b->paths[i].path);
 	free(b->paths);
@@ -139,7 +141,7 @@ static int check_memory_limit(const struct sb_limits *l, char **reterr)
 			l->memory_bytes, in_use / 1000000, needed / 1000000 + 1);
 }
 
-int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **reterr)
+int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_status, char **reterr)
 {
 	const struct sb_provider *provider = b->provider;
 	struct sb_privileges_report privileges;
@@ -154,9 +156,9 @@ int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **rete
 	if (b->rule_file_conflict)
 		return sb_error(reterr, -EPERM, "%s", b->rule_file_conflict);
 	if (provider->enter) {
-		r = provider->enter(b, warnings, reterr);
-		if (r < 0)
-			return r;
+		r = provider->enter(b, warnings, ret_status, reterr);
+		if (r != 0)
+			return r; /* failed, or the parent a provider left outside */
 	}
 	r = sb_privileges_drop(&b->user, b->drop_capabilities, &privileges, reterr);
 	if (r < 0)

@@ -17,6 +17,7 @@
  * file composes its part with the filter and the limits. */
 
 struct sb_provider;
+struct sb_net_policy;
 
 /* What the interpreter itself needs to read, from its own configuration. */
 struct sb_interp_paths {
@@ -34,7 +35,13 @@ struct sb_boundary {
 	bool restrict_bind, restrict_connect;
 	uint16_t *bind_ports, *connect_ports;
 	size_t n_bind_ports, n_connect_ports;
-	char **notes;	  /* what the provider leaves to the Python guard */
+	char **notes; /* what the provider leaves to the Python guard */
+	/* What a provider keeps for itself (its done hook frees it). */
+	void *provider_data;
+	/* The pinned addresses of the net= host names, when the launcher has
+	 * resolved them (the Python guard's pin; the provider resolves them
+	 * itself otherwise): a kernel filter must name the same addresses. */
+	const struct sb_net_policy *net_policy;
 	bool use_seccomp; /* SB_PROVIDER_SECCOMP */
 	struct sb_seccomp_policy seccomp;
 	/* Learning (SB_MODE_LEARN): seccomp is relaxed, and this is the
@@ -66,9 +73,12 @@ void sb_boundary_done(struct sb_boundary *b);
  * (privileges.h: seccomp refuses the calls that drop them). Must run before
  * any thread exists: Landlock and seccomp only bind the calling thread and
  * what it creates later. What the kernel could not enforce is added to
- * *warnings. 0, or -errno with *reterr; after a failure the program must not
- * run. */
-int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **reterr);
+ * *warnings. 0 in the process that runs the program; 1 in a parent the
+ * provider left outside (provider.h, enter), once the program's process has
+ * ended, with its wait status in *ret_status; or -errno with *reterr, and
+ * after a failure the program must not run. */
+int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_status,
+		      char **reterr);
 
 /* Whether a supervisor process must run the program (timeout=, limit-output=,
  * limit-memory= with a cgroup), and its options. */

@@ -152,7 +152,7 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	struct sb_supervise_options supervise;
 	struct sb_supervise_result res;
 	bool is_child = true;
-	int r, exit_code = 0;
+	int r, status = 0, exit_code = 0;
 
 	r = sb_embed_prepare(e, &state, &paths, &err);
 	if (r < 0)
@@ -178,7 +178,8 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		_cleanup_strv_free_ char **warnings = NULL;
 
 		/* Host names are resolved and pinned now, while /etc/hosts and DNS
-		 * are still reachable: the boundary may hide both. */
+		 * are still reachable: the boundary may hide both. A kernel filter
+		 * names the same addresses as the guard. */
 		r = sb_guard_net_resolve(e->profile, &warnings, &err);
 		for (char **w = warnings; w && *w; w++)
 			fprintf(stderr, "python-sb: warning: %s\n", *w);
@@ -186,6 +187,7 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 			fprintf(stderr, "python-sb: %s\n", err ? err : strerror(-r));
 			return EXIT_CONFIG;
 		}
+		boundary.net_policy = sb_guard_net_policy();
 	}
 	if (sb_boundary_supervise(&boundary, &supervise) || e->report) {
 		r = e->report ? sb_report_supervise(e->report, &supervise, &boundary.limits,
@@ -203,9 +205,13 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	r = sb_learn_begin(&paths, &boundary, &err);
 	if (r < 0)
 		return fail("cannot start learning mode", err, r);
-	r = sb_boundary_enter(&boundary, &kernel_warnings, &err);
+	r = sb_boundary_enter(&boundary, &kernel_warnings, &status, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
+	/* The provider ran the program in a child and left us outside. */
+	if (r > 0)
+		return mirror_child(&(struct sb_supervise_result){.status = status},
+				    &boundary.limits);
 	for (char **w = kernel_warnings; w && *w; w++)
 		fprintf(stderr, "python-sb: warning: %s\n", *w);
 

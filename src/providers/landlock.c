@@ -238,7 +238,8 @@ int sb_provider_landlock_check_abi(const struct sb_boundary *b, int abi, char **
 	return 0;
 }
 
-static int enter(const struct sb_boundary *b, char ***warnings, char **reterr)
+static int enter(const struct sb_boundary *b, char ***warnings, int *ret_status _unused_,
+		 char **reterr)
 {
 	_cleanup_(sb_landlock_report_done) struct sb_landlock_report report = {0};
 	const struct sb_landlock_policy policy = {

@@ -163,6 +163,8 @@ static bool value_ok(const struct sb_provider_param_def *d, const char *value)
 		return is_mib(value);
 	case SB_PARAM_SECONDS:
 		return is_seconds(value);
+	case SB_PARAM_REFUSED:
+		return false;
 	}
 	return false;
 }
@@ -173,6 +175,9 @@ static int check_value(const struct sb_provider_param *param, const struct sb_pr
 	_cleanup_free_ char *expected = NULL;
 	int r;
 
+	if (d->kind == SB_PARAM_REFUSED)
+		return sb_diags_error(diags, param->origin, "%s.%s is not supported: %s",
+				      param->provider, param->key, d->refused);
 	if (value_ok(d, param->value))
 		return 0;
 	r = expected_values(d, &expected);

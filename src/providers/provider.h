@@ -54,11 +54,16 @@ struct sb_provider_param_def {
 		SB_PARAM_CHOICE,  /* one of choices */
 		SB_PARAM_MIB,	  /* an integer of MiB, at most one suffix k, M, G, T, P, E */
 		SB_PARAM_SECONDS, /* a positive number of seconds */
+		/* An option of the tool the provider stands for that it cannot
+		 * honour (os-sandbox=unshare runs no unshare(1)): any value is
+		 * an error saying why (refused). */
+		SB_PARAM_REFUSED,
 	} kind;
 	const char *const *choices; /* SB_PARAM_CHOICE: NULL-terminated */
 	/* The spec's leniency: a bad value is a warning naming this default,
 	 * which then applies; NULL: a bad value is an error. */
 	const char *fallback;
+	const char *refused; /* SB_PARAM_REFUSED: why */
 };
 
 struct sb_provider {
@@ -88,11 +93,18 @@ struct sb_provider {
 	 * limits; what the kernel could not enforce goes to *warnings (strings
 	 * for the user); 0, or -errno with *reterr, and then the program must
 	 * not run.
-	 * explain: its part of --explain's kernel section. */
+	 * A provider that must run the program in a child of its own (a PID
+	 * namespace needs one) returns 1 from enter in the parent, once that
+	 * child has ended, with its wait status in *ret_status: the parent runs
+	 * nothing of the program and reports that status as its own; the child
+	 * returns 0 and goes on.
+	 * explain: its part of --explain's kernel section.
+	 * done: frees what prepare kept in b->provider_data. */
 	int (*prepare)(struct sb_boundary *b, const struct sb_profile *p,
 		       const struct sb_interp_paths *interp);
-	int (*enter)(const struct sb_boundary *b, char ***warnings, char **reterr);
+	int (*enter)(const struct sb_boundary *b, char ***warnings, int *ret_status, char **reterr);
 	int (*explain)(const struct sb_boundary *b, struct sb_buf *out);
+	void (*done)(struct sb_boundary *b);
 
 	/* Wrapper providers (SB_PROVIDER_WRAPS_EXEC): the command line that
 	 * runs argv (python-sb itself, re-entered) under the provider, with the

@@ -56,6 +56,33 @@ def _landlock_abi():
 LANDLOCK_ABI = _landlock_abi()
 
 
+def _read_number(path):
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _userns_refusal():
+    """Why unprivileged user namespaces cannot be created here (os-sandbox=unshare
+    as nobody), or None."""
+    if not os.path.exists("/proc/self/ns/user"):
+        return "the kernel has no user namespaces"
+    if _read_number("/proc/sys/kernel/unprivileged_userns_clone") == 0:
+        return "kernel.unprivileged_userns_clone=0"
+    if _read_number("/proc/sys/user/max_user_namespaces") == 0:
+        return "user.max_user_namespaces=0"
+    if _read_number("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1:
+        return "AppArmor restricts unprivileged user namespaces"
+    return None
+
+
+USERNS_REFUSAL = _userns_refusal()
+needs_userns = pytest.mark.skipif(USERNS_REFUSAL is not None,
+                                  reason=f"os-sandbox=unshare: {USERNS_REFUSAL}")
+
+
 def _is_asan_build():
     binary = os.environ.get("PYTHON_SB") or shutil.which("python-sb")
     try:

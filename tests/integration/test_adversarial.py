@@ -37,7 +37,7 @@ import zipfile
 
 import pytest
 
-from conftest import needs_landlock
+from conftest import needs_landlock, needs_userns
 
 # Markers the programs print when an attack got what it wanted. The programs
 # build them by concatenation, so that a traceback quoting the source line
@@ -1118,14 +1118,47 @@ def test_attack(arena, expect, body, api, imports):
     check(arena, r, expect)
 
 
-@needs_landlock
-def test_symlink_race_is_closed_by_landlock(arena):
+# The attacks that reach for the kernel's side (processes, files, writes,
+# sockets, signals, the environment), run again under os-sandbox=unshare: the
+# guard and the namespaces together leave no forbidden effect, whichever of
+# the two refuses first (the kernel may: seccomp refuses an Internet socket
+# without a net= rule, a path outside the new root does not exist).
+UNSHARE_ATTACKS = {
+    "os-posix_spawn", "os-system-and-popen", "os-fork", "ctypes-CDLL-None-system",
+    "os-kill-victim", "open-secret", "os-open-read", "proc-self-root", "dotdot-walk-from-grant",
+    "pre-existing-symlink-in-ro", "symlink-out-of-rw", "hardlink-secret-into-rw",
+    "rename-secret-into-rw", "posixshmem-shm_open", "open-ro-for-write", "truncate-ro",
+    "rename-out-of-ro", "mkfifo-in-ro", "chmod-ro", "tcp-create_connection", "udp-sendto",
+    "unix-socket-outside", "abstract-unix-socket", "hidden-env-proc-self-environ",
+}
+
+
+@needs_userns
+@pytest.mark.parametrize("expect,body,api,imports",
+                         [a for a in ATTACKS if a.id in UNSHARE_ATTACKS])
+def test_attack_under_unshare(arena, expect, body, api, imports):
+    if "VICTIM" in body:
+        arena.start_victim()
+    r = arena.run(body, api=api, imports=imports, provider="unshare")
+    assert arena.effects(r) == [], r
+    if expect is not SILENT:
+        assert outcome(r) not in (None, "completed"), r
+
+
+def test_unshare_attack_list_is_current():
+    assert {a.id for a in ATTACKS} >= UNSHARE_ATTACKS
+
+
+@pytest.mark.parametrize("provider", [pytest.param("landlock", marks=needs_landlock),
+                                      pytest.param("unshare", marks=needs_userns)])
+def test_symlink_race_is_closed_by_the_kernel(arena, provider):
     """A thread swapping a directory for a symlink between the guard's check
     and the open() can beat the guard alone (check-then-use, listed in
     docs/python-sb.md "Known gaps"; how often it wins varies from run to run,
-    so it is not a strict xfail here). Landlock decides at the open itself:
-    under the default provider the secret outside every grant is never read."""
-    r = arena.run(RACE_SYMLINK, api=("ALLOW:threads",), provider="landlock")
+    so it is not a strict xfail here). Landlock decides at the open itself,
+    and under unshare the secret is not in the new root: the secret outside
+    every grant is never read."""
+    r = arena.run(RACE_SYMLINK, api=("ALLOW:threads",), provider=provider)
     assert arena.secret_text not in r.stdout + r.stderr, r
     assert "OUTCOME" in r.stdout, r
 

@@ -5,9 +5,10 @@ ctypes, so no libc wrapper between the program and the filter. Every attack of
 the review, and its class: each asserts the errno, and where there is an
 effect to miss, that it did not happen (the victim outside the sandbox kept
 its CPUs, scheduling policy, limits, life; the file outside every grant kept
-its mode, owner, times and attributes; the host name stayed). Both kernel
-providers, as the caller (root in CI) and as nobody; the victim runs as the
-same user as the program, so only the filter stands between them."""
+its mode, owner, times and attributes; the host name stayed). The kernel
+providers (landlock, unshare) and subprocess's filter alone, as the caller
+(root in CI) and as nobody; the victim runs as the same user as the program,
+so only the filter (and unshare's namespaces) stands between them."""
 
 import errno
 import os
@@ -19,12 +20,13 @@ import time
 
 import pytest
 
-from conftest import SANITIZER_ENV, needs_landlock, run_native
+from conftest import SANITIZER_ENV, needs_landlock, needs_userns, run_native
 
 if os.uname().machine != "x86_64":
     pytest.skip("the syscall numbers below are x86_64's", allow_module_level=True)
 
-PROVIDERS = [pytest.param("landlock", marks=needs_landlock), "subprocess"]
+PROVIDERS = [pytest.param("landlock", marks=needs_landlock), "subprocess",
+             pytest.param("unshare", marks=needs_userns)]
 WHO = ["caller", "nobody"]
 
 
@@ -102,9 +104,9 @@ S("chmod(outside)", outside.encode(), 0o777)
 S("chown(outside)", outside.encode(), os.getuid(), os.getgid())
 S("utimensat(outside)", -100, outside.encode(), None, 0)
 S("setxattr(outside)", outside.encode(), b"user.pwned", b"x", 1, 0)
-try:  # readable under subprocess; Landlock refuses it (then stdin)
+try:  # readable under subprocess; Landlock refuses it, unshare's root lacks it (then stdin)
     fd = os.open(outside, os.O_RDONLY)
-except PermissionError:
+except (PermissionError, FileNotFoundError):
     fd = 0
 S("fchmod(readable)", fd, 0o777)
 S("fchmod(stdin)", 0, 0o777)
@@ -189,9 +191,11 @@ def test_native_attacks_on_the_kernel_layer(box, victim, provider, tmp_path):
     assert proc.returncode == 0 and proc.stdout.endswith("SURVIVED\n"), proc
     got = {k: o.get(k) for k in WANT}
     assert got == WANT, {k: (o.get(k), v) for k, v in WANT.items() if o.get(k) != v}
-    # Creating a file outside every grant: Landlock's EACCES, or without
-    # Landlock the allowlist's EPERM (no expose-rw rule).
-    assert o["openat(O_CREAT)"] == ("EACCES" if provider == "landlock" else EPERM), proc
+    # Creating a file outside every grant: Landlock's EACCES, unshare's new
+    # root that has no such directory, or with neither the allowlist's EPERM
+    # (no expose-rw rule).
+    created = {"landlock": "EACCES", "unshare": "ENOENT"}.get(provider, EPERM)
+    assert o["openat(O_CREAT)"] == created, proc
     assert not (outside_dir / "created").exists()
     after = (stat_of(outside), victim_state(victim), socket.gethostname())
     assert after == before
@@ -247,8 +251,9 @@ def test_what_cpython_needs_still_works(box, provider):
         print(select.select([b], [], [], 1)[0] == [b], b.recv(4), len(got))
         os.sched_setaffinity(0, os.sched_getaffinity(0)); os.nice(0)
         print(sorted(os.listdir("."))[:2], time.monotonic() > 0, len(os.urandom(8)))
-        # Landlock decides which files may be written (/dev/null may);
-        # without it nothing checks paths, and writing needs expose-rw.
+        # Landlock or the new root decides which files may be written
+        # (/dev/null may); without them nothing checks paths, and writing
+        # needs expose-rw.
         try:
             with open(os.devnull, "w") as f:
                 print("devnull", file=f)
@@ -260,5 +265,6 @@ def test_what_cpython_needs_still_works(box, provider):
     assert r.stdout.splitlines() == [
         "3.875 3.5", "0.1428571428571428571428571429", "['1', '22', '333']", "328350", "7",
         "2d711642 17 39 68", "45", "True b'ping' 2", "['.py-sandboxes', 'data.json'] True 8",
-        "devnull: written" if provider == "landlock" else f"devnull: {errno.EPERM}",
+        # The new root's /dev/null is a device of its own, as writable.
+        "devnull: written" if provider in ("landlock", "unshare") else f"devnull: {errno.EPERM}",
     ], r

@@ -22,6 +22,7 @@ PROVIDERS = [
     "subprocess",
     pytest.param("landlock", marks=pytest.mark.skipif(LANDLOCK_ABI < 1,
                                                       reason="the kernel has no Landlock")),
+    "unshare",
 ]
 
 
@@ -657,7 +658,9 @@ from pysandboxes import *
 from mod import *
 
 def init():
-    print("init in", os.getpid(), flush=True)
+    # A token of each run: under unshare every worker is PID 2 of its own
+    # PID namespace.
+    print("init in", os.getpid(), os.urandom(8).hex(), flush=True)
 
 # The worker runs this script as __mp_main__ (init is defined here).
 if __name__ == "__main__":

@@ -179,13 +179,14 @@ static void test_wrapper_fails_closed(void)
 	_cleanup_free_ char *err = NULL;
 	struct rlimit before, after;
 	struct sb_boundary b;
+	int status = 0;
 
 	if (!tap_ok(p != NULL, "wrapper profile loads"))
 		return;
 	TAP_IS_INT(sb_boundary_build(p, &sb_provider_bwrap, NULL, SB_MODE_ENFORCE, &b), 0,
 		   "build bwrap");
 	getrlimit(RLIMIT_NOFILE, &before);
-	TAP_IS_INT(sb_boundary_enter(&b, &warnings, &err), -EOPNOTSUPP,
+	TAP_IS_INT(sb_boundary_enter(&b, &warnings, &status, &err), -EOPNOTSUPP,
 		   "entering a wrapper's boundary here is refused");
 	getrlimit(RLIMIT_NOFILE, &after);
 	tap_ok(err && strstr(err, "os-sandbox=bwrap"), "the message names the provider");

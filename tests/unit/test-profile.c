@@ -272,7 +272,14 @@ static void test_provider_select(void)
 	       "a fallback says why, with a warning (the kernel is the reason)");
 	free(note);
 	note = NULL;
-	for (int id = SB_OS_UNSHARE; id <= SB_OS_QEMU; id++) {
+	/* unshare: where user namespaces exist (its probe is that cheap; the
+	 * sysctls are diagnosed when creating the namespaces fails). */
+	free(err);
+	err = NULL;
+	TAP_IS_INT(sb_provider_select(SB_OS_UNSHARE, SB_MODE_ENFORCE, &p, &note, &warn, &err),
+		   access("/proc/self/ns/user", F_OK) == 0 ? 0 : -EOPNOTSUPP,
+		   "unshare named: selected where the kernel has user namespaces");
+	for (int id = SB_OS_BWRAP; id <= SB_OS_QEMU; id++) {
 		free(err);
 		err = NULL;
 		p = NULL;
@@ -339,7 +346,7 @@ static void test_provider_params(void)
 	struct result res;
 
 	put("params/ok.prof", "os-sandbox=subprocess\nqemu.memory=2G\nqemu.virtfs=off\n"
-			      "bwrap.share-net=yes\nbwrap.hostname=box\nunshare.uts=\n"
+			      "bwrap.share-net=yes\nbwrap.hostname=box\nunshare.map-root-user=yes\n"
 			      "firejail.rlimit-as=600m\n");
 	load(&res, "params/ok.prof", NULL);
 	TAP_IS_INT(sb_provider_check_params(res.p, &res.d), 0,
@@ -381,6 +388,18 @@ static void test_provider_params(void)
 	tap_ok(has_error(&res, "bad.prof", 9,
 			 "Invalid qemu.virtfs 'sometimes': expected auto, on or off"),
 	       "a choice");
+	done(&res);
+
+	put("params/unshare.prof", "unshare.uts=\nunshare.bogus=1\nunshare.tmp-size=64\n");
+	load(&res, "params/unshare.prof", NULL);
+	TAP_IS_INT(sb_provider_check_params(res.p, &res.d), -EINVAL, "unshare: errors reported");
+	sb_diags_sort(&res.d);
+	tap_ok(has_error(&res, "unshare.prof", 1,
+			 "unshare.uts is not supported: python-sb always creates"),
+	       "unshare: an option of unshare(1) it cannot honour is refused, saying why");
+	tap_ok(has_error(&res, "unshare.prof", 2, "Unknown unshare parameter 'bogus'"),
+	       "unshare: nothing passes through (no unshare(1) runs)");
+	tap_ok(!has_error(&res, "unshare.prof", 3, ""), "unshare: its own parameter");
 	done(&res);
 }
 

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* PID 1 of a PID namespace of ours (pid-init.h). */
+#include "pid-init.h"
+
+#include <linux/capability.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "util.h"
+
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(SB_HAVE_ASAN)
+#define SB_INIT_SHARES_MEMORY 1
+#endif
+
+/* Every init's life, written once for both ways of starting it: sys() is a
+ * system call that leaves errno alone (the caller's, when memory is shared). */
+#define INIT_BODY(sys, alive_fd)                                                                   \
+	do {                                                                                       \
+		struct pollfd pfd = {.fd = (alive_fd), .events = POLLIN};                          \
+		struct timespec zero = {0};                                                        \
+		struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3}; \
+		struct __user_cap_data_struct caps[2] = {{0}};                                     \
+		uint64_t all = ~0ULL, chld = 1ULL << (SIGCHLD - 1);                                \
+                                                                                                   \
+		sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);                                \
+		/* Readable or hung up: the caller is gone. */                                     \
+		if (sys(SYS_ppoll, (long)&pfd, 1, (long)&zero, 0, 8) != 0)                         \
+			sys(SYS_exit, 0, 0, 0, 0, 0);                                              \
+		sys(SYS_prctl, PR_SET_NAME, (long)"python-sb-init", 0, 0, 0);                      \
+		sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);                                       \
+		if (sys(SYS_capset, (long)&header, (long)caps, 0, 0, 0) < 0)                       \
+			sys(SYS_exit, 1, 0, 0, 0, 0);                                              \
+		sys(SYS_close_range, 0, ~0U, 0, 0, 0);                                             \
+		/* The init of a PID namespace ignores the signals it has no                       \
+		 * handler for anyway; SIGCHLD is waited for. */                                   \
+		sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, sizeof(all), 0);               \
+		for (;;) {                                                                         \
+			while (sys(SYS_wait4, -1, 0, WNOHANG | __WALL, 0, 0) > 0)                  \
+				;                                                                  \
+			sys(SYS_rt_sigtimedwait, (long)&chld, 0, 0, sizeof(chld), 0);              \
+		}                                                                                  \
+	} while (0)
+
+#ifdef SB_INIT_SHARES_MEMORY
+
+/* The kernel's return value, -errno on failure; errno is not touched. */
+static long raw_syscall(long n, long a, long b, long c, long d, long e)
+{
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+			 : "rcx", "r11", "memory");
+	return ret;
+#else
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4)
+			 : "memory");
+	return x0;
+#endif
+}
+
+#define SB_INIT_STACK (64 * 1024)
+
+static int init_fn(void *arg)
+{
+	int alive_fd = (int)(intptr_t)arg;
+
+	INIT_BODY(raw_syscall, alive_fd);
+	return 0; /* not reached */
+}
+
+pid_t sb_pid_init_start(int alive_fd)
+{
+	void *stack = mmap(NULL, SB_INIT_STACK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	pid_t pid;
+
+	if (stack == MAP_FAILED)
+		return -errno;
+	/* Its own stack; the caller's memory otherwise, which it only reads
+	 * (the stack protector's canary). Never unmapped: the caller ends soon
+	 * after the init, and the init may outlive a munmap() by a moment. */
+	pid = clone(init_fn, (char *)stack + SB_INIT_STACK, CLONE_VM | SIGCHLD,
+		    (void *)(intptr_t)alive_fd);
+	return pid < 0 ? -errno : pid;
+}
+
+#else
+
+static long fork_sys(long n, long a, long b, long c, long d, long e)
+{
+	long r = syscall(n, a, b, c, d, e);
+
+	return r < 0 ? -errno : r;
+}
+
+pid_t sb_pid_init_start(int alive_fd)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		INIT_BODY(fork_sys, alive_fd);
+	return pid;
+}
+
+#endif
