@@ -7,14 +7,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "profile-limits.h"
 #include "util.h"
 
 /* How the service runs one program: the interface between the job pool and
- * whatever starts interpreters. Phase 1 has one runner, `exec` (a fresh
- * python-sb per run, runner-exec.c); the fork server of docs/serve.md (one
- * pre-initialised interpreter that forks a child per run, the child entering
- * its sandbox before any submitted code runs) is another implementation of
- * the same operations, and `exec` stays as its --fresh-exec mode. */
+ * whatever starts interpreters. Two runners: `fork`, the default (one
+ * pre-initialised interpreter, the zygote, that forks a child per run, the
+ * child entering its sandbox before any submitted code runs:
+ * runner-fork.c, zygote.c), and `exec`, --fresh-exec (a fresh python-sb per
+ * run, runner-exec.c). */
 
 struct sb_run_file {
 	char *name; /* relative, checked by request.c */
@@ -59,6 +60,11 @@ struct sb_runner_config {
 	bool change_user;	  /* started as root: runs as uid/gid */
 	uid_t uid;
 	gid_t gid;
+	struct sb_limits limits; /* the profile's: the server's limits */
+	/* What the runner has to say (the fork server restarted...): the
+	 * service's main() prints it. May be called from any thread. */
+	void (*event)(void *data, const char *message);
+	void *event_data;
 };
 
 struct sb_runner;
@@ -73,3 +79,4 @@ struct sb_runner_ops {
 };
 
 extern const struct sb_runner_ops sb_runner_exec;
+extern const struct sb_runner_ops sb_runner_fork;

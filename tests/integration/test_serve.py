@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """python-sb serve (docs/serve.md): every status code, every bad input, hostile
 programs answered with a correct report while other runs go on, isolation of
-runs, idle and slow connections, and draining on SIGTERM."""
+runs, idle and slow connections, and draining on SIGTERM. The tests of the
+shared server run with each runner: the fork server (the default) and
+--fresh-exec; test_serve_fork.py has what is the fork server's own."""
 
 import json
 import os
@@ -25,10 +27,13 @@ REPORT_FIELDS = {"version", "exit_code", "signal", "signal_name", "timed_out", "
                  "provider", "measured"}
 
 
-@pytest.fixture(scope="module")
-def server(sb_bin):
+RUNNERS = {"fork": (), "exec": ("--fresh-exec",)}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNNERS))
+def server(sb_bin, request):
     srv = Server(sb_bin, "--workers", "2", "--queue", "16", "--max-body", "100000",
-                 "--max-output", "100000")
+                 "--max-output", "100000", *RUNNERS[request.param])
     try:
         yield srv
         assert srv.stop() == 0, "".join(srv.log)
@@ -212,12 +217,18 @@ def test_metrics_is_prometheus_text(server):
 
 
 def test_runner_failure_is_500(sb_bin):
-    with Server(sb_bin, "--python-sb", "/bin/false", "--workers", "1") as srv:
+    with Server(sb_bin, "--python-sb", "/bin/false", "--workers", "1", "--fresh-exec") as srv:
         status, body = srv.run("print(1)")
         assert status == 500
         assert "without a report" in body["error"] and body["field"] is None
         assert srv.metrics()['python_sb_runs_total{outcome="failed"}'] == 1
         assert srv.stop() == 0
+
+
+def test_fork_server_that_cannot_start_stops_the_service(sb_bin):
+    with pytest.raises(RuntimeError, match=r"cannot prepare the runner: the fork server "
+                       r"\(/bin/false\) ended \(exit status 1\) before it was ready"):
+        Server(sb_bin, "--python-sb", "/bin/false", "--workers", "1", workdir=False)
 
 
 def test_full_queue_is_429_with_retry_after(sb_bin):

@@ -123,7 +123,8 @@ static void test_refusals(void)
 	copy[4]--;
 	/* A string length past the end (and one that would wrap). */
 	memset(copy + len - 6, 0xff, 4);
-	TAP_IS_INT(decode_bytes(copy, len), -EBADMSG, "a string longer than the message is refused");
+	TAP_IS_INT(decode_bytes(copy, len), -EBADMSG,
+		   "a string longer than the message is refused");
 
 	memset(long_dir, 'a', sizeof(long_dir) - 1);
 	long_dir[0] = '/';
@@ -188,8 +189,8 @@ static void test_transport(void)
 	TAP_IS_INT(sb_zmsg_send(sv[0], &run, fds, SB_ZRUN_N_FDS), 0, "RUN is sent with its fds");
 	TAP_IS_INT(sb_zmsg_recv(sv[1], &m, got), 0, "and received");
 	for (int i = 0; i < SB_ZRUN_N_FDS; i++)
-		all = all && got[i] >= 0 && got[i] != fds[i] &&
-		      (fcntl(got[i], F_GETFD) & FD_CLOEXEC);
+		all =
+		    all && got[i] >= 0 && got[i] != fds[i] && (fcntl(got[i], F_GETFD) & FD_CLOEXEC);
 	tap_ok(all && m.type == SB_ZMSG_RUN && streq(m.run.rundir, "/run/x"),
 	       "with six new close-on-exec descriptors");
 	sb_zmsg_done(&m);
