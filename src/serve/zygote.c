@@ -528,22 +528,63 @@ static void start_run(struct sb_zmsg *msg, int fds[SB_ZRUN_N_FDS])
 	z.n_runs++;
 }
 
+static bool is_run(pid_t pid)
+{
+	for (size_t i = 0; i < z.n_runs; i++)
+		if (z.runs[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* A run is one process: its seccomp filter refuses fork(), vfork() and the
+ * clone() of a process. Should one be made all the same, the server is a
+ * child subreaper, so that it is re-parented here when its parent ends, and
+ * after every reap each child that is not a run is killed (it is not reaped
+ * yet, so the pid is still that child's): belt and braces, one read of
+ * /proc per reap. */
+static void kill_strays(void)
+{
+	char path[64], buf[4096];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (char *p = buf, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 0 && !is_run((pid_t)pid))
+			kill((pid_t)pid, SIGKILL);
+	}
+}
+
 static void reap(void)
 {
+	bool reaped = false;
+
 	for (;;) {
 		struct rusage ru;
 		int status;
 		pid_t pid = wait4(-1, &status, WNOHANG, &ru);
 
 		if (pid <= 0)
-			return;
+			break;
 		for (size_t i = 0; i < z.n_runs; i++)
 			if (z.runs[i].pid == pid) {
 				(void)send_done(&z.runs[i], status, &ru);
 				drop_run(i);
 				break;
 			}
+		reaped = true;
 	}
+	if (reaped)
+		kill_strays();
 }
 
 /* A message on a run's socket: KILL, or its end (the service gave up). */
@@ -691,6 +732,22 @@ static uint32_t warm_up(const struct sb_profile *p)
 	return n;
 }
 
+/* What the warm-up left is collected, and every object there is moved out
+ * of the collector's generations (gc.freeze()): a collection in a run then
+ * never walks the server's objects, whose headers it would write, copying
+ * their pages into the child one by one. */
+static void freeze_objects(void)
+{
+	PyObject *gc = PyImport_ImportModule("gc"), *r;
+
+	r = gc ? PyObject_CallMethod(gc, "collect", NULL) : NULL;
+	Py_XDECREF(r);
+	r = gc ? PyObject_CallMethod(gc, "freeze", NULL) : NULL;
+	Py_XDECREF(r);
+	Py_XDECREF(gc);
+	PyErr_Clear();
+}
+
 static uint64_t status_field(const char *key)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
@@ -775,6 +832,7 @@ int sb_zygote_serve(const struct sb_embed *e, int fd, char **reterr)
 
 	start = now_ns();
 	ready.ready.modules = warm_up(e->profile);
+	freeze_objects();
 	ready.ready.warm_ns = now_ns() - start;
 	/* Each child would do these at its first decision otherwise. */
 	r = sb_guard_settle(reterr);
@@ -784,6 +842,9 @@ int sb_zygote_serve(const struct sb_embed *e, int fd, char **reterr)
 	if (r < 0)
 		return r;
 
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		return sb_error(reterr, -errno, "cannot become a child subreaper: %s",
+				strerror(errno));
 	/* Children are reaped from a signalfd; the mask is the children's
 	 * too, until they clear it. */
 	sigemptyset(&chld);

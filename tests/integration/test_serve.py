@@ -228,7 +228,7 @@ def test_runner_failure_is_500(sb_bin):
 def test_fork_server_that_cannot_start_stops_the_service(sb_bin):
     with pytest.raises(RuntimeError, match=r"cannot prepare the runner: the fork server "
                        r"\(/bin/false\) ended \(exit status 1\) before it was ready"):
-        Server(sb_bin, "--python-sb", "/bin/false", "--workers", "1", workdir=False)
+        Server(sb_bin, "--python-sb", "/bin/false", "--workers", "1", workdir=False).close()
 
 
 def test_full_queue_is_429_with_retry_after(sb_bin):

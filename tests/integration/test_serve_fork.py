@@ -77,8 +77,12 @@ def test_fork_server_is_ready_warm_and_single_threaded(server):
     # One thread at every fork (zygote.c says why): none was ever started.
     assert proc_status(zygote, "Threads") == "1"
     # It has no child between runs, and holds its control socket and its
-    # signalfd beyond 0-2.
+    # signalfd beyond 0-2 (a run's reply socket is closed just after its
+    # DONE: a moment after the response, perhaps).
     assert server.descendants() == []
+    deadline = time.monotonic() + 5
+    while len(os.listdir(f"/proc/{zygote}/fd")) != 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(os.listdir(f"/proc/{zygote}/fd")) == 5
 
 
@@ -160,7 +164,8 @@ def test_random_is_reseeded_but_the_hash_seed_and_layout_are_shared(sb_bin, serv
     with Server(sb_bin, "--workers", "1", "--fresh-exec") as fresh:
         runs = [ok(fresh, source)["stdout"].split() for _ in range(3)]
         assert len({r[1] for r in runs}) == 3, runs
-        assert len({r[2] for r in runs}) == 3, runs
+        if not IS_ASAN:  # ASan's allocator puts the heap at a fixed place
+            assert len({r[2] for r in runs}) == 3, runs
         assert fresh.stop() == 0
 
 
@@ -234,7 +239,7 @@ def test_profile_that_allows_processes_needs_fresh_exec(sb_bin, shared_dir):
     profile.write_text("os-sandbox=landlock\npython-import=os\npython-api=ALLOW:os.fork\n"
                        "timeout=10s\n")
     with pytest.raises(RuntimeError, match="supervises runs of one process.*use --fresh-exec"):
-        Server(sb_bin, "--profile", profile, "--workers", "1", workdir=False)
+        Server(sb_bin, "--profile", profile, "--workers", "1", workdir=False).close()
     with Server(sb_bin, "--profile", profile, "--workers", "1", "--fresh-exec") as srv:
         body = ok(srv, "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\n"
                        "print(os.waitpid(pid, 0)[1])\n")
