@@ -196,10 +196,16 @@ static int system_exit_status(PyObject *value)
 	return status;
 }
 
+/* The program's exception, if one is pending, is kept for its handling after
+ * the flush (as CPython's flush_io() does): flushing with it set would call
+ * Python code with an exception pending, and report the program's own
+ * exception as the flush's, "Exception ignored in: <stderr>". */
 static void flush_std_files(int *status)
 {
 	static const char *const names[] = {"stderr", "stdout"};
+	PyObject *type, *value, *tb;
 
+	PyErr_Fetch(&type, &value, &tb);
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
 		PyObject *f = PySys_GetObject(names[i]), *r; /* borrowed */
 
@@ -212,6 +218,7 @@ static void flush_std_files(int *status)
 		}
 		Py_XDECREF(r);
 	}
+	PyErr_Restore(type, value, tb);
 }
 
 /* Calls module.function() of a module already loaded, if it is. */

@@ -77,6 +77,28 @@ def test_run_returns_output_and_report(server):
     assert report["profile"]["file"].endswith("/main.py")
 
 
+def test_uncaught_exception_is_printed_as_python_prints_it(server):
+    status, body = server.run("import sys\nprint('before')\nsys.stdout.flush()\n"
+                              "def f():\n    raise ValueError('boom')\nf()\n")
+    assert status == 200, body
+    assert body["report"]["exit_code"] == 1
+    assert body["stdout"] == "before\n"
+    lines = body["stderr"].splitlines()
+    assert lines[0] == "Traceback (most recent call last):", body["stderr"]
+    assert lines[-1] == "ValueError: boom"
+    assert "Exception ignored" not in body["stderr"]
+
+
+def test_run_holds_only_its_standard_descriptors(server):
+    """Nothing of the service, the fork server or another run: the program's
+    process has 0, 1 and 2 open and no other descriptor."""
+    status, body = server.run("import os\nopen_fds = []\nfor fd in range(4096):\n"
+                              "    try:\n        os.fstat(fd)\n    except OSError:\n"
+                              "        continue\n    open_fds.append(fd)\nprint(open_fds)\n")
+    assert status == 200, body
+    assert body["stdout"] == "[0, 1, 2]\n", body
+
+
 def test_files_are_readable_and_only_the_runs_own(server):
     status, body = server.run(
         "import os\nprint(sorted(os.listdir('.')), open('data/in.txt').read())\n",
