@@ -493,7 +493,8 @@ static int run_prepare(const struct sb_run_spec *spec, struct run *f, char **ret
 
 /* Sends RUN to the zygote that is ready, waiting for one while it
  * (re)starts. A send that finds it gone waits for the next: the run has not
- * started then. */
+ * started then. While the last start failed (the monitor retries with a
+ * growing pause), a run does not wait: it fails at once (503). */
 static int send_run(struct sb_runner *r, const struct sb_zmsg *m, const int fds[SB_ZRUN_N_FDS],
 		    pid_t *ret_pid, char **reterr)
 {
@@ -506,7 +507,7 @@ static int send_run(struct sb_runner *r, const struct sb_zmsg *m, const int fds[
 			struct timespec ts;
 			uint64_t now = now_ms();
 
-			if (now >= give_up)
+			if (now >= give_up || r->error)
 				break;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += (time_t)((give_up - now) / 1000 + 1);
@@ -727,6 +728,7 @@ static int fork_run(struct sb_runner *r, const struct sb_run_spec *spec, struct 
 		     &zygote, &err);
 	if (e < 0) {
 		res->error = TAKE_PTR(err);
+		res->unavailable = true;
 		e = res->error ? 0 : e;
 		goto out;
 	}
@@ -745,6 +747,7 @@ static int fork_run(struct sb_runner *r, const struct sb_run_spec *spec, struct 
 		/* Its process died with the zygote, whatever it said before. */
 		res->error = strdup("the fork server ended during the run (it is restarted): the "
 				    "run has no report");
+		res->unavailable = true;
 	} else if (o.failed) {
 		if (asprintf(&res->error, "the run could not start: %s", o.failed) < 0)
 			res->error = NULL;

@@ -50,6 +50,10 @@ struct sb_run_result {
 	bool truncated;			     /* a stream reached the cap: the run was stopped */
 	json_t *report;			     /* the run report, output fields the server's */
 	char *error;			     /* the runner failed: no report */
+	/* With error: the runner cannot run programs for now (its fork server
+	 * died during the run, is restarting, or fails to start): 503, try
+	 * again; otherwise a failure of this run, 500. */
+	bool unavailable;
 };
 void sb_run_result_done(struct sb_run_result *res);
 

@@ -11,6 +11,7 @@ and what is not (random's state)."""
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import tempfile
@@ -133,6 +134,66 @@ def test_a_run_cannot_see_a_previous_runs_objects_or_files(server):
     assert body["report"]["denials"] and body["report"]["denials"][0]["kind"] == "file"
 
 
+def memory_holds(pid, needles):
+    """Which of needles (bytes) are anywhere in the readable memory of pid
+    (as root: /proc/PID/mem of a process of another user)."""
+    found = set()
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            fields = line.split()
+            if fields[1][0] != "r" or line.rstrip().endswith(("[vvar]", "[vsyscall]")):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            try:
+                mem.seek(start)
+                data = mem.read(end - start)
+            except OSError:
+                continue
+            found.update(n for n in needles if n in data)
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reads the memory of the runs' user's processes")
+def test_no_run_data_in_the_fork_server_nor_in_the_next_run(server):
+    """A run's program, input, files, arguments and output never reach the
+    fork server (it passes descriptors on), so the next run, a copy of the
+    server, holds none of them: both memories are searched for them, each
+    search checked on something it must find."""
+    tag = secrets.token_hex(12)
+    marks = {k: f"{k}-{tag}".encode() for k in ("source", "stdin", "file", "arg", "output")}
+    # The output mark is made at run time: the source holds it reversed.
+    source = (f"import sys\nSECRET = {marks['source'].decode()!r}\n"
+              "data = [sys.stdin.read(), open('data.txt').read(), sys.argv[1]]\n"
+              f"print({marks['output'].decode()[::-1]!r}[::-1], len(''.join(data)))\n")
+    body = ok(server, source, stdin=marks["stdin"].decode(), args=[marks["arg"].decode()],
+              files={"data.txt": marks["file"].decode()})
+    assert body["stdout"].startswith(marks["output"].decode())
+
+    zygote = server.zygote()
+    assert memory_holds(zygote, [b"--pysandboxes-zygote=3"]) == {b"--pysandboxes-zygote=3"}
+    assert memory_holds(zygote, list(marks.values())) == set()
+
+    own = f"own-{tag}".encode()
+    result = {}
+    sleeper = threading.Thread(target=lambda: result.update(r=server.run(
+        f"import time\nOWN = {own.decode()!r}\ntime.sleep(3)\n")))
+    sleeper.start()
+    found = set()
+    deadline = time.monotonic() + 30
+    while own not in found and time.monotonic() < deadline:
+        pids = [p for p in server.descendants()]
+        for pid in pids:
+            try:
+                found = memory_holds(pid, [own, *marks.values()])
+            except OSError:  # not started yet, or gone
+                continue
+        time.sleep(0.05)
+    sleeper.join()
+    assert result["r"][0] == 200, result
+    assert own in found, "the next run was not seen running"
+    assert found == {own}, found
+
+
 def test_a_run_that_corrupts_the_interpreter_does_not_affect_the_next(server):
     ok(server, "import sys, json, random\n"
                "json.dumps = None\n"
@@ -234,6 +295,50 @@ def test_threads_in_a_run_do_not_reach_the_server(sb_bin, shared_dir):
         assert srv.stop() == 0
 
 
+KERNEL_ONLY_HOSTILE = {
+    # The seccomp filter refuses the clone() of a process: EPERM.
+    "fork bomb": "import os\nwhile True:\n    os.fork()\n",
+    "memory bomb": "x = []\nwhile True:\n    x.append(bytearray(10**7))\n",
+    "output flood": "while True:\n    print('flood' * 1000)\n",
+    "infinite loop": "while True:\n    pass\n",
+    "signal the server": "import os\nos.kill(os.getppid(), 9)\n",
+}
+
+
+@pytest.mark.skipif(IS_ASAN, reason="an ASan build cannot bound its address space")
+def test_hostile_programs_without_the_guard_are_stopped_by_the_kernel(sb_bin, shared_dir):
+    """py-sandbox=false: the kernel side alone (seccomp, rlimits, the
+    server's deadline and the service's output cap) answers each hostile
+    program with a report; nothing of it is left, and the fork server is the
+    same process after them."""
+    profile = shared_dir / "p.py-sandboxes"
+    profile.write_text("os-sandbox=landlock\npy-sandbox=false\npython-import=*\n"
+                       "limit-memory=256MB\ntimeout=2s\n")
+    with Server(sb_bin, "--profile", profile, "--workers", "2",
+                "--max-output", "100000") as srv:
+        zygote = srv.zygote()
+        for name, source in KERNEL_ONLY_HOSTILE.items():
+            status, body = srv.run(source)
+            assert status == 200, (name, body)
+            r = body["report"]
+            if name == "fork bomb":
+                assert r["exit_code"] == 1 and "PermissionError" in body["stderr"], body
+            elif name == "memory bomb":
+                assert r["exit_code"] == 1 and "MemoryError" in body["stderr"], body
+                assert r["limit_exceeded"] == "memory"
+            elif name == "output flood":
+                assert r["limit_exceeded"] == "output" and r["output"]["truncated"] is True
+            elif name == "infinite loop":
+                assert r["timed_out"] is True and r["signal_name"] == "SIGKILL"
+            elif name == "signal the server":
+                assert r["exit_code"] == 1 and "PermissionError" in body["stderr"], body
+            assert srv.descendants() == [], name
+            assert srv.leftovers() == [], name
+        assert srv.zygote() == zygote
+        assert ok(srv, "print(6 * 7)\n")["stdout"] == "42\n"
+        assert srv.stop() == 0
+
+
 def test_profile_that_allows_processes_needs_fresh_exec(sb_bin, shared_dir):
     profile = shared_dir / "p.py-sandboxes"
     profile.write_text("os-sandbox=landlock\npython-import=os\npython-api=ALLOW:os.fork\n"
@@ -265,10 +370,45 @@ def test_fork_server_killed_while_idle_is_restarted(sb_bin):
         assert srv.stop() == 0
 
 
+def test_fork_server_that_cannot_restart_fails_closed_with_503(sb_bin, shared_dir):
+    """The fork server dies and its restart fails: runs get 503 with
+    Retry-After and the reason at once (no run waits for it, none runs
+    without it); once it can start again, runs go through."""
+    allowed = shared_dir / "may-start"
+    wrapper = shared_dir / "python-sb"
+    wrapper.write_text(f"#!/bin/sh\n[ -e {allowed} ] || exit 3\nexec {os.path.abspath(sb_bin)} \"$@\"\n")
+    wrapper.chmod(0o755)
+    allowed.touch()
+    with Server(sb_bin, "--python-sb", wrapper, "--workers", "1") as srv:
+        ok(srv, "print(1)\n")
+        allowed.unlink()
+        first = srv.zygote()
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while (not any("the fork server did not start" in line for line in srv.log)
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        status, headers, body = srv.post_json({"source": "print(2)\n"})
+        assert status == 503, body
+        assert headers["Retry-After"] == "5"
+        assert "the fork server is not running" in body["error"], body
+        assert "ended (exit status 3) before it was ready" in body["error"], body
+        assert srv.zygotes() == [] and srv.descendants() == []
+        assert srv.metrics()['python_sb_http_requests_total{code="503"}'] >= 1
+        allowed.touch()
+        deadline = time.monotonic() + 60
+        while (sum("fork server ready" in line for line in srv.log) < 2
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        body = ok(srv, "print(3)\n")
+        assert body["stdout"] == "3\n"
+        assert srv.stop() == 0
+
+
 @pytest.mark.skipif(IS_ASAN, reason="slow enough under ASan without a load")
 def test_fork_server_killed_mid_load_restarts_and_runs_continue(sb_bin):
     """Runs keep coming while the fork server is killed twice: every run in
-    flight then ends with a 500 that says so (none hangs), every other one
+    flight then ends with a 503 that says so (none hangs), every other one
     with its output, and nothing is left."""
     with Server(sb_bin, "--workers", "2", "--queue", "64") as srv:
         results, lock, stop = [], threading.Lock(), threading.Event()
@@ -309,7 +449,7 @@ def test_fork_server_killed_mid_load_restarts_and_runs_continue(sb_bin):
         for status, data, (k, i), _ in ok_runs:
             assert data["stdout"] == f"{k} {i}\n"
         for status, data, _, _ in failed:
-            assert status == 500 and "fork server" in data["error"], data
+            assert status == 503 and "fork server" in data["error"], data
         assert len(failed) <= 2 * 2 * 2, failed  # at most the runs in flight, twice
         assert max(r[3] for r in results) < 30  # no run hung
         assert len(ok_runs) > 30
