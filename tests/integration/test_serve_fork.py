@@ -339,6 +339,27 @@ def test_hostile_programs_without_the_guard_are_stopped_by_the_kernel(sb_bin, sh
         assert srv.stop() == 0
 
 
+def test_eval_layer_in_a_forked_run(sb_bin, shared_dir):
+    """The eval-* layer works in a run forked from the server as in a fresh
+    python-sb: evaluated code that calls something runs on an evaluation
+    thread of the run's own process (the server stays single-threaded), and a
+    refusal is in the report with its rule."""
+    profile = shared_dir / "p.py-sandboxes"
+    profile.write_text("os-sandbox=landlock\npython-import=*\neval-syntax=arith, Call\n"
+                       "eval-call=abs\neval-timeout=1s\ntimeout=10s\n")
+    source = ("import pysandboxes\nprint(eval('abs(-3) + 4'))\n"
+              "try:\n    eval('len([])')\nexcept pysandboxes.EvalSyntaxRejected as e:\n"
+              "    print('rejected', e.rules)\n")
+    with Server(sb_bin, "--profile", profile, "--workers", "1") as srv:
+        for _ in range(2):
+            body = ok(srv, source)
+            assert body["stdout"] == "7\nrejected ['eval-call=len']\n", body
+            assert [(d["kind"], d["rule_to_add"]) for d in body["report"]["denials"]] == \
+                [("eval", "eval-call=len")]
+        assert proc_status(srv.zygote(), "Threads") == "1"
+        assert srv.stop() == 0
+
+
 def test_profile_that_allows_processes_needs_fresh_exec(sb_bin, shared_dir):
     profile = shared_dir / "p.py-sandboxes"
     profile.write_text("os-sandbox=landlock\npython-import=os\npython-api=ALLOW:os.fork\n"
