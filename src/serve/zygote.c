@@ -19,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -813,6 +814,12 @@ int sb_zygote_serve(const struct sb_embed *e, int fd, char **reterr)
 	int r, code = 0;
 
 	z.ctl = fd;
+	/* No fastbins in this process: a child's first large allocation would
+	 * otherwise consolidate every fastbin chunk the server freed, writing
+	 * to pages all over the heap, each then copied into the child (perf:
+	 * about a tenth of a run's CPU; bench/README.md). tcache and pymalloc
+	 * still serve small blocks. */
+	mallopt(M_MXFAST, 0);
 	r = sb_embed_prepare(e, &state, &paths, reterr);
 	if (r < 0)
 		return r;
