@@ -129,14 +129,16 @@ static enum route find_route(const char *url, const char **ret_allow)
 
 static enum MHD_Result send_health(struct sb_http *h, struct MHD_Connection *conn)
 {
+	_cleanup_free_ char *why = sb_pool_unavailable(h->cfg.pool);
 	unsigned queued, busy, workers, queue_cap;
 	bool draining = atomic_load(&h->draining);
+	const char *status = draining ? "draining" : why ? "unavailable" : "ok";
 
 	sb_pool_counts(h->cfg.pool, &queued, &busy, &workers, &queue_cap);
-	return send_json(h, conn, draining ? 503 : 200,
-			 json_pack("{s:s, s:i, s:i, s:i, s:i}", "status",
-				   draining ? "draining" : "ok", "workers", workers, "busy", busy,
-				   "queued", queued, "queue_capacity", queue_cap),
+	return send_json(h, conn, draining || why ? 503 : 200,
+			 json_pack("{s:s, s:i, s:i, s:i, s:i, s:s?}", "status", status, "workers",
+				   workers, "busy", busy, "queued", queued, "queue_capacity",
+				   queue_cap, "error", why && *why ? why : NULL),
 			 NULL, 0);
 }
 

@@ -765,9 +765,24 @@ out:
 	return e;
 }
 
+static char *fork_unavailable(struct sb_runner *r)
+{
+	char *why = NULL;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->ctl < 0) {
+		why = strdup(r->error ? r->error : "the fork server is starting");
+		if (!why)
+			why = strdup("");
+	}
+	pthread_mutex_unlock(&r->lock);
+	return why;
+}
+
 const struct sb_runner_ops sb_runner_fork = {
     .name = "fork",
     .open = fork_open,
     .run = fork_run,
     .close = fork_close,
+    .unavailable = fork_unavailable,
 };

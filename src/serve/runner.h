@@ -80,6 +80,9 @@ struct sb_runner_ops {
 	int (*run)(struct sb_runner *runner, const struct sb_run_spec *spec,
 		   struct sb_run_result *res);
 	void (*close)(struct sb_runner *runner);
+	/* Optional: NULL while the runner can run programs, else why not
+	 * (malloc'ed; "" when out of memory): the health check's 503. */
+	char *(*unavailable)(struct sb_runner *runner);
 };
 
 extern const struct sb_runner_ops sb_runner_exec;

@@ -420,7 +420,11 @@ def test_fork_server_that_cannot_restart_fails_closed_with_503(sb_bin, shared_di
         assert "the fork server is not running" in body["error"], body
         assert "ended (exit status 3) before it was ready" in body["error"], body
         assert srv.zygotes() == [] and srv.descendants() == []
-        assert srv.metrics()['python_sb_http_requests_total{code="503"}'] >= 1
+        status, headers, data = srv.request("GET", "/v1/health")
+        health = json.loads(data)
+        assert status == 503 and health["status"] == "unavailable", health
+        assert "ended (exit status 3) before it was ready" in health["error"], health
+        assert srv.metrics()['python_sb_http_requests_total{code="503"}'] >= 2
         allowed.touch()
         deadline = time.monotonic() + 60
         while (sum("fork server ready" in line for line in srv.log) < 2
@@ -428,6 +432,8 @@ def test_fork_server_that_cannot_restart_fails_closed_with_503(sb_bin, shared_di
             time.sleep(0.05)
         body = ok(srv, "print(3)\n")
         assert body["stdout"] == "3\n"
+        status, _, data = srv.request("GET", "/v1/health")
+        assert status == 200 and json.loads(data)["status"] == "ok", data
         assert srv.stop() == 0
 
 
