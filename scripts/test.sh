@@ -41,13 +41,16 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --prin
 
 echo "== libFuzzer target: build and a short run over the corpus"
 CC=clang setup build-fuzz --buildtype=debug -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
-meson compile -C build-fuzz tests/fuzz-profile
-fuzz_work=$(mktemp -d)
-cp tests/fuzz/corpus/profile/* "$fuzz_work"/
-./build-fuzz/tests/fuzz-profile -max_total_time=20 -max_len=4096 -timeout=5 \
-	"$fuzz_work" >/dev/null 2>build-fuzz/fuzz.log || { tail -40 build-fuzz/fuzz.log; exit 1; }
-rm -rf "$fuzz_work"
-grep -E '^Done [0-9]+ runs' build-fuzz/fuzz.log || tail -1 build-fuzz/fuzz.log
+meson compile -C build-fuzz tests/fuzz-profile tests/fuzz-zygote-proto
+for target in profile:20 zygote-proto:10; do
+	name=${target%:*}
+	fuzz_work=$(mktemp -d)
+	cp tests/fuzz/corpus/"$name"/* "$fuzz_work"/
+	./build-fuzz/tests/fuzz-"$name" -max_total_time="${target#*:}" -max_len=4096 -timeout=5 \
+		"$fuzz_work" >/dev/null 2>build-fuzz/fuzz.log || { tail -40 build-fuzz/fuzz.log; exit 1; }
+	rm -rf "$fuzz_work"
+	grep -E '^Done [0-9]+ runs' build-fuzz/fuzz.log || tail -1 build-fuzz/fuzz.log
+done
 
 # The integration suite (meson's "integration" suite, tests/integration/run.sh)
 # runs the ASan launcher, then the *installed* one. The stage directory must be

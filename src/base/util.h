@@ -25,6 +25,12 @@
 		(p) = NULL;                                                                        \
 		_p;                                                                                \
 	})
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int _fd = (fd);                                                                    \
+		(fd) = -1;                                                                         \
+		_fd;                                                                               \
+	})
 
 /* AddressSanitizer reserves terabytes of shadow address space: an
  * address-space limit cannot be applied to an instrumented build. */

@@ -2,6 +2,7 @@
 /* The audit hook and its dispatch to the guard's parts. */
 #include "audit-guard.h"
 
+#include "guard-files-check.h"
 #include "guard-observer.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
@@ -254,4 +255,25 @@ void sb_guard_release(void)
 	free(guard.index);
 	free(guard.index_n);
 	memset(&guard, 0, sizeof(guard));
+}
+
+int sb_guard_settle(char **reterr)
+{
+	if (!guard.enabled)
+		return 0;
+	if (sb_files_ready() < 0 || sb_guard_after_import() < 0) {
+		PyErr_Clear();
+		return sb_error(reterr, -ENOMEM, "cannot settle the guard");
+	}
+	return 0;
+}
+
+int sb_guard_fork_child(const char *dir)
+{
+	/* As the exec runner's --expose-ro=DIR: the same messages. */
+	struct sb_expose_rule rule = {.path = (char *)dir, .resolved = (char *)dir};
+
+	if (!guard.enabled)
+		return 0;
+	return sb_files_expose(&rule);
 }

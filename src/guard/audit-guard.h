@@ -29,3 +29,14 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 int sb_guard_activate(char **reterr);
 
 void sb_guard_release(void);
+
+/* python-sb serve's fork server (docs/serve.md), which forks its runs from
+ * one armed interpreter. sb_guard_settle(), once in the server after
+ * sb_guard_activate(): what the guard would otherwise do at the first decision
+ * of every run (resolving its implicit grants, wrapping what the loaded
+ * modules need). sb_guard_fork_child(), in the child of one run, before its
+ * program starts: dir (absolute, resolved: the run's directory, its current
+ * one) is granted read-only as a command-line --expose-ro=dir would be. 0 or
+ * -errno (with *reterr). */
+int sb_guard_settle(char **reterr);
+int sb_guard_fork_child(const char *dir);

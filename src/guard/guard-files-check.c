@@ -494,6 +494,17 @@ int sb_files_resolve_grants(void)
 	return 0;
 }
 
+int sb_files_expose(const struct sb_expose_rule *e)
+{
+	int r = sb_file_policy_add_grant(&files.policy, e);
+
+	/* Only wider: what the cache remembers stays right, but not the
+	 * current directory, which the caller changed from C. */
+	if (r >= 0)
+		sb_rc_cwd_changed();
+	return r;
+}
+
 int sb_files_check_prepare(const struct sb_profile *profile)
 {
 	int r = sb_file_policy_init(&files.policy, profile);

@@ -30,6 +30,11 @@ int sb_files_check_prepare(const struct sb_profile *profile);
 int sb_files_grant_later(const char *path, bool file, bool writable, bool link_too,
 			 const char *why);
 void sb_files_check_release(void);
+/* One more expose rule after the start (e->resolved absolute), and the
+ * current directory forgotten: python-sb serve's fork server grants each
+ * run's directory in the run's own process (sb_guard_fork_child()). 0 or
+ * -errno. */
+int sb_files_expose(const struct sb_expose_rule *e);
 
 /* The implicit grants resolved: call before looking at the cache. 0, or -1
  * with an exception. Inline: asked before every decision. Hidden, so that

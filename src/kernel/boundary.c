@@ -96,6 +96,26 @@ int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *prov
 	return 0;
 }
 
+int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable, const char *why)
+{
+	struct sb_landlock_path *paths;
+	char *copy;
+
+	if (!(b->provider->flags & SB_PROVIDER_FILES))
+		return 0;
+	paths = realloc(b->paths, (b->n_paths + 1) * sizeof(*paths));
+	if (!paths)
+		return -ENOMEM;
+	b->paths = paths;
+	copy = strdup(path);
+	if (!copy || sb_strv_push(&b->path_reasons, why) < 0) {
+		free(copy);
+		return -ENOMEM;
+	}
+	b->paths[b->n_paths++] = (struct sb_landlock_path){.path = copy, .writable = writable};
+	return 0;
+}
+
 void sb_boundary_done(struct sb_boundary *b)
 {
 	if (b->provider && b->provider->done)

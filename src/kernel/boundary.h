@@ -67,6 +67,12 @@ int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *prov
 		      struct sb_boundary *ret);
 void sb_boundary_done(struct sb_boundary *b);
 
+/* One more file grant (path absolute and resolved, a directory), as an
+ * expose-ro/-rw rule would add it, for a provider that confines files (a
+ * no-op otherwise): python-sb serve's fork server builds the boundary once
+ * and grants each run's directory in the run's own process. 0 or -ENOMEM. */
+int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable, const char *why);
+
 /* The provider's part, then seccomp, then the resource limits (last: building
  * the ruleset and the filter needs memory and descriptors); between the
  * provider's part and seccomp, the identity and the capabilities

@@ -36,6 +36,7 @@ enum {
 	OPT_NO_SITE = 1u << 14,
 	OPT_REPORT = 1u << 15,	  /* --report=FILE: the run report (docs/report.md) */
 	OPT_REPORT_FD = 1u << 16, /* --report-fd=N: the same, to a descriptor */
+	OPT_ZYGOTE = 1u << 17,	  /* --pysandboxes-zygote=FD: python-sb serve's fork server */
 };
 
 /* CPython's SHORT_OPTS ("bBc:dEhiIJm:OPqRsStuvVW:xX:?"). 't' is still accepted, and ignored, by
@@ -84,6 +85,7 @@ static const struct long_opt {
     {"pysandboxes-config", OPT_ARG | OPT_OURS | OPT_CONFIG},
     {"explain", OPT_OURS | OPT_EXPLAIN},
     {"pysandboxes-worker", OPT_ARG | OPT_OURS | OPT_WORKER},
+    {"pysandboxes-zygote", OPT_ARG | OPT_OURS | OPT_ZYGOTE},
     {"report", OPT_ARG | OPT_OURS | OPT_REPORT},
     {"report-fd", OPT_ARG | OPT_OURS | OPT_REPORT_FD},
 };
@@ -329,6 +331,14 @@ static int scan_long(struct parser *p)
 		return p->cli.worker ? 0 : -ENOMEM;
 	}
 
+	if (o->flags & OPT_ZYGOTE) {
+		if (!value || !*value)
+			return usage_error(p, "--pysandboxes-zygote requires a descriptor number");
+		free(p->cli.zygote);
+		p->cli.zygote = strdup(value);
+		return p->cli.zygote ? 0 : -ENOMEM;
+	}
+
 	if (o->flags & (OPT_REPORT | OPT_REPORT_FD)) {
 		char **field = o->flags & OPT_REPORT ? &p->cli.report : &p->cli.report_fd;
 
@@ -455,6 +465,7 @@ void sb_cli_done(struct sb_cli *cli)
 	sb_strv_free(cli->rules);
 	free(cli->config_path);
 	free(cli->worker);
+	free(cli->zygote);
 	free(cli->report);
 	free(cli->report_fd);
 	sb_strv_free(cli->python_argv);

@@ -21,6 +21,7 @@ struct sb_cli {
 	char *config_path; /* --pysandboxes-config FILE / --pysandboxes-config=FILE */
 	bool explain;	   /* --explain: print the effective policy and exit */
 	char *worker;	   /* --pysandboxes-worker=FD: serve partial-mode calls (hidden) */
+	char *zygote;	   /* --pysandboxes-zygote=FD: python-sb serve's fork server (hidden) */
 	char *report;	   /* --report=FILE: write the run report there */
 	char *report_fd;   /* --report-fd=N: write it to this inherited descriptor */
 	bool help;	   /* -h, -?, --help */

@@ -247,15 +247,20 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 	return 0;
 }
 
-int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp,
+/* Everything before the program: the guard prepared, the interpreter
+ * initialised, the collector installed, the guard armed. *ret_done with
+ * *ret_exit_code when the interpreter decided the outcome (--help-like
+ * exits, an exit during initialisation). */
+static int start(struct sb_embed_state *st, const struct sb_interp_paths *interp, bool *ret_done,
 		 int *ret_exit_code, char **reterr)
 {
-	_cleanup_free_ _unused_ struct sb_embed_state *owned = st;
 	const struct sb_embed *e = st->e;
 	PyStatus status;
 	int r;
 
+	*ret_done = false;
 	if (st->exit_now) {
+		*ret_done = true;
 		*ret_exit_code = st->exit_code;
 		return 0;
 	}
@@ -271,6 +276,7 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 	PyConfig_Clear(&st->config);
 	if (PyStatus_Exception(status)) {
 		if (PyStatus_IsExit(status)) {
+			*ret_done = true;
 			*ret_exit_code = status.exitcode;
 			return 0;
 		}
@@ -279,9 +285,22 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 
 	/* Before the guard is armed: installing the hooks raises audit events
 	 * it refuses to the program. */
-	r = sb_report_collector_install(e->cli, reterr);
+	r = e->fork_server ? sb_report_collector_install_idle(reterr)
+			   : sb_report_collector_install(e->cli, reterr);
 	if (r < 0)
 		return r;
+	/* The fork server's runs set their own sys.argv: the guard must not
+	 * take the server's for a script whose directory it grants. */
+	if (e->fork_server) {
+		PyObject *none = PyList_New(0);
+
+		if (!none || PySys_SetObject("argv", none) < 0) {
+			Py_XDECREF(none);
+			PyErr_Clear();
+			return sb_error(reterr, -ENOMEM, "cannot clear sys.argv");
+		}
+		Py_DECREF(none);
+	}
 	r = sb_guard_activate(reterr);
 	if (r < 0)
 		return r;
@@ -294,6 +313,28 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 	 * bare interpreter. */
 	if (e->self_exe && set_sys_str("executable", e->self_exe) < 0)
 		PyErr_Clear();
+	return 0;
+}
+
+int sb_embed_start(struct sb_embed_state *st, const struct sb_interp_paths *interp, bool *ret_done,
+		   int *ret_exit_code, char **reterr)
+{
+	_cleanup_free_ _unused_ struct sb_embed_state *owned = st;
+
+	return start(st, interp, ret_done, ret_exit_code, reterr);
+}
+
+int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp,
+		 int *ret_exit_code, char **reterr)
+{
+	_cleanup_free_ _unused_ struct sb_embed_state *owned = st;
+	const struct sb_embed *e = st->e;
+	bool done;
+	int r;
+
+	r = start(st, interp, &done, ret_exit_code, reterr);
+	if (r < 0 || done)
+		return r;
 	if (will_run_repl(e->cli)) {
 		if (set_sys_str("ps1", "\xe2\x9a\xa0 >>> ") < 0 ||
 		    set_sys_str("ps2", "\xe2\x9a\xa0 ... ") < 0)

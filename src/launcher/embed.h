@@ -21,6 +21,10 @@ struct sb_embed {
 	const struct sb_provider *provider; /* the one in use: the banner, the worker's report */
 	/* --report/--report-fd: the run report (src/report); NULL otherwise. */
 	const struct sb_report_request *report;
+	/* python-sb serve's fork server (src/serve/zygote.c): the interpreter
+	 * is started and armed but runs no program of its own; the report's
+	 * collector is installed idle, for the runs it forks. */
+	bool fork_server;
 };
 
 /* Two steps around the kernel boundary. sb_embed_prepare() sets the program's
@@ -38,5 +42,11 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
  * be started safely. Frees the state. */
 int sb_embed_run(struct sb_embed_state *state, const struct sb_interp_paths *interp,
 		 int *ret_exit_code, char **reterr);
+
+/* The fork server's: sb_embed_run() up to the program, which is not run
+ * here. *ret_done with *ret_exit_code when the interpreter decided the outcome
+ * while it started. Frees the state; the interpreter stays. */
+int sb_embed_start(struct sb_embed_state *state, const struct sb_interp_paths *interp,
+		   bool *ret_done, int *ret_exit_code, char **reterr);
 
 void sb_interp_paths_done(struct sb_interp_paths *paths);

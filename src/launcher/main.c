@@ -22,6 +22,7 @@
 #include "serve-exec.h"
 #include "usage.h"
 #include "worker.h"
+#include "zygote.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
@@ -286,6 +287,7 @@ int sb_launcher_main(int argc, char **argv)
 	_cleanup_free_ char *err = NULL, *config = NULL, *venv = NULL, *note = NULL;
 	const char *learn_file = NULL;
 	struct sb_report_request report = {.fd = -1};
+	int zygote_fd = -1;
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
 	enum sb_rules_mode mode = SB_MODE_ENFORCE;
@@ -338,6 +340,14 @@ int sb_launcher_main(int argc, char **argv)
 				    cli.report_fd, -EINVAL);
 		report.fd = (int)fd;
 	}
+	if (cli.zygote) {
+		unsigned long long fd;
+
+		if (sb_safe_atou64(cli.zygote, &fd) < 0 || fd < 3 || fd > INT_MAX)
+			return fail("--pysandboxes-zygote expects a descriptor number above 2",
+				    cli.zygote, -EINVAL);
+		zygote_fd = (int)fd;
+	}
 	report.path = cli.report;
 	/* Nothing the caller left open reaches the program: only the worker's
 	 * channel, the report's descriptor (the supervisor's: the program's
@@ -347,6 +357,7 @@ int sb_launcher_main(int argc, char **argv)
 		const int keep[] = {
 		    cli.worker ? worker.fd : -1,
 		    report.fd,
+		    zygote_fd,
 		    cli.mode == SB_RUN_SCRIPT ? sb_inherited_fd_named(cli.target) : -1,
 		    sb_inherited_fd_named(cli.config_path),
 		};
@@ -444,6 +455,27 @@ int sb_launcher_main(int argc, char **argv)
 		sb_inherited_scrub_environment(
 		    host_env, argc > 0 ? argv[argc - 1] + strlen(argv[argc - 1]) + 1 : NULL);
 
+	if (zygote_fd >= 0) {
+		/* python-sb serve's fork server: every run it forks gets a
+		 * report, and none is run here. */
+		if (mode == SB_MODE_LEARN)
+			return fail("the fork server cannot learn", "set learn=false", -EINVAL);
+		r = sb_zygote_serve(
+		    &(struct sb_embed){
+			.cli = &cli,
+			.profile = profile,
+			.profile_path = profile->root_missing ? NULL : config,
+			.envp = envp,
+			.self_exe = self_exe[0] ? self_exe : NULL,
+			.venv = venv,
+			.site_dirs = site_dirs,
+			.provider = provider,
+			.report = &report,
+			.fork_server = true,
+		    },
+		    zygote_fd, &err);
+		return r < 0 ? fail("the fork server cannot start", err, r) : 0;
+	}
 	return sb_learn_end(run(
 	    &(struct sb_embed){
 		.cli = &cli,

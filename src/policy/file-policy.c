@@ -24,6 +24,39 @@ static char *format_origin(struct sb_origin o)
 	return s;
 }
 
+/* The grant of one resolved expose rule; false when out of memory. */
+static bool fill_grant(struct sb_fp_grant *g, const struct sb_expose_rule *e)
+{
+	g->dir = strdup(e->resolved);
+	g->written = strdup(e->path);
+	g->origin = format_origin(e->origin);
+	if (!g->dir || !g->written || !g->origin)
+		return false;
+	g->len = strlen(g->dir);
+	while (g->len > 1 && g->dir[g->len - 1] == '/')
+		g->dir[--g->len] = '\0';
+	g->writable = e->writable;
+	return true;
+}
+
+int sb_file_policy_add_grant(struct sb_file_policy *p, const struct sb_expose_rule *e)
+{
+	struct sb_fp_grant *grants;
+
+	if (!e->resolved || e->resolved[0] != '/')
+		return -EINVAL;
+	grants = realloc(p->grants, (p->n_grants + 1) * sizeof(*grants));
+	if (!grants)
+		return -ENOMEM;
+	p->grants = grants;
+	grants[p->n_grants] = (struct sb_fp_grant){0};
+	/* Counted even when incomplete: sb_file_policy_done() frees it. */
+	if (!fill_grant(&grants[p->n_grants++], e))
+		return -ENOMEM;
+	qsort(p->grants, p->n_grants, sizeof(*p->grants), cmp_grant_longest_first);
+	return 0;
+}
+
 int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profile)
 {
 	*p = (struct sb_file_policy){0};
@@ -34,21 +67,13 @@ int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profi
 	}
 	for (size_t i = 0; i < profile->n_exposes; i++) {
 		const struct sb_expose_rule *e = &profile->exposes[i];
-		struct sb_fp_grant *g = &p->grants[p->n_grants];
 
 		/* sb_profile_check() refuses a profile whose grant does not
 		 * resolve; an unresolved one grants nothing. */
 		if (!e->resolved)
 			continue;
-		g->dir = strdup(e->resolved);
-		g->written = strdup(e->path);
-		g->origin = format_origin(e->origin);
-		if (!g->dir || !g->written || !g->origin)
+		if (!fill_grant(&p->grants[p->n_grants], e))
 			return -ENOMEM;
-		g->len = strlen(g->dir);
-		while (g->len > 1 && g->dir[g->len - 1] == '/')
-			g->dir[--g->len] = '\0';
-		g->writable = e->writable;
 		p->n_grants++;
 	}
 	/* The longest prefix decides (expose-ro=/a/b inside expose-rw=/a). */

@@ -52,6 +52,10 @@ struct sb_file_policy {
 
 /* Compiles the profile's expose-ro, expose-rw and ignore rules. 0 or -ENOMEM. */
 int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profile);
+/* Adds the grant of one more expose rule (e->resolved absolute), as if the
+ * profile had it: python-sb serve's fork server grants each run's directory
+ * this way. 0, -EINVAL or -ENOMEM. */
+int sb_file_policy_add_grant(struct sb_file_policy *p, const struct sb_expose_rule *e);
 /* Adds an implicit grant of dir (or file) when it exists; path need not be
  * resolved (it is, here). Missing paths are skipped. 0 or -ENOMEM. */
 int sb_file_policy_add_implicit(struct sb_file_policy *p, const char *path, bool file,

@@ -453,16 +453,8 @@ bool sb_report_collector_in_program(void)
 	return col.running && col.depth + col.lost > 0;
 }
 
-int sb_report_collector_install(const struct sb_cli *cli, char **reterr)
+static int install_hooks(char **reterr)
 {
-	int r;
-
-	if (!sb_report_region || col.installed)
-		return 0;
-	col.shm = sb_report_region;
-	r = program_names(cli);
-	if (r < 0)
-		return sb_error(reterr, r, "report: out of memory");
 	/* No argument object: sys.gettrace() and sys.getprofile() say None. */
 	PyEval_SetProfile(on_profile, NULL);
 	PyEval_SetTrace(on_trace, NULL);
@@ -474,11 +466,31 @@ int sb_report_collector_install(const struct sb_cli *cli, char **reterr)
 	return 0;
 }
 
+int sb_report_collector_install(const struct sb_cli *cli, char **reterr)
+{
+	int r;
+
+	if (!sb_report_region || col.installed)
+		return 0;
+	col.shm = sb_report_region;
+	r = program_names(cli);
+	if (r < 0)
+		return sb_error(reterr, r, "report: out of memory");
+	return install_hooks(reterr);
+}
+
+int sb_report_collector_install_idle(char **reterr)
+{
+	if (col.installed)
+		return 0;
+	return install_hooks(reterr);
+}
+
 void sb_report_collector_start(void)
 {
 	struct sb_report_shm *shm = col.shm;
 
-	if (!col.installed)
+	if (!col.installed || !shm)
 		return;
 	if (col.program_abs)
 		add_cstr(col.program_abs, &shm->program_file);
@@ -489,4 +501,22 @@ void sb_report_collector_start(void)
 	shm->magic = SB_REPORT_SHM_MAGIC;
 	shm->flags |= SB_REPORT_F_STARTED;
 	col.running = true;
+}
+
+int sb_report_collector_begin(struct sb_report_shm *region, const char *program_file, char **reterr)
+{
+	const char *base;
+
+	if (!col.installed || col.running || col.shm)
+		return sb_error(reterr, -EINVAL, "report: the collector is not idle");
+	col.program_abs = strdup(program_file);
+	col.program_real = strdup(program_file);
+	if (!col.program_abs || !col.program_real)
+		return sb_error(reterr, -ENOMEM, "report: out of memory");
+	base = strrchr(col.program_real, '/');
+	col.program_base = base ? base + 1 : col.program_real;
+	col.shm = region;
+	sb_report_region = region;
+	sb_report_collector_start();
+	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 
 #include "cli.h"
+#include "report-shm.h"
 
 /* The profiling hooks of a run report: a C profile function (calls of Python
  * and built-in functions, own and cumulative time) and a C trace function
@@ -27,3 +28,12 @@ bool sb_report_collector_in_program(void);
 /* 0 or -errno with *reterr. */
 int sb_report_collector_install(const struct sb_cli *cli, char **reterr);
 void sb_report_collector_start(void);
+
+/* python-sb serve's fork server (docs/serve.md): the hooks are installed
+ * once, idle (no region: they record nothing), in the interpreter that forks
+ * a child per run; each child begins on a region of its own, for its
+ * program's file (absolute, resolved), once it is in its sandbox and just
+ * before that program runs. 0 or -errno with *reterr. */
+int sb_report_collector_install_idle(char **reterr);
+int sb_report_collector_begin(struct sb_report_shm *region, const char *program_file,
+			      char **reterr);

@@ -6,37 +6,84 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "util.h"
 
 struct sb_report_shm *sb_report_region;
 
-int sb_report_shm_create(char **reterr)
+/* The sealed memfd of a region: the program cannot shrink the file under
+ * the reader's mapping, whose reads past the end would then fault. */
+static int region_fd(char **reterr)
 {
-	_cleanup_close_ int fd = -1;
-	void *map;
+	_cleanup_close_ int fd = memfd_create("python-sb-report", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
-	if (sb_report_region)
-		return 0;
-	fd = memfd_create("python-sb-report", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return sb_error(reterr, -errno, "report: cannot create its memory: %s",
 				strerror(errno));
 	if (ftruncate(fd, sizeof(struct sb_report_shm)) < 0)
 		return sb_error(reterr, -errno, "report: cannot size its memory: %s",
 				strerror(errno));
-	/* The program could otherwise shrink the file under the supervisor's
-	 * mapping, and the supervisor's reads past the end would fault. */
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		return sb_error(reterr, -errno, "report: cannot seal its memory: %s",
 				strerror(errno));
+	return TAKE_FD(fd);
+}
+
+int sb_report_shm_map(int fd, struct sb_report_shm **ret_map)
+{
+	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	struct stat st;
+	void *map;
+	int s;
+
+	s = fcntl(fd, F_GET_SEALS);
+	if (s < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if ((s & seals) != seals || st.st_size != (off_t)sizeof(struct sb_report_shm))
+		return -EINVAL;
 	map = mmap(NULL, sizeof(struct sb_report_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
-		return sb_error(reterr, -errno, "report: cannot map its memory: %s",
-				strerror(errno));
+		return -errno;
+	*ret_map = map;
+	return 0;
+}
+
+void sb_report_shm_unmap(struct sb_report_shm *map)
+{
+	if (map)
+		munmap(map, sizeof(struct sb_report_shm));
+}
+
+int sb_report_shm_new(int *ret_fd, struct sb_report_shm **ret_map, char **reterr)
+{
+	_cleanup_close_ int fd = region_fd(reterr);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = sb_report_shm_map(fd, ret_map);
+	if (r < 0)
+		return sb_error(reterr, r, "report: cannot map its memory: %s", strerror(-r));
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int sb_report_shm_create(char **reterr)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (sb_report_region)
+		return 0;
+	fd = region_fd(reterr);
+	if (fd < 0)
+		return fd;
 	/* The mapping is all the child needs: the descriptor is closed here,
 	 * before the fork, so there is none to find in the sandbox. */
-	sb_report_region = map;
+	r = sb_report_shm_map(fd, &sb_report_region);
+	if (r < 0)
+		return sb_error(reterr, r, "report: cannot map its memory: %s", strerror(-r));
 	return 0;
 }
 
@@ -49,16 +96,22 @@ void sb_report_shm_destroy(void)
 
 int sb_report_shm_snapshot(struct sb_report_shm **ret)
 {
-	const struct sb_report_shm *shm = sb_report_region;
+	return sb_report_shm_snapshot_of(sb_report_region, ret);
+}
+
+int sb_report_shm_snapshot_of(const struct sb_report_shm *shm, struct sb_report_shm **ret)
+{
 	struct sb_report_shm *copy;
 	uint32_t n;
 
 	if (!shm || shm->magic != SB_REPORT_SHM_MAGIC)
 		return -ENOENT;
-	/* calloc() of this size maps fresh pages: those not written stay
-	 * unallocated. */
-	copy = calloc(1, sizeof(*copy));
-	if (!copy)
+	/* Fresh pages: those not written stay unallocated. Not calloc(), which
+	 * in a long-lived process (the service) takes such a block from the
+	 * heap once malloc's mmap threshold has grown, and clears all of it. */
+	copy =
+	    mmap(NULL, sizeof(*copy), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy == MAP_FAILED)
 		return -ENOMEM;
 	memcpy(copy, shm, offsetof(struct sb_report_shm, fn_used));
 	copy->lines_max =
@@ -85,6 +138,12 @@ int sb_report_shm_snapshot(struct sb_report_shm **ret)
 	memcpy(copy->strings, shm->strings, copy->strings_used);
 	*ret = copy;
 	return 0;
+}
+
+void sb_report_shm_snapshot_free(struct sb_report_shm *snap)
+{
+	if (snap)
+		munmap(snap, sizeof(*snap));
 }
 
 bool sb_report_shm_str_add(struct sb_report_shm *shm, const char *s, size_t n,

@@ -102,7 +102,8 @@ struct sb_report_shm {
 };
 
 /* The region of this process (set by sb_report_shm_create() before the fork,
- * inherited by the child); NULL when no report was asked for. */
+ * inherited by the child; by the fork server's child for its run); NULL when
+ * no report was asked for. */
 extern struct sb_report_shm *sb_report_region;
 
 /* Creates, seals and maps the region, and makes it sb_report_region. 0 or
@@ -111,12 +112,30 @@ int sb_report_shm_create(char **reterr);
 /* Unmaps it (supervisor, at the end). */
 void sb_report_shm_destroy(void);
 
-/* Copies what the region holds into private memory (*ret, to free()), so
+/* A region of its own for one run of python-sb serve's fork server: a sealed
+ * memfd (*ret_fd, close-on-exec, for the run's process to map with
+ * sb_report_shm_map()) and its mapping here (*ret_map, for
+ * sb_report_shm_unmap()). 0 or -errno with *reterr. */
+int sb_report_shm_new(int *ret_fd, struct sb_report_shm **ret_map, char **reterr);
+/* Maps the region of fd, which must be one of sb_report_shm_new() (sealed,
+ * of the layout's size: checked). 0 or -errno. */
+int sb_report_shm_map(int fd, struct sb_report_shm **ret_map);
+void sb_report_shm_unmap(struct sb_report_shm *map);
+
+/* Copies what the region holds into private memory (*ret, for
+ * sb_report_shm_snapshot_free()), so
  * that what is checked is what is used: the counts are clamped to the
  * layout, fn_used[] to valid slots, and only the used parts are copied (the
  * rest of the copy reads as zeros). 0, -ENOMEM, or -ENOENT when the region
- * was never written by a collector (bad magic). */
+ * was never written by a collector (bad magic). sb_report_shm_snapshot()
+ * copies sb_report_region. Only once no process writes the region any more. */
 int sb_report_shm_snapshot(struct sb_report_shm **ret);
+int sb_report_shm_snapshot_of(const struct sb_report_shm *shm, struct sb_report_shm **ret);
+void sb_report_shm_snapshot_free(struct sb_report_shm *snap);
+static inline void sb_report_shm_snapshot_freep(struct sb_report_shm **snap)
+{
+	sb_report_shm_snapshot_free(*snap);
+}
 
 /* Collector side: copies n bytes of s into the arena (cut at a UTF-8
  * boundary when the arena is nearly full). false when nothing fit. */

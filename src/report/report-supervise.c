@@ -35,7 +35,7 @@ static uint64_t timeval_us(struct timeval tv)
 static int write_report(int fd, const struct sb_report_request *req, const struct sb_limits *limits,
 			const struct sb_supervise_result *res, char **reterr)
 {
-	_cleanup_free_ struct sb_report_shm *inside = NULL;
+	_cleanup_(sb_report_shm_snapshot_freep) struct sb_report_shm *inside = NULL;
 	struct sb_report_outside out = {
 	    .exited = WIFEXITED(res->status),
 	    .exit_code = WIFEXITED(res->status) ? WEXITSTATUS(res->status) : 0,

@@ -97,11 +97,12 @@ static json_t *error_body(const char *message, const char *field)
 	return json_pack("{s:s, s:s?}", "error", message, "field", field);
 }
 
+static const char *const retry_soon[][2] = {{"Retry-After", "1"}};
+static const char *const retry_later[][2] = {{"Retry-After", "5"}};
+
 static enum MHD_Result send_error(struct sb_http *h, struct MHD_Connection *conn, unsigned status,
 				  const char *message, const char *field)
 {
-	static const char *const retry_soon[][2] = {{"Retry-After", "1"}};
-	static const char *const retry_later[][2] = {{"Retry-After", "5"}};
 
 	if (status == 429)
 		return send_json(h, conn, status, error_body(message, field), retry_soon, 1);
@@ -128,14 +129,16 @@ static enum route find_route(const char *url, const char **ret_allow)
 
 static enum MHD_Result send_health(struct sb_http *h, struct MHD_Connection *conn)
 {
+	_cleanup_free_ char *why = sb_pool_unavailable(h->cfg.pool);
 	unsigned queued, busy, workers, queue_cap;
 	bool draining = atomic_load(&h->draining);
+	const char *status = draining ? "draining" : why ? "unavailable" : "ok";
 
 	sb_pool_counts(h->cfg.pool, &queued, &busy, &workers, &queue_cap);
-	return send_json(h, conn, draining ? 503 : 200,
-			 json_pack("{s:s, s:i, s:i, s:i, s:i}", "status",
-				   draining ? "draining" : "ok", "workers", workers, "busy", busy,
-				   "queued", queued, "queue_capacity", queue_cap),
+	return send_json(h, conn, draining || why ? 503 : 200,
+			 json_pack("{s:s, s:i, s:i, s:i, s:i, s:s?}", "status", status, "workers",
+				   workers, "busy", busy, "queued", queued, "queue_capacity",
+				   queue_cap, "error", why && *why ? why : NULL),
 			 NULL, 0);
 }
 
@@ -194,7 +197,7 @@ static void run_done(struct sb_job *job, void *data)
 		if (!res->error)
 			snprintf(msg, sizeof(msg), "the run could not be started: %s",
 				 strerror(job->error < 0 ? -job->error : EIO));
-		req->status = 500;
+		req->status = res->unavailable ? 503 : 500;
 		body = error_body(res->error ? res->error : msg, NULL);
 	} else {
 		req->status = 200;
@@ -285,7 +288,8 @@ static enum MHD_Result on_run(struct sb_http *h, struct MHD_Connection *conn,
 		if (!text)
 			return MHD_NO;
 		return send_response(h, conn, req->status, "application/json", text, strlen(text),
-				     MHD_RESPMEM_MUST_FREE, NULL, 0);
+				     MHD_RESPMEM_MUST_FREE, req->status == 503 ? retry_later : NULL,
+				     req->status == 503 ? 1 : 0);
 	}
 	if (*upload_data_size > 0) {
 		size_t n = *upload_data_size;

@@ -17,7 +17,8 @@ struct sb_metrics;
  * its job waits and runs, and resumed by the worker when it is done.
  *
  *   POST /v1/runs   a run (request.h), 200 with its output and report
- *   GET  /v1/health 200, or 503 while draining
+ *   GET  /v1/health 200, or 503 while draining or while the runner cannot run
+ *                   programs (its fork server is down)
  *   GET  /metrics   Prometheus text
  *   GET  /          the playground (assets.h)
  */

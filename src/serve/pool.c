@@ -169,3 +169,8 @@ void sb_pool_counts(struct sb_pool *p, unsigned *ret_queued, unsigned *ret_busy,
 	*ret_queue_cap = p->queue_cap;
 	pthread_mutex_unlock(&p->lock);
 }
+
+char *sb_pool_unavailable(struct sb_pool *p)
+{
+	return p->ops->unavailable ? p->ops->unavailable(p->runner) : NULL;
+}

@@ -37,4 +37,7 @@ void sb_pool_stop(struct sb_pool *p);
 void sb_pool_counts(struct sb_pool *p, unsigned *ret_queued, unsigned *ret_busy,
 		    unsigned *ret_workers, unsigned *ret_queue_cap);
 
+/* The runner's unavailable() (runner.h): NULL while it can run programs. */
+char *sb_pool_unavailable(struct sb_pool *p);
+
 uint64_t sb_now_ns(void);

@@ -9,8 +9,8 @@
  * Nothing of one run is left for the next. */
 
 /* Creates dir (mode 0711: runs may enter it, nobody may list it), or a fresh
- * /tmp/python-sb-serve.XXXXXX when dir is NULL (*ret_path: the path). 0 or
- * -errno with *reterr. */
+ * python-sb-serve.XXXXXX in /dev/shm (a tmpfs: cheaper per run) or else /tmp
+ * when dir is NULL (*ret_path: the path). 0 or -errno with *reterr. */
 int sb_workdir_create(const char *dir, char **ret_path, char **reterr);
 /* Removes what runs left below path (after a crash), and path itself when
  * remove_self. */

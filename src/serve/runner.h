@@ -7,14 +7,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "profile-limits.h"
 #include "util.h"
 
 /* How the service runs one program: the interface between the job pool and
- * whatever starts interpreters. Phase 1 has one runner, `exec` (a fresh
- * python-sb per run, runner-exec.c); the fork server of docs/serve.md (one
- * pre-initialised interpreter that forks a child per run, the child entering
- * its sandbox before any submitted code runs) is another implementation of
- * the same operations, and `exec` stays as its --fresh-exec mode. */
+ * whatever starts interpreters. Two runners: `fork`, the default (one
+ * pre-initialised interpreter, the zygote, that forks a child per run, the
+ * child entering its sandbox before any submitted code runs:
+ * runner-fork.c, zygote.c), and `exec`, --fresh-exec (a fresh python-sb per
+ * run, runner-exec.c). */
 
 struct sb_run_file {
 	char *name; /* relative, checked by request.c */
@@ -49,6 +50,10 @@ struct sb_run_result {
 	bool truncated;			     /* a stream reached the cap: the run was stopped */
 	json_t *report;			     /* the run report, output fields the server's */
 	char *error;			     /* the runner failed: no report */
+	/* With error: the runner cannot run programs for now (its fork server
+	 * died during the run, is restarting, or fails to start): 503, try
+	 * again; otherwise a failure of this run, 500. */
+	bool unavailable;
 };
 void sb_run_result_done(struct sb_run_result *res);
 
@@ -59,6 +64,11 @@ struct sb_runner_config {
 	bool change_user;	  /* started as root: runs as uid/gid */
 	uid_t uid;
 	gid_t gid;
+	struct sb_limits limits; /* the profile's: the server's limits */
+	/* What the runner has to say (the fork server restarted...): the
+	 * service's main() prints it. May be called from any thread. */
+	void (*event)(void *data, const char *message);
+	void *event_data;
 };
 
 struct sb_runner;
@@ -70,6 +80,10 @@ struct sb_runner_ops {
 	int (*run)(struct sb_runner *runner, const struct sb_run_spec *spec,
 		   struct sb_run_result *res);
 	void (*close)(struct sb_runner *runner);
+	/* Optional: NULL while the runner can run programs, else why not
+	 * (malloc'ed; "" when out of memory): the health check's 503. */
+	char *(*unavailable)(struct sb_runner *runner);
 };
 
 extern const struct sb_runner_ops sb_runner_exec;
+extern const struct sb_runner_ops sb_runner_fork;

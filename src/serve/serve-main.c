@@ -158,6 +158,12 @@ static int write_default_profile(const char *workdir, char **ret_path)
 	return 0;
 }
 
+/* The runner's news (runner.h), from any of its threads. */
+static void runner_event(void *data _unused_, const char *message)
+{
+	fprintf(stderr, "python-sb serve: %s\n", message);
+}
+
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
@@ -181,7 +187,7 @@ int main(int argc, char **argv)
 	_cleanup_free_ char *err = NULL, *workdir = NULL, *default_profile = NULL;
 	_cleanup_close_ int sfd = -1;
 	struct sb_runner_config rcfg = {0};
-	const struct sb_runner_ops *ops = &sb_runner_exec;
+	const struct sb_runner_ops *ops;
 	struct sb_runner *runner = NULL;
 	struct sb_metrics *metrics = NULL;
 	struct sb_pool *pool = NULL;
@@ -220,7 +226,9 @@ int main(int argc, char **argv)
 	if (sfd < 0)
 		return fail("cannot create a signalfd", NULL, -errno);
 
+	ops = opts.fresh_exec ? &sb_runner_exec : &sb_runner_fork;
 	rcfg.python_sb = opts.python_sb ? opts.python_sb : SB_PYTHON_SB_PATH;
+	rcfg.event = runner_event;
 	if (geteuid() == 0) {
 		rcfg.change_user = true;
 		r = resolve_user(opts.user ? opts.user : "nobody", &rcfg.uid, &rcfg.gid, &err);
@@ -247,6 +255,7 @@ int main(int argc, char **argv)
 	rcfg.workdir = workdir;
 	if (read_limits(rcfg.profile_path, &limits) != 0)
 		goto out;
+	rcfg.limits = limits;
 	policy = (struct sb_request_policy){
 	    .max = {.timeout_ms = limits.timeout_ms,
 		    .cpu_ms = limits.cpu_ms,

@@ -13,7 +13,7 @@ const char sb_serve_usage[] =
     "usage: python-sb serve [--listen HOST:PORT] [--profile FILE] [--workers N]\n"
     "                       [--queue N] [--max-body SIZE] [--max-output SIZE]\n"
     "                       [--max-connections N] [--idle-timeout SECONDS]\n"
-    "                       [--user USER|UID:GID] [--workdir DIR]\n"
+    "                       [--user USER|UID:GID] [--workdir DIR] [--fresh-exec]\n"
     "\n"
     "Runs untrusted Python programs over HTTP, each in a sandbox of its own, and\n"
     "answers with their output and a report of their run (docs/serve.md).\n"
@@ -34,6 +34,9 @@ const char sb_serve_usage[] =
     "                         (default nobody)\n"
     "  --workdir DIR          where the runs' directories are made (default: a new\n"
     "                         private directory in /tmp, removed at exit)\n"
+    "  --fresh-exec           start a new python-sb for every run instead of forking\n"
+    "                         it from the fork server's warm interpreter (slower;\n"
+    "                         nothing shared between runs, see docs/serve.md)\n"
     "  -h, --help             this text\n"
     "\n"
     "GET / is a playground; POST /v1/runs runs a program; GET /v1/health,\n"
@@ -51,6 +54,7 @@ enum {
 	OPT_USER,
 	OPT_WORKDIR,
 	OPT_PYTHON_SB,
+	OPT_FRESH_EXEC,
 	OPT_VERSION,
 };
 
@@ -65,6 +69,7 @@ static const struct option options[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"user", required_argument, NULL, OPT_USER},
     {"workdir", required_argument, NULL, OPT_WORKDIR},
+    {"fresh-exec", no_argument, NULL, OPT_FRESH_EXEC},
     /* Set by python-sb when it starts the service: the launcher to run. */
     {"python-sb", required_argument, NULL, OPT_PYTHON_SB},
     {"help", no_argument, NULL, 'h'},
@@ -196,6 +201,9 @@ int sb_serve_options_parse(int argc, char **argv, struct sb_serve_options *ret, 
 			break;
 		case OPT_PYTHON_SB:
 			r = set_string(&o.python_sb, optarg);
+			break;
+		case OPT_FRESH_EXEC:
+			o.fresh_exec = true;
 			break;
 		case 'h':
 			o.help = true;

@@ -22,6 +22,7 @@ struct sb_serve_options {
 	char *user; /* NULL: nobody when started as root */
 	char *workdir;
 	char *python_sb;
+	bool fresh_exec; /* the exec runner: a new python-sb per run */
 	bool help, version;
 };
 

@@ -128,11 +128,33 @@ class Server:
                 values[name] = float(value)
         return values
 
+    def zygotes(self):
+        """The server's fork servers (the default runner's zygote): children
+        started with --pysandboxes-zygote."""
+        out = []
+        for child in proc_children().get(self.pid, []):
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as f:
+                    if b"--pysandboxes-zygote" in f.read():
+                        out.append(child)
+            except OSError:
+                pass
+        return out
+
+    def zygote(self):
+        zygotes = self.zygotes()
+        assert len(zygotes) == 1, zygotes
+        return zygotes[0]
+
     def descendants(self):
+        """Processes of runs: every descendant of the server but its fork
+        server itself (whose children are runs)."""
         tree, out, todo = proc_children(), [], [self.pid]
+        zygotes = set(self.zygotes())
         while todo:
             for child in tree.get(todo.pop(), []):
-                out.append(child)
+                if child not in zygotes:
+                    out.append(child)
                 todo.append(child)
         return out
 

