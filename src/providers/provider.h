@@ -35,6 +35,10 @@ enum {
 	SB_PROVIDER_PARAMS_PASS_THROUGH = 1u << 5,
 	/* No capability left, no_new_privs, user= (privileges.h). */
 	SB_PROVIDER_PRIVILEGES = 1u << 6,
+	/* enter() runs the program in a child of its own and returns 1 in the
+	 * parent (a PID namespace needs an init): whoever forks per run (the
+	 * fork server) cannot use it. */
+	SB_PROVIDER_CHILD_PROCESS = 1u << 7,
 };
 
 /* What ignore= does to native code under this provider (spec section 8). */

@@ -540,7 +540,8 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 
 const struct sb_provider sb_provider_unshare = {
     .name = "unshare",
-    .flags = SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS | SB_PROVIDER_PRIVILEGES,
+    .flags = SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS | SB_PROVIDER_PRIVILEGES |
+	     SB_PROVIDER_CHILD_PROCESS,
     .ignore = SB_IGNORE_REFUSED,
     .params = params,
     .summary = "user, mount, PID, network, IPC, UTS and cgroup namespaces; a new root",

@@ -370,7 +370,7 @@ static _Noreturn void child(const struct sb_zmsg *msg, const int fds[SB_ZRUN_N_F
 	const char *rundir = msg->run.rundir;
 	struct sb_boundary *b = &z.boundary; /* this process's copy */
 	struct sb_report_shm *region = NULL;
-	int reply = fds[SB_ZRUN_FD_REPLY], r;
+	int reply = fds[SB_ZRUN_FD_REPLY], status, r;
 	sigset_t none;
 
 	/* The run dies with the server, which alone can supervise it. */
@@ -406,9 +406,11 @@ static _Noreturn void child(const struct sb_zmsg *msg, const int fds[SB_ZRUN_N_F
 	r = sb_boundary_add_path(b, rundir, false, "the run's directory");
 	if (r < 0)
 		child_fail(reply, r, "cannot grant the run's directory");
-	r = sb_boundary_enter(b, &warnings, &err);
-	if (r < 0)
-		child_fail(reply, r, "the sandbox cannot be applied: %s", err ? err : "");
+	/* check_profile() refused the providers that return 1 from here. */
+	r = sb_boundary_enter(b, &warnings, &status, &err);
+	if (r != 0)
+		child_fail(reply, r < 0 ? r : -EOPNOTSUPP, "the sandbox cannot be applied: %s",
+			   err ? err : "");
 
 	/* Python again, in the sandbox: the GIL, the import lock and the
 	 * thread states made anew, the warmed modules' at-fork hooks. */
@@ -787,9 +789,9 @@ static int check_single_threaded(char **reterr)
  * which die with it). */
 static int check_profile(const struct sb_embed *e, char **reterr)
 {
-	if (e->provider->flags & SB_PROVIDER_WRAPS_EXEC)
+	if (e->provider->flags & (SB_PROVIDER_WRAPS_EXEC | SB_PROVIDER_CHILD_PROCESS))
 		return sb_error(reterr, -EOPNOTSUPP,
-				"os-sandbox=%s runs the program under another program: the fork "
+				"os-sandbox=%s runs the program in a process of its own: the fork "
 				"server cannot; use --fresh-exec",
 				e->provider->name);
 	if (!z.boundary.use_seccomp || z.boundary.seccomp.allow_fork)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IS_ASAN, needs_landlock
+from conftest import IS_ASAN, needs_landlock, needs_userns
 from servehelp import Server
 
 pytestmark = needs_landlock
@@ -375,6 +375,21 @@ def test_profile_that_allows_processes_needs_fresh_exec(sb_bin, shared_dir):
         body = ok(srv, "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\n"
                        "print(os.waitpid(pid, 0)[1])\n")
         assert body["stdout"] == "0\n"
+        assert srv.stop() == 0
+
+
+@needs_userns
+def test_provider_that_runs_the_program_in_a_child_needs_fresh_exec(sb_bin, shared_dir):
+    """os-sandbox=unshare runs the program as the init's child of a new PID
+    namespace: one fork per run is not enough, the server refuses to start."""
+    profile = shared_dir / "u.py-sandboxes"
+    profile.write_text("os-sandbox=unshare\npython-import=os\ntimeout=10s\n")
+    with pytest.raises(RuntimeError, match="os-sandbox=unshare runs the program in a process "
+                                           "of its own: the fork server cannot; use --fresh-exec"):
+        Server(sb_bin, "--profile", profile, "--workers", "1", workdir=False).close()
+    with Server(sb_bin, "--profile", profile, "--workers", "1", "--fresh-exec") as srv:
+        body = ok(srv, "import os\nprint(os.getpid())\n")
+        assert body["stdout"] == "2\n", body  # the init of its PID namespace is 1
         assert srv.stop() == 0
 
 
