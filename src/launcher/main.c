@@ -85,6 +85,39 @@ static bool wants_cpython_help(const struct sb_cli *cli)
 	return false;
 }
 
+/* The partial-mode worker's channel, once its parent is known: the reasons
+ * the worker cannot start go there (the parent raises them as
+ * ConfigSyntaxError or SandBoxError, naming its own keyword arguments)
+ * rather than on a stderr the caller may not watch. */
+static int worker_channel = -1;
+
+/* The collected errors, to the parent of a worker. 0 when it has them. */
+static int send_config_errors(const struct sb_diags *d)
+{
+	_cleanup_free_ const char **fields = NULL;
+	_cleanup_strv_free_ char **lines = NULL;
+	size_t n = 0;
+
+	if (worker_channel < 0)
+		return -EBADF;
+	fields = calloc(3 * d->n_errors + 1, sizeof(char *));
+	if (!fields)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++) {
+		char *line;
+
+		if (d->items[i].warning)
+			continue;
+		if (asprintf(&line, "%u", d->items[i].line) < 0 ||
+		    sb_strv_consume(&lines, line) < 0)
+			return -ENOMEM;
+		fields[n++] = d->items[i].file;
+		fields[n++] = line;
+		fields[n++] = d->items[i].message;
+	}
+	return sb_worker_send_start_error(worker_channel, "config", fields, n);
+}
+
 static int report_diags(struct sb_diags *d)
 {
 	sb_diags_sort(d);
@@ -94,6 +127,8 @@ static int report_diags(struct sb_diags *d)
 				d->items[i].line, d->items[i].message);
 	if (d->n_errors == 0)
 		return 0;
+	if (send_config_errors(d) == 0)
+		return -EINVAL;
 	fputs("python-sb: ConfigSyntaxError: Syntax error in config files.\n", stderr);
 	for (size_t i = 0; i < d->n; i++)
 		if (!d->items[i].warning)
@@ -104,6 +139,15 @@ static int report_diags(struct sb_diags *d)
 
 static int fail(const char *what, const char *detail, int r)
 {
+	if (worker_channel >= 0) {
+		_cleanup_free_ char *text = NULL;
+
+		if (asprintf(&text, "%s%s%s", what, detail ? ": " : "",
+			     detail ? detail : (r < 0 ? strerror(-r) : "")) >= 0 &&
+		    sb_worker_send_start_error(worker_channel, "start", (const char *const[]){text},
+					       1) == 0)
+			return EXIT_CONFIG;
+	}
 	fprintf(stderr, "python-sb: %s%s%s\n", what, detail ? ": " : "",
 		detail ? detail : (r < 0 ? strerror(-r) : ""));
 	return EXIT_CONFIG;
@@ -323,6 +367,7 @@ int sb_launcher_main(int argc, char **argv)
 		r = sb_worker_setup(fd, &worker, &err);
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
+		worker_channel = worker.fd;
 	}
 	if (cli.report_fd) {
 		unsigned long long fd;
