@@ -21,6 +21,7 @@
 #include "resource-limits.h"
 #include "serve-exec.h"
 #include "usage.h"
+#include "venv.h"
 #include "worker.h"
 #include "util.h"
 
@@ -38,22 +39,6 @@ extern char **environ;
 static const char *host_getenv(const char *name, void *userdata)
 {
 	return sb_strv_env_get(userdata, name);
-}
-
-/* VIRTUAL_ENV is what activation exports; honour it as `python` from the
- * venv's bin/ would, but only for a directory that really is a venv. */
-static char *detect_venv(char **host_env)
-{
-	const char *venv = host_getenv("VIRTUAL_ENV", host_env);
-	_cleanup_free_ char *cfg = NULL;
-	struct stat st;
-
-	if (!venv || venv[0] != '/')
-		return NULL;
-	cfg = sb_path_join(venv, "pyvenv.cfg");
-	if (!cfg || stat(cfg, &st) < 0 || !S_ISREG(st.st_mode))
-		return NULL;
-	return strdup(venv);
 }
 
 static char **site_dirs_for(const char *venv)
@@ -404,7 +389,10 @@ int sb_launcher_main(int argc, char **argv)
 			return fail("out of memory", NULL, -ENOMEM);
 	if (!getcwd(cwd, sizeof(cwd)))
 		return fail("cannot read the current directory", NULL, -errno);
-	venv = detect_venv(host_env);
+	r = sb_venv_detect(argc > 0 ? argv[0] : NULL, host_getenv("PATH", host_env), cwd,
+			   host_getenv("VIRTUAL_ENV", host_env), &venv, &err);
+	if (r < 0)
+		return fail("cannot use the virtual environment", err, r);
 	site_dirs = site_dirs_for(venv);
 	lookup = (struct sb_lookup_env){
 	    .cwd = cwd,
