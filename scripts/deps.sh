@@ -8,8 +8,9 @@ packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev
 	libmicrohttpd-dev libjansson-dev)
 case "${1:-build}" in
 test)
-	# chromium: the playground's browser test (driven by playwright-core).
-	packages+=(python3-pytest clang clang-format util-linux chromium)
+	# chromium: the playground's browser test (driven by playwright-core);
+	# python3-ipython: ipython-sb, installed and tested when IPython is there.
+	packages+=(python3-pytest clang clang-format util-linux chromium python3-ipython)
 	;;
 bench)
 	# bench/serve.sh: the load generators, and bwrap for the baseline.

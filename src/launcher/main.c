@@ -13,6 +13,7 @@
 #include "explain.h"
 #include "guard-net.h"
 #include "inherited.h"
+#include "ipython.h"
 #include "launcher.h"
 #include "learn.h"
 #include "profile.h"
@@ -301,6 +302,7 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 
 int sb_launcher_main(int argc, char **argv)
 {
+	_cleanup_(sb_ipython_done) struct sb_ipython ipython = {0};
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
 	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
 	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
@@ -325,6 +327,17 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("cannot start the service", err, r);
 	}
 
+	/* The kernel's argument block, whatever the command line becomes. */
+	char **kernel_argv = argv;
+	int kernel_argc = argc;
+
+	if (argc > 0 && sb_ipython_wanted(argv[0])) {
+		r = sb_ipython_prepare(argc, argv, &ipython, &err);
+		if (r < 0)
+			return fail("cannot start IPython", err, r);
+		argc = ipython.argc;
+		argv = ipython.argv;
+	}
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r < 0) {
 		fprintf(stderr,
@@ -379,6 +392,9 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot close the inherited descriptors", err, r);
 	}
+	r = sb_ipython_watch(&ipython);
+	if (r < 0)
+		return fail("cannot start IPython", "cannot watch its private directory", r);
 
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
 	if (wants_cpython_help(&cli))
@@ -469,7 +485,9 @@ int sb_launcher_main(int argc, char **argv)
 	 * program the whole environment anyway). */
 	if (mode != SB_MODE_LEARN)
 		sb_inherited_scrub_environment(
-		    host_env, argc > 0 ? argv[argc - 1] + strlen(argv[argc - 1]) + 1 : NULL);
+		    host_env, kernel_argc > 0 ? kernel_argv[kernel_argc - 1] +
+						    strlen(kernel_argv[kernel_argc - 1]) + 1
+					      : NULL);
 
 	return sb_learn_end(run(
 	    &(struct sb_embed){
