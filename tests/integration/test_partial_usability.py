@@ -307,10 +307,11 @@ RENDEZVOUS = '''\
 import os, time
 from pysandboxes import sandbox
 
-def _meet(directory, i, n):
-    """True when all n calls were running at the same time."""
+def _meet(directory, i, n, wait):
+    """True when all n calls were running at the same time (within wait s:
+    a hang guard; workers may take long to start on a loaded machine)."""
     open(os.path.join(directory, str(i)), "w").close()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         if len(os.listdir(directory)) >= n:
             return True
@@ -318,12 +319,12 @@ def _meet(directory, i, n):
     return False
 
 @sandbox
-def meet(directory, i, n):
-    return _meet(directory, i, n)
+def meet(directory, i, n, wait=60):
+    return _meet(directory, i, n, wait)
 
 @sandbox
-async def ameet(directory, i, n):
-    return _meet(directory, i, n)
+async def ameet(directory, i, n, wait=60):
+    return _meet(directory, i, n, wait)
 '''
 
 
@@ -353,7 +354,7 @@ with pysandboxes.sandboxes(sandboxes_config=".py-sandboxes", os_sandbox={provide
     for t in ts:
         t.join()
     print("threads", out)
-''', profile=f"python-import=*\nexpose-rw={d}\nexpose-rw={d2}\n")
+''', profile=f"python-import=*\nexpose-rw={d}\nexpose-rw={d2}\n", timeout=300)
     assert r.returncode == 0, r.stderr
     assert "async [True, True, True, True, True]" in r.stdout
     assert "threads [True, True, True, True, True]" in r.stdout
@@ -369,7 +370,7 @@ from meet import meet
 with pysandboxes.sandboxes(sandboxes_config=".py-sandboxes", os_sandbox="subprocess",
                            max_workers=1):
     out = []
-    ts = [threading.Thread(target=lambda i=i: out.append(meet({str(d)!r}, i, 2)))
+    ts = [threading.Thread(target=lambda i=i: out.append(meet({str(d)!r}, i, 2, 3)))
           for i in range(2)]
     for t in ts:
         t.start()
