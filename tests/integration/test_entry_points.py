@@ -33,7 +33,7 @@ def _run_as(sb, name, args, input):
     env = sb.env()
     env.update(SANITIZER_ENV)
     return subprocess.run(sb.prefix + [str(link)] + args, cwd=str(sb.root), capture_output=True,
-                          text=True, timeout=60, env=env, input=input)
+                          text=True, timeout=180, env=env, input=input)
 
 
 def _check_session(sb, name):

@@ -240,7 +240,7 @@ with sandboxes(sandboxes_config=".py-sandboxes", os_sandbox={provider!r}, call_t
             print("timeout:", e)
         print("under 15 s", time.monotonic() - t < 15)
     print("again", slow_short(0))
-''')
+''', timeout=120)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("timeout: slow.slow_short took longer than its timeout of "
@@ -291,7 +291,7 @@ with sandboxes(sandboxes_config=".py-sandboxes", os_sandbox={provider!r},
 with sandboxes(sandboxes_config=".py-sandboxes", os_sandbox={provider!r},
                max_result_size="2MiB"):
     print("big", len(blob(1024 * 1024)))
-''')
+''', timeout=120)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "small 1000" in out
