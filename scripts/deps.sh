@@ -8,10 +8,12 @@ packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev
 	libmicrohttpd-dev libjansson-dev)
 case "${1:-build}" in
 test)
-	# chromium: the playground's browser test (driven by playwright-core).
+	# chromium: the playground's browser test (driven by playwright-core);
+	# python3-ipython: ipython-sb, installed and tested when IPython is there.
 	# slirp4netns and nftables: os-sandbox=unshare with net= rules (at run
 	# time too; python-sb names them when they are missing).
-	packages+=(python3-pytest clang clang-format util-linux chromium slirp4netns nftables)
+	packages+=(python3-pytest clang clang-format util-linux chromium python3-ipython slirp4netns
+		nftables)
 	;;
 bench)
 	# bench/serve.sh: the load generators, and bwrap for the baseline.

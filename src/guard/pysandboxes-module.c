@@ -15,16 +15,57 @@
 #include "report-denials.h"
 #include "util.h"
 
-/* Inside the sandbox the decorated function is the function: the worker
- * finds it by module and qualname and calls it directly. */
-static PyObject *sandbox(PyObject *self _unused_, PyObject *fn)
+static PyObject *sandbox(PyObject *self, PyObject *args, PyObject *kwargs);
+static PyMethodDef sandbox_def;
+
+/* Refused as the package refuses it, so that code runs alike in both. */
+static int refuse_generator(PyObject *fn)
 {
+	PyObject *code = PyObject_GetAttrString(fn, "__code__"), *module, *qualname;
+	int flags = code && PyCode_Check(code) ? ((PyCodeObject *)code)->co_flags : 0;
+
+	Py_XDECREF(code);
+	PyErr_Clear();
+	if (!(flags & (CO_GENERATOR | CO_ASYNC_GENERATOR)))
+		return 0;
+	module = PyObject_GetAttrString(fn, "__module__");
+	qualname = module ? PyObject_GetAttrString(fn, "__qualname__") : NULL;
+	PyErr_Clear();
+	PyErr_Format(PyExc_TypeError,
+		     "@sandbox cannot run %S.%S: it is %s function, and its values would have "
+		     "to cross from the sandbox one by one; return a list (or another value) "
+		     "instead",
+		     module ? module : Py_None, qualname ? qualname : Py_None,
+		     flags & CO_ASYNC_GENERATOR ? "an async generator" : "a generator");
+	Py_XDECREF(module);
+	Py_XDECREF(qualname);
+	return -1;
+}
+
+/* Inside the sandbox the decorated function is the function: the worker
+ * finds it by module and qualname and calls it directly. @sandbox(timeout=)
+ * concerns the caller, which enforces it. */
+static PyObject *sandbox(PyObject *self _unused_, PyObject *args, PyObject *kwargs)
+{
+	static char *kwlist[] = {"fn", "timeout", NULL};
+	PyObject *fn = NULL, *timeout = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$O:sandbox", kwlist, &fn, &timeout))
+		return NULL;
+	if (!fn)
+		return PyCFunction_NewEx(&sandbox_def, NULL, NULL);
 	if (!PyCallable_Check(fn)) {
 		PyErr_SetString(PyExc_TypeError, "@sandbox applies to a function");
 		return NULL;
 	}
+	if (refuse_generator(fn) < 0)
+		return NULL;
 	return Py_NewRef(fn);
 }
+
+static PyMethodDef sandbox_def = {
+    "sandbox", (PyCFunction)(void (*)(void))sandbox, METH_VARARGS | METH_KEYWORDS,
+    "@sandbox or @sandbox(timeout=...): inside the sandbox, the function itself."};
 
 /* A context manager for `with` and `async with` that starts nothing: the
  * code already runs in the sandbox. */
@@ -100,7 +141,8 @@ static PyMethodDef module_methods[] = {
     {"sandbox_denials", sb_exc_sandbox_denials, METH_O,
      "sandbox_denials(e) -> list of '<ExcName>: <msg>' for every refusal in e's chain."},
     {"is_in_sandbox", is_in_sandbox, METH_NOARGS, "True: this code runs under python-sb."},
-    {"sandbox", sandbox, METH_O, "@sandbox: inside the sandbox, the function itself."},
+    {"sandbox", (PyCFunction)(void (*)(void))sandbox, METH_VARARGS | METH_KEYWORDS,
+     "@sandbox or @sandbox(timeout=...): inside the sandbox, the function itself."},
     {"sandboxes", (PyCFunction)(void (*)(void))sandboxes, METH_VARARGS | METH_KEYWORDS,
      "sandboxes(...): inside the sandbox, a context manager that starts nothing."},
     {"run", (PyCFunction)(void (*)(void))run, METH_VARARGS | METH_KEYWORDS,

@@ -83,6 +83,13 @@ static PyStatus configure(const struct sb_embed *e, PyConfig *config, bool own_b
 		if (!venv_python)
 			return PyStatus_NoMemory();
 		status = PyConfig_SetBytesString(config, &config->executable, venv_python);
+		/* The standard library is always the embedded interpreter's:
+		 * pyvenv.cfg's home may name another installation of the same
+		 * version (a pyenv build), whose library is not ours (nor in the
+		 * boundary's grants). A home set skips getpath's venv search;
+		 * site.py still makes the venv sys.prefix, with its packages. */
+		if (!PyStatus_Exception(status))
+			status = PyConfig_SetBytesString(config, &config->home, SB_PYTHON_HOME);
 	} else if (e->self_exe) {
 		status = PyConfig_SetBytesString(config, &config->executable, e->self_exe);
 	}

@@ -13,6 +13,7 @@
 #include "explain.h"
 #include "guard-net.h"
 #include "inherited.h"
+#include "ipython.h"
 #include "launcher.h"
 #include "learn.h"
 #include "profile.h"
@@ -21,6 +22,7 @@
 #include "resource-limits.h"
 #include "serve-exec.h"
 #include "usage.h"
+#include "venv.h"
 #include "worker.h"
 #include "zygote.h"
 #include "util.h"
@@ -39,22 +41,6 @@ extern char **environ;
 static const char *host_getenv(const char *name, void *userdata)
 {
 	return sb_strv_env_get(userdata, name);
-}
-
-/* VIRTUAL_ENV is what activation exports; honour it as `python` from the
- * venv's bin/ would, but only for a directory that really is a venv. */
-static char *detect_venv(char **host_env)
-{
-	const char *venv = host_getenv("VIRTUAL_ENV", host_env);
-	_cleanup_free_ char *cfg = NULL;
-	struct stat st;
-
-	if (!venv || venv[0] != '/')
-		return NULL;
-	cfg = sb_path_join(venv, "pyvenv.cfg");
-	if (!cfg || stat(cfg, &st) < 0 || !S_ISREG(st.st_mode))
-		return NULL;
-	return strdup(venv);
 }
 
 static char **site_dirs_for(const char *venv)
@@ -86,6 +72,39 @@ static bool wants_cpython_help(const struct sb_cli *cli)
 	return false;
 }
 
+/* The partial-mode worker's channel, once its parent is known: the reasons
+ * the worker cannot start go there (the parent raises them as
+ * ConfigSyntaxError or SandBoxError, naming its own keyword arguments)
+ * rather than on a stderr the caller may not watch. */
+static int worker_channel = -1;
+
+/* The collected errors, to the parent of a worker. 0 when it has them. */
+static int send_config_errors(const struct sb_diags *d)
+{
+	_cleanup_free_ const char **fields = NULL;
+	_cleanup_strv_free_ char **lines = NULL;
+	size_t n = 0;
+
+	if (worker_channel < 0)
+		return -EBADF;
+	fields = calloc(3 * d->n_errors + 1, sizeof(char *));
+	if (!fields)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++) {
+		char *line;
+
+		if (d->items[i].warning)
+			continue;
+		if (asprintf(&line, "%u", d->items[i].line) < 0 ||
+		    sb_strv_consume(&lines, line) < 0)
+			return -ENOMEM;
+		fields[n++] = d->items[i].file;
+		fields[n++] = line;
+		fields[n++] = d->items[i].message;
+	}
+	return sb_worker_send_start_error(worker_channel, "config", fields, n);
+}
+
 static int report_diags(struct sb_diags *d)
 {
 	sb_diags_sort(d);
@@ -95,6 +114,8 @@ static int report_diags(struct sb_diags *d)
 				d->items[i].line, d->items[i].message);
 	if (d->n_errors == 0)
 		return 0;
+	if (send_config_errors(d) == 0)
+		return -EINVAL;
 	fputs("python-sb: ConfigSyntaxError: Syntax error in config files.\n", stderr);
 	for (size_t i = 0; i < d->n; i++)
 		if (!d->items[i].warning)
@@ -105,6 +126,15 @@ static int report_diags(struct sb_diags *d)
 
 static int fail(const char *what, const char *detail, int r)
 {
+	if (worker_channel >= 0) {
+		_cleanup_free_ char *text = NULL;
+
+		if (asprintf(&text, "%s%s%s", what, detail ? ": " : "",
+			     detail ? detail : (r < 0 ? strerror(-r) : "")) >= 0 &&
+		    sb_worker_send_start_error(worker_channel, "start", (const char *const[]){text},
+					       1) == 0)
+			return EXIT_CONFIG;
+	}
 	fprintf(stderr, "python-sb: %s%s%s\n", what, detail ? ": " : "",
 		detail ? detail : (r < 0 ? strerror(-r) : ""));
 	return EXIT_CONFIG;
@@ -279,6 +309,7 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 
 int sb_launcher_main(int argc, char **argv)
 {
+	_cleanup_(sb_ipython_done) struct sb_ipython ipython = {0};
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
 	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
 	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
@@ -304,6 +335,17 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("cannot start the service", err, r);
 	}
 
+	/* The kernel's argument block, whatever the command line becomes. */
+	char **kernel_argv = argv;
+	int kernel_argc = argc;
+
+	if (argc > 0 && sb_ipython_wanted(argv[0])) {
+		r = sb_ipython_prepare(argc, argv, &ipython, &err);
+		if (r < 0)
+			return fail("cannot start IPython", err, r);
+		argc = ipython.argc;
+		argv = ipython.argv;
+	}
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r < 0) {
 		fprintf(stderr,
@@ -331,6 +373,7 @@ int sb_launcher_main(int argc, char **argv)
 		r = sb_worker_setup(fd, &worker, &err);
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
+		worker_channel = worker.fd;
 	}
 	if (cli.report_fd) {
 		unsigned long long fd;
@@ -366,6 +409,9 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot close the inherited descriptors", err, r);
 	}
+	r = sb_ipython_watch(&ipython);
+	if (r < 0)
+		return fail("cannot start IPython", "cannot watch its private directory", r);
 
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
 	if (wants_cpython_help(&cli))
@@ -376,7 +422,10 @@ int sb_launcher_main(int argc, char **argv)
 			return fail("out of memory", NULL, -ENOMEM);
 	if (!getcwd(cwd, sizeof(cwd)))
 		return fail("cannot read the current directory", NULL, -errno);
-	venv = detect_venv(host_env);
+	r = sb_venv_detect(argc > 0 ? argv[0] : NULL, host_getenv("PATH", host_env), cwd,
+			   host_getenv("VIRTUAL_ENV", host_env), &venv, &err);
+	if (r < 0)
+		return fail("cannot use the virtual environment", err, r);
 	site_dirs = site_dirs_for(venv);
 	lookup = (struct sb_lookup_env){
 	    .cwd = cwd,
@@ -453,7 +502,9 @@ int sb_launcher_main(int argc, char **argv)
 	 * program the whole environment anyway). */
 	if (mode != SB_MODE_LEARN)
 		sb_inherited_scrub_environment(
-		    host_env, argc > 0 ? argv[argc - 1] + strlen(argv[argc - 1]) + 1 : NULL);
+		    host_env, kernel_argc > 0 ? kernel_argv[kernel_argc - 1] +
+						    strlen(kernel_argv[kernel_argc - 1]) + 1
+					      : NULL);
 
 	if (zygote_fd >= 0) {
 		/* python-sb serve's fork server: every run it forks gets a

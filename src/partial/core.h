@@ -37,9 +37,9 @@ void sb_child_kill_all_from_signal(void);
 void sb_describe_status(int status, char *buf, size_t len);
 
 /* unpickle.c: the result guard's second stage. Returns the rebuilt value, or
- * NULL with RestrictedUnpicklingError (or MemoryError) set. what names the
- * call in messages. */
-PyObject *sb_unpickle(const char *data, size_t len, enum sb_result_channel channel,
+ * NULL with RestrictedUnpicklingError (or MemoryError) set; data over limit
+ * bytes is refused. what names the call in messages. */
+PyObject *sb_unpickle(const char *data, size_t len, size_t limit, enum sb_result_channel channel,
 		      const char *what);
 
 /* Rebuilds the exception of an exception frame and sets it (returns NULL). */

@@ -13,6 +13,19 @@
 
 #define GRAPH_MAX_DEPTH 1000
 
+/* The caller's script is __main__ in its process: the worker's name for it
+ * (__mp_main__) is not what the user wrote. */
+static void main_names(char *text)
+{
+	static const char worker[] = "__mp_main__.", caller[] = "__main__.";
+
+	for (char *p = strstr(text, worker); p; p = strstr(p, worker)) {
+		memcpy(p, caller, sizeof(caller) - 1);
+		memmove(p + sizeof(caller) - 1, p + sizeof(worker) - 1,
+			strlen(p + sizeof(worker) - 1) + 1);
+	}
+}
+
 static PyObject *refused(const char *what, const char *fmt, ...) _printf_(2, 3);
 static PyObject *refused(const char *what, const char *fmt, ...)
 {
@@ -22,8 +35,14 @@ static PyObject *refused(const char *what, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	main_names(detail);
 	PyErr_Format(sb_exc_class(SB_EXC_RESTRICTED_UNPICKLING),
-		     "the reply of the sandboxed call %s was refused: %s", what, detail);
+		     "the reply of the sandboxed call %s was refused: %s%s", what, detail,
+		     strstr(detail, "is not a value type of remote-result-mode=data-only")
+			 ? " (the default): return plain data, or accept objects with the rule "
+			   "remote-result-mode=objects (in the profile, or "
+			   "sandboxes(remote_result_mode=\"objects\"))"
+			 : "");
 	return NULL;
 }
 
@@ -251,17 +270,21 @@ static const char *channel_name(enum sb_result_channel channel)
 	return "?";
 }
 
-PyObject *sb_unpickle(const char *data, size_t len, enum sb_result_channel channel,
+PyObject *sb_unpickle(const char *data, size_t len, size_t limit, enum sb_result_channel channel,
 		      const char *what)
 {
 	char err[512];
 	PyObject *v, *seen;
 	int r;
 
-	if (len > SB_RESULT_LIMIT)
-		return refused(what, "%zu bytes, over the limit of %u bytes (512 KiB)", len,
-			       SB_RESULT_LIMIT);
-	r = sb_result_prescan(data, len, channel, NULL, err, sizeof(err));
+	if (len > limit)
+		return refused(what, "%zu bytes, over the limit of %zu bytes (max_result_size)",
+			       len, limit);
+	struct sb_prescan_limits limits = sb_prescan_default_limits;
+
+	/* max_result_size is the caller's: the byte budget follows it. */
+	limits.max_bytes = limit;
+	r = sb_result_prescan(data, len, channel, &limits, err, sizeof(err));
 	if (r == -ENOMEM)
 		return PyErr_NoMemory();
 	if (r < 0)
@@ -318,7 +341,7 @@ static PyObject *rich_exception(PyObject *rich, PyObject *module, PyObject *qual
 
 	if (!PyBytes_Check(rich))
 		return NULL;
-	exc = sb_unpickle(PyBytes_AS_STRING(rich), (size_t)PyBytes_GET_SIZE(rich),
+	exc = sb_unpickle(PyBytes_AS_STRING(rich), (size_t)PyBytes_GET_SIZE(rich), SIZE_MAX,
 			  SB_CHANNEL_EXCEPTION, what);
 	if (exc && (!PyExceptionInstance_Check(exc) || !same_class(exc, module, qualname)))
 		Py_CLEAR(exc);
@@ -365,7 +388,7 @@ static void annotate(PyObject *exc, PyObject *denials, PyObject *tb)
 
 PyObject *sb_raise_remote_exception(const char *data, size_t len, bool base, const char *what)
 {
-	PyObject *desc = sb_unpickle(data, len, SB_CHANNEL_DATA_ONLY, what);
+	PyObject *desc = sb_unpickle(data, len, SIZE_MAX, SB_CHANNEL_DATA_ONLY, what);
 	PyObject *module, *qualname, *message, *denials, *tb, *rich, *exc = NULL;
 
 	if (!desc)

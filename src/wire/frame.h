@@ -15,8 +15,11 @@
 /* No frame of either side may exceed this: a larger length is a broken or
  * hostile peer, and the stream is abandoned. */
 #define SB_FRAME_HARD_MAX (64u << 20)
-/* A result or exception reply over this is refused (spec section 7). */
+/* A result or exception reply over this is refused (spec section 7): the
+ * default of the caller's max_result_size. */
 #define SB_RESULT_LIMIT (512u << 10)
+/* The most max_result_size and max_argument_size may be set to. */
+#define SB_FRAME_SETTING_MAX (1u << 30)
 /* Output is sent in pieces of at most this size. */
 #define SB_OUTPUT_CHUNK (64u << 10)
 
@@ -35,6 +38,9 @@ enum sb_frame_type {
 	SB_FRAME_BASE_EXCEPTION = 'B', /* same, for a BaseException */
 	SB_FRAME_TOO_BIG = 'T',	       /* 8-byte size of a reply over the limit */
 	SB_FRAME_PROTOCOL = 'P',       /* UTF-8 message: the call could not be made */
+	/* The worker could not start: "config\0" then (file, line, message)
+	 * NUL-terminated triples, or "start\0" then the message. */
+	SB_FRAME_START_ERROR = 'S',
 };
 
 /* Writes one frame, whole (retrying short writes and EINTR). 0 or -errno. */

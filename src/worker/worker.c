@@ -46,6 +46,7 @@ void sb_worker_done(struct sb_worker *w)
 	if (!w)
 		return;
 	sb_strv_free(w->paths);
+	sb_strv_free(w->preload);
 	free(w->main_path);
 	free(w->main_module);
 	free(w->init_module);
@@ -69,6 +70,16 @@ static void on_sigio(int sig _unused_)
 	errno = saved;
 }
 
+static int parse_limit(const char *v, size_t *ret)
+{
+	unsigned long long n;
+
+	if (sb_safe_atou64(v, &n) < 0 || n == 0 || n > SB_FRAME_SETTING_MAX)
+		return -EINVAL;
+	*ret = (size_t)n;
+	return 0;
+}
+
 static int parse_config(struct sb_worker *w, char *data, size_t len)
 {
 	for (char *p = data; p < data + len; p += strlen(p) + 1) {
@@ -76,6 +87,21 @@ static int parse_config(struct sb_worker *w, char *data, size_t len)
 		char **slot = NULL;
 		struct stat st;
 
+		if ((v = startswith(p, "result-limit="))) {
+			if (parse_limit(v, &w->result_limit) < 0)
+				return -EINVAL;
+			continue;
+		}
+		if ((v = startswith(p, "call-limit="))) {
+			if (parse_limit(v, &w->call_limit) < 0)
+				return -EINVAL;
+			continue;
+		}
+		if ((v = startswith(p, "preload="))) {
+			if (sb_strv_push(&w->preload, v) < 0)
+				return -ENOMEM;
+			continue;
+		}
 		if ((v = startswith(p, "path="))) {
 			/* Only existing directories become grants. */
 			if (v[0] == '/' && stat(v, &st) == 0 && S_ISDIR(st.st_mode) &&
@@ -104,7 +130,11 @@ static int parse_config(struct sb_worker *w, char *data, size_t len)
 int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr)
 {
 	_cleanup_free_ char *data = NULL;
-	struct sb_worker w = {.fd = fd};
+	struct sb_worker w = {
+	    .fd = fd,
+	    .result_limit = SB_RESULT_LIMIT,
+	    .call_limit = SB_FRAME_HARD_MAX,
+	};
 	struct sigaction sa = {.sa_handler = on_sigio};
 	struct stat st;
 	size_t len;
@@ -119,7 +149,8 @@ int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr)
 	/* Nothing the sandboxed code starts may inherit the channel. */
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return -errno;
-	r = sb_frame_read(fd, &type, &data, &len, 1u << 20, CONFIG_TIMEOUT_MS);
+	/* The configuration names every sys.path entry and @sandbox module. */
+	r = sb_frame_read(fd, &type, &data, &len, 16u << 20, CONFIG_TIMEOUT_MS);
 	if (r < 0 || type != SB_FRAME_CONFIG) {
 		*reterr = strdup("--pysandboxes-worker: no configuration from the parent");
 		return r < 0 ? r : -EPROTO;
@@ -145,6 +176,23 @@ int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr)
 	return 0;
 }
 
+int sb_worker_send_start_error(int fd, const char *kind, const char *const *fields, size_t n)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len = strlen(kind) + 1;
+	char *p;
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen(fields[i]) + 1;
+	data = malloc(len);
+	if (!data)
+		return -ENOMEM;
+	p = stpcpy(data, kind) + 1;
+	for (size_t i = 0; i < n; i++)
+		p = stpcpy(p, fields[i]) + 1;
+	return sb_frame_write(fd, SB_FRAME_START_ERROR, data, len);
+}
+
 /* What the serving loop holds. */
 static struct {
 	int fd;
@@ -154,8 +202,9 @@ static struct {
 	PyObject *format_exception; /* traceback.format_exception */
 	PyObject *loop;		    /* an asyncio loop, made for the first coroutine */
 	bool channel_broken;
-	bool result_guard; /* remote-result-guard, for learning's objects check */
-} srv = {.fd = -1};
+	bool result_guard;   /* remote-result-guard, for learning's objects check */
+	size_t result_limit; /* the caller's max_result_size */
+} srv = {.fd = -1, .result_limit = SB_RESULT_LIMIT};
 
 /* sys.stdout and sys.stderr of the worker: each write is a frame, so the
  * parent replays the output in order, on the right stream, during the call. */
@@ -324,6 +373,7 @@ static int setup(const struct sb_worker *w)
 
 	serving = w;
 	srv.fd = w->fd;
+	srv.result_limit = w->result_limit;
 	if (PyType_Ready(&stream_type) < 0)
 		return -1;
 	sb_guard_runtime_enter(&section);
@@ -592,7 +642,7 @@ static PyObject *describe(PyObject *exc, bool with_rich)
 	}
 	if (with_rich) {
 		rich = pickle(exc);
-		if (!rich || PyBytes_GET_SIZE(rich) > (Py_ssize_t)SB_RESULT_LIMIT / 2) {
+		if (!rich || PyBytes_GET_SIZE(rich) > (Py_ssize_t)srv.result_limit / 2) {
 			PyErr_Clear();
 			Py_CLEAR(rich);
 		}
@@ -626,7 +676,7 @@ static void reply_exception(void)
 	desc = ev ? describe(ev, !base) : NULL;
 	if (desc) {
 		data = pickle(desc);
-		if (data && PyBytes_GET_SIZE(data) > (Py_ssize_t)SB_RESULT_LIMIT) {
+		if (data && PyBytes_GET_SIZE(data) > (Py_ssize_t)srv.result_limit) {
 			/* A huge message or traceback: keep what identifies the error. */
 			/* Py_BuildValue: "s" makes the strings inside the call, so none
 			 * leaks and a failed one yields NULL rather than a NULL item. */
@@ -698,7 +748,7 @@ static void reply_value(PyObject *result, const char *what)
 		Py_XDECREF(etb);
 		return;
 	}
-	if (PyBytes_GET_SIZE(data) > (Py_ssize_t)SB_RESULT_LIMIT) {
+	if (PyBytes_GET_SIZE(data) > (Py_ssize_t)srv.result_limit) {
 		uint64_t size = (uint64_t)PyBytes_GET_SIZE(data);
 		unsigned char le[8];
 
@@ -776,6 +826,36 @@ static void serve_request(const struct sb_worker *w, const char *data, size_t le
 	Py_DECREF(req);
 }
 
+/* The modules of the caller's @sandbox functions, imported now: a module the
+ * profile does not let run fails sandboxes() itself, not the first call. -1
+ * with an exception set. */
+static int preload(const struct sb_worker *w)
+{
+	for (char **m = w->preload; m && *m; m++) {
+		struct sb_runtime_section section;
+		PyObject *mod, *name;
+
+		if (streq(*m, "__main__")) {
+			/* Code given with -c or on stdin has no file to run again. */
+			if (!w->main_path && !w->main_module)
+				continue;
+			mod = main_module(w);
+		} else {
+			name = PyUnicode_FromString(*m);
+			if (!name)
+				return -1;
+			sb_guard_runtime_enter(&section);
+			mod = import_module(name);
+			sb_guard_runtime_leave(&section);
+			Py_DECREF(name);
+		}
+		if (!mod)
+			return -1;
+		Py_DECREF(mod);
+	}
+	return 0;
+}
+
 static int send_ready(const struct sb_profile *profile, const char *provider)
 {
 	_cleanup_free_ char *text = NULL;
@@ -790,9 +870,12 @@ static int send_ready(const struct sb_profile *profile, const char *provider)
 	bool objects = profile->result_mode == SB_RESULT_OBJECTS || sb_guard_observes_results();
 
 	srv.result_guard = profile->result_guard;
-	n = asprintf(&text, "mode=%s%cguard=%s%cprovider=%s%cpid=%d%c",
+	/* observed: learning records; one worker only, since each writes the
+	 * rule file when it leaves. */
+	n = asprintf(&text, "mode=%s%cguard=%s%cprovider=%s%cpid=%d%cobserved=%s%c",
 		     objects ? "objects" : "data-only", 0, profile->result_guard ? "true" : "false",
-		     0, provider ? provider : "", 0, (int)getpid(), 0);
+		     0, provider ? provider : "", 0, (int)getpid(), 0,
+		     sb_guard_observes_results() ? "true" : "false", 0);
 	if (n < 0)
 		return -ENOMEM;
 	return send_frame(SB_FRAME_READY, text, (size_t)n);
@@ -835,6 +918,10 @@ int sb_worker_serve(const struct sb_worker *w, const struct sb_profile *profile,
 		}
 		Py_DECREF(r);
 	}
+	if (preload(w) < 0) {
+		reply_exception();
+		return 1;
+	}
 	if (send_frame(SB_FRAME_INIT_DONE, NULL, 0) < 0)
 		return 1;
 
@@ -844,7 +931,7 @@ int sb_worker_serve(const struct sb_worker *w, const struct sb_profile *profile,
 		char type;
 		int r;
 
-		r = sb_frame_read(w->fd, &type, &data, &len, SB_FRAME_HARD_MAX, -1);
+		r = sb_frame_read(w->fd, &type, &data, &len, w->call_limit, -1);
 		if (r < 0 || type == SB_FRAME_EXIT)
 			break;
 		if (type != SB_FRAME_CALL) {

@@ -17,6 +17,9 @@ struct sb_worker {
 	char *main_module; /* the parent's __main__ module (-m), or NULL */
 	char *init_module; /* init_fn, or NULL */
 	char *init_qualname;
+	char **preload;	     /* modules of the @sandbox functions, imported at start */
+	size_t result_limit; /* the caller's max_result_size */
+	size_t call_limit;   /* the caller's max_argument_size (a whole call request) */
 };
 
 /* Parses "FD" from --pysandboxes-worker=FD. 0 or -EINVAL. */
@@ -27,6 +30,12 @@ int sb_worker_parse_fd(const char *text, int *ret_fd);
  * -errno with *reterr. */
 int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr);
 void sb_worker_done(struct sb_worker *w);
+
+/* Before the interpreter: tells the parent why the worker cannot start, in
+ * the frame it raises as an exception (SB_FRAME_START_ERROR): kind "config"
+ * with the collected errors (file, line, message), or "start" with text.
+ * 0 or -errno (then say it on stderr). */
+int sb_worker_send_start_error(int fd, const char *kind, const char *const *fields, size_t n);
 
 /* After the guard is active: the call loop. Returns the process exit code. */
 int sb_worker_serve(const struct sb_worker *w, const struct sb_profile *profile,

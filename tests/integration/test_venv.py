@@ -1,6 +1,17 @@
 # SPDX-License-Identifier: MIT
 """VIRTUAL_ENV naming a real venv makes the embedded interpreter use it."""
 
+import glob
+import os
+import subprocess
+
+import pytest
+
+from conftest import LANDLOCK_ABI, SANITIZER_ENV, TIMEOUT
+
+PROVIDERS = ["subprocess", pytest.param("landlock", marks=pytest.mark.skipif(
+    LANDLOCK_ABI < 1, reason="the kernel has no Landlock"))]
+
 PROFILE = "os-sandbox=none\npython-import=sys,sbvenvmod\n"
 
 
@@ -59,3 +70,93 @@ def test_m_module_profile_found_in_venv_site_packages(sb, venv_dir):
     assert r.returncode == 0, r
     assert "# rule file: " + str(venv_dir) in r.stdout
     assert "sbvenvpkg/.py-sandboxes" in r.stdout
+
+
+# ---- venvs of other interpreters (issue 17, item 6) -------------------------
+
+def _venv_copy(sb, venv_dir, name, **cfg):
+    """A venv of /usr/bin/python3 whose pyvenv.cfg says other things."""
+    d = sb.mkdir(name)
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(d)], check=True,
+                   timeout=120, capture_output=True)
+    lines = (d / "pyvenv.cfg").read_text().splitlines()
+    out = [line for line in lines if line.partition("=")[0].strip() not in cfg]
+    out += [f"{k} = {v}" for k, v in cfg.items()]
+    (d / "pyvenv.cfg").write_text("\n".join(out) + "\n")
+    return d
+
+
+def _other_311():
+    """Another CPython of the embedded version (a pyenv build), or None."""
+    real = os.path.realpath("/usr/bin/python3")
+    for c in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.11*/bin/python3.11"))):
+        if os.path.realpath(c) != real and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_venv_of_another_same_version_interpreter(sb, py_version, provider, tmp_path):
+    """pyvenv.cfg's home names another installation of the same version:
+    the embedded interpreter keeps its own standard library (the other one's
+    is not in the boundary's grants: it crashed with a codec error)."""
+    other = tmp_path / "other"
+    (other / "bin").mkdir(parents=True)
+    (other / "lib" / f"python{py_version[0]}.{py_version[1]}").mkdir(parents=True)
+    (other / "lib" / f"python{py_version[0]}.{py_version[1]}" / "os.py").write_text("")
+    venv = _venv_copy(sb, None, "othervenv", home=str(other / "bin"))
+    site = venv / "lib" / f"python{py_version[0]}.{py_version[1]}" / "site-packages"
+    (site / "othermod.py").write_text("VALUE = 'other'\n")
+    r = sb.run_code(f"os-sandbox={provider}\npython-import=sys,othermod\n",
+                    "import sys, othermod\nprint(sys.prefix, sys.base_prefix, othermod.VALUE)\n",
+                    env={"VIRTUAL_ENV": str(venv)})
+    assert r.returncode == 0, r
+    assert r.stdout.split() == [str(venv), "/usr", "other"]
+
+
+def test_venv_of_a_pyenv_interpreter(sb, tmp_path):
+    py = _other_311()
+    if not py:
+        pytest.skip("no other CPython 3.11 (pyenv) on this machine")
+    venv = tmp_path / "pyenvvenv"
+    subprocess.run([py, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120,
+                   capture_output=True)
+    r = sb.run_code("os-sandbox=landlock\npython-import=sys\n" if LANDLOCK_ABI else
+                    "os-sandbox=subprocess\npython-import=sys\n",
+                    "import sys\nprint(sys.prefix, sys.base_prefix)\n",
+                    env={"VIRTUAL_ENV": str(venv)})
+    assert r.returncode == 0, r
+    assert r.stdout.split() == [str(venv), "/usr"]
+
+
+def test_venv_of_another_version_is_refused(sb):
+    venv = _venv_copy(sb, None, "v312", version="3.12.1")
+    r = sb.run_code(PROFILE, "print('ran')\n", env={"VIRTUAL_ENV": str(venv)})
+    assert r.returncode == 255, r
+    assert r.stdout == ""
+    assert (f"python-sb: cannot use the virtual environment: the virtual environment "
+            f"'{venv}' (VIRTUAL_ENV) was made by Python 3.12") in r.stderr
+    assert "python3.12 -m venv" not in r.stderr
+    assert "-Dpython=python3.12" in r.stderr
+
+
+def test_python_sb_linked_into_the_venv_uses_it(sb, venv_dir):
+    """As CPython: the pyvenv.cfg beside the bin/ it was started from, with no
+    VIRTUAL_ENV set."""
+    link = venv_dir / "bin" / "python-sb"
+    if not link.exists():
+        link.symlink_to(sb.binary)
+    sb.profile(PROFILE)
+    s = sb.script("import sys, sbvenvmod\nprint(sys.prefix, sbvenvmod.VALUE)\n")
+    env = sb.env()
+    env.update(SANITIZER_ENV)
+    p = subprocess.run([str(link), str(s)], cwd=str(sb.root), capture_output=True, text=True,
+                       timeout=TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [str(venv_dir), "from-venv"]
+    # Found on PATH, as `python-sb` typed in an activated shell.
+    env["PATH"] = f"{venv_dir}/bin:/usr/bin:/bin"
+    p = subprocess.run(["python-sb", str(s)], cwd=str(sb.root), capture_output=True,
+                       text=True, timeout=TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [str(venv_dir), "from-venv"]
