@@ -6,6 +6,7 @@
 #include "guard-api-wrap.h"
 
 #include "guard-api-check.h"
+#include "guard-imports.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
 #include "util.h"
@@ -108,6 +109,7 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 {
 	enum sb_api_family family = sb_api_wraps[i].family;
 	PyObject *original = wrap.original[i], *result;
+	struct sb_import_request request;
 	unsigned saved = 0;
 
 	if (!original) {
@@ -115,6 +117,9 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 		return NULL;
 	}
 	if (check_entry(i) < 0)
+		return NULL;
+	if ((sb_api_wraps[i].flags & SB_API_F_IMP_HOOK) &&
+	    sb_guard_imp_enter(sb_api_wraps[i].attr, args, nargs, &request) < 0)
 		return NULL;
 	if (family != SB_API_EV_NONE) {
 		saved = claims[family];
@@ -131,11 +136,13 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 	Py_DECREF(original);
 	if (family != SB_API_EV_NONE)
 		claims[family] = saved;
+	if (sb_api_wraps[i].flags & SB_API_F_IMP_HOOK)
+		sb_guard_request_leave(&request);
 	if (result && (sb_api_wraps[i].flags & SB_API_F_IMP_HOOK)) {
-		/* create_*() returns the new module, exec_*() takes it. */
-		PyObject *module = startswith(sb_api_wraps[i].attr, "create") ? result
-				   : nargs > 0				      ? args[0]
-									      : NULL;
+		/* exec_*() takes the module, the others return it. */
+		PyObject *module = !startswith(sb_api_wraps[i].attr, "exec") ? result
+				   : nargs > 0				     ? args[0]
+									     : NULL;
 
 		if (imp_hook_done(module) < 0)
 			Py_CLEAR(result);

@@ -2,6 +2,8 @@
 /* Whose code is running: the interpreter's or the program's (guard-runtime.h). */
 #include "guard-runtime.h"
 
+#include <opcode.h>
+
 #include "util.h"
 
 struct sb_guard_run_state sb_guard_run;
@@ -15,20 +17,15 @@ static struct {
 	/* The open runtime section (sb_guard_runtime_enter), if any. */
 	void *section_tstate;
 	void *section_frame;
+	bool program_started;
 } known;
+
+/* The import requests being served on each thread (sb_guard_request_enter). */
+static _Thread_local struct sb_import_request *requests;
 
 const char *sb_guard_profile_path(void)
 {
 	return known.profile_path ? known.profile_path : ".py-sandboxes";
-}
-
-static bool is_import_machinery(const char *file)
-{
-	if (startswith(file, "<frozen importlib"))
-		return true;
-	if (!known.stdlib_dir || strncmp(file, known.stdlib_dir, known.stdlib_dir_len) != 0)
-		return false;
-	return startswith(file + known.stdlib_dir_len, "/importlib/") != NULL;
 }
 
 const char *sb_guard_runtime_relative(const char *file)
@@ -199,9 +196,9 @@ PyObject *sb_guard_loaded_module(const char *name)
 	return m;
 }
 
-/* Only the innermost frame counts: when it is the import machinery itself (a
- * loader importing _io to read a source file, `from pkg import sub` loading a
- * submodule of an admitted package), the request is the runtime's. */
+/* Only the innermost frame counts: the interpreter's own code, or no frame
+ * at all. The API guard's exemptions ask this; the import decisions ask
+ * sb_guard_requester(). */
 bool sb_guard_caller_is_runtime(void)
 {
 	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
@@ -216,7 +213,7 @@ bool sb_guard_caller_is_runtime(void)
 		return true;
 	code = PyFrame_GetCode(frame);
 	file = PyUnicode_AsUTF8(code->co_filename);
-	runtime = file && (is_import_machinery(file) || sb_guard_is_runtime_file(file));
+	runtime = file && sb_guard_is_runtime_file(file);
 	if (!file)
 		PyErr_Clear();
 	Py_DECREF(code);
@@ -243,6 +240,172 @@ bool sb_guard_caller_is_import_bootstrap(void)
 		PyErr_Clear();
 	Py_DECREF(code);
 	return r;
+}
+
+/* The modules whose functions act on a module name, a spec or a loader
+ * handed to them: importlib's bootstrap and the parts of importlib that
+ * expose it (import_module, util, machinery, the loader ABCs), and
+ * zipimport's loader. Not importlib.metadata or importlib.resources, whose
+ * imports are their own. */
+static const char *const machinery_modules[] = {
+    "importlib",     "importlib._abc",	    "importlib._bootstrap", "importlib._bootstrap_external",
+    "importlib.abc", "importlib.machinery", "importlib.util",	    "zipimport",
+};
+
+bool sb_guard_is_import_machinery(const char *file)
+{
+	char name[64];
+
+	/* The common case, the frozen bootstrap, without making a name. */
+	if (startswith(file, "<frozen importlib._bootstrap"))
+		return true;
+	if (!sb_guard_stdlib_module(file, name, sizeof(name)))
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(machinery_modules); i++)
+		if (streq(name, machinery_modules[i]))
+			return true;
+	return false;
+}
+
+void sb_guard_request_enter(struct sb_import_request *r, const char *name, bool c_code)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n >= sizeof(r->name))
+		n = strcspn(name, ".");
+	if (n >= sizeof(r->name))
+		n = 0;
+	memcpy(r->name, name ? name : "", n);
+	r->name[n] = '\0';
+	r->outer = requests;
+	r->frame = PyEval_GetFrame();
+	r->c_code = c_code;
+	requests = r;
+}
+
+void sb_guard_request_leave(struct sb_import_request *r)
+{
+	requests = r->outer;
+}
+
+/* The code file of frame, borrowed from its code object (which the frame
+ * keeps alive), or NULL. */
+static const char *frame_file(PyFrameObject *frame)
+{
+	PyCodeObject *code = PyFrame_GetCode(frame);
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+
+	if (!file)
+		PyErr_Clear();
+	Py_DECREF(code);
+	return file;
+}
+
+/* From the innermost frame outwards, past the import machinery's frames:
+ * the first frame that is an open request's (the machinery serves it), or
+ * the first frame that is not the machinery's (it called the machinery
+ * directly), or none. Only the innermost request can be met first: the
+ * frames above an older request's are all newer than the request that
+ * followed it. Bounded: a stack deeper than the bound in machinery frames
+ * alone is charged to the program. */
+enum sb_requester sb_guard_requester(const struct sb_import_request **ret_request,
+				     PyFrameObject **ret_frame)
+{
+	struct sb_import_request *top = requests;
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	const char *file = NULL;
+	int depth;
+
+	*ret_request = NULL;
+	if (ret_frame)
+		*ret_frame = NULL;
+	Py_XINCREF(f);
+	for (depth = 0; f && depth < 256; depth++) {
+		PyFrameObject *back;
+
+		if (top && (void *)f == top->frame) {
+			Py_DECREF(f);
+			*ret_request = top;
+			return SB_ASKED_FOR_REQUEST;
+		}
+		file = frame_file(f);
+		if (!file || !sb_guard_is_import_machinery(file))
+			break;
+		back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	if (!f) {
+		if (top && !top->frame) {
+			*ret_request = top;
+			return SB_ASKED_FOR_REQUEST;
+		}
+		return SB_ASKED_BY_NOBODY;
+	}
+	if (ret_frame)
+		*ret_frame = f;
+	else
+		Py_DECREF(f);
+	if (depth < 256 && file && sb_guard_is_runtime_file(file))
+		return SB_ASKED_BY_STDLIB;
+	return SB_ASKED_BY_PROGRAM;
+}
+
+bool sb_guard_frame_imports_literal(PyFrameObject *frame, PyObject *name, PyObject *globals,
+				    int level)
+{
+	PyCodeObject *code = PyFrame_GetCode(frame);
+	PyObject *bytes = NULL, *literal, *own_globals = NULL;
+	int lasti = PyFrame_GetLasti(frame);
+	const unsigned char *c;
+	Py_ssize_t n;
+	unsigned oparg;
+	bool r = false;
+
+	if (lasti < 0 || !PyUnicode_Check(name))
+		goto out;
+	/* The code as compiled (unspecialised), cached by the code object. */
+	bytes = PyCode_GetCode(code);
+	if (!bytes || !PyBytes_Check(bytes))
+		goto out;
+	c = (const unsigned char *)PyBytes_AS_STRING(bytes);
+	n = PyBytes_GET_SIZE(bytes);
+	if (lasti + 1 >= n || c[lasti] != IMPORT_NAME)
+		goto out;
+	oparg = c[lasti + 1];
+	for (int i = lasti - 2, shift = 8; i >= 0 && shift < 32 && c[i] == EXTENDED_ARG;
+	     i -= 2, shift += 8)
+		oparg |= (unsigned)c[i + 1] << shift;
+	literal =
+	    PyTuple_Check(code->co_names) && oparg < (unsigned)PyTuple_GET_SIZE(code->co_names)
+		? PyTuple_GET_ITEM(code->co_names, oparg)
+		: NULL;
+	if (!literal || PyUnicode_Compare(literal, name) != 0)
+		goto out;
+	/* A relative import resolves against the importer's globals: its own,
+	 * or a name its code does not write. */
+	if (level > 0) {
+		own_globals = PyFrame_GetGlobals(frame);
+		if (own_globals != globals)
+			goto out;
+	}
+	r = true;
+out:
+	Py_XDECREF(own_globals);
+	Py_XDECREF(bytes);
+	Py_DECREF(code);
+	PyErr_Clear();
+	return r;
+}
+
+bool sb_guard_program_started(void)
+{
+	return known.program_started;
+}
+
+void sb_guard_note_program_start(void)
+{
+	known.program_started = true;
 }
 
 int sb_guard_runtime_prepare(const char *profile_path)
