@@ -6,6 +6,7 @@
 #include "guard-api-wrap.h"
 
 #include "guard-api-check.h"
+#include "guard-code.h"
 #include "guard-imports.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
@@ -118,7 +119,10 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 	}
 	if (check_entry(i) < 0)
 		return NULL;
-	if ((sb_api_wraps[i].flags & SB_API_F_IMP_HOOK) &&
+	if ((sb_api_wraps[i].flags & SB_API_F_CODE_ORIGIN) && sb_guard_armed() &&
+	    sb_code_check_call(sb_api_wraps[i].attr, args, nargs) < 0)
+		return NULL;
+	if ((sb_api_wraps[i].flags & (SB_API_F_IMP_HOOK | SB_API_F_IMPORT_DOOR)) &&
 	    sb_guard_imp_enter(sb_api_wraps[i].attr, args, nargs, &request) < 0)
 		return NULL;
 	if (family != SB_API_EV_NONE) {
@@ -136,8 +140,11 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 	Py_DECREF(original);
 	if (family != SB_API_EV_NONE)
 		claims[family] = saved;
-	if (sb_api_wraps[i].flags & SB_API_F_IMP_HOOK)
+	if (sb_api_wraps[i].flags & (SB_API_F_IMP_HOOK | SB_API_F_IMPORT_DOOR))
 		sb_guard_request_leave(&request);
+	if (result && (sb_api_wraps[i].flags & SB_API_F_CODE_ORIGIN) && sb_guard_armed() &&
+	    sb_code_check_result(sb_api_wraps[i].attr, result, args, nargs) < 0)
+		Py_CLEAR(result);
 	if (result && (sb_api_wraps[i].flags & SB_API_F_IMP_HOOK)) {
 		/* exec_*() takes the module, the others return it. */
 		PyObject *module = !startswith(sb_api_wraps[i].attr, "exec") ? result
@@ -221,14 +228,16 @@ static PyObject *attr_key(size_t i)
 }
 
 /* Whether entry i's wrapper has anything to do: refuse a call, claim an
- * event for a family, or hook the import system. A spelling the rules allow
+ * event for a family, or hook the import system (a door serves its import
+ * even when allowed). A spelling the rules allow
  * outright keeps its original function (nothing to create and install at
  * every start for, e.g., python-api=ALLOW:threads). */
 static bool entry_needed(size_t i)
 {
 	const struct sb_api_wrap *e = &sb_api_wraps[i];
 
-	return e->fn == SB_API_NO_FN || e->family != SB_API_EV_NONE || !sb_api_allowed(e->fn) ||
+	return e->fn == SB_API_NO_FN || e->family != SB_API_EV_NONE ||
+	       (e->flags & SB_API_F_IMPORT_DOOR) || !sb_api_allowed(e->fn) ||
 	       (e->alias != SB_API_NO_FN && !sb_api_allowed(e->alias));
 }
 

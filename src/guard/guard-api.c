@@ -32,6 +32,7 @@
 #include "guard-api-check.h"
 #include "guard-api-table.h"
 #include "guard-api-wrap.h"
+#include "guard-code.h"
 #include "guard-imports.h"
 #include "guard-runtime.h"
 #include "pysandboxes-module.h"
@@ -39,6 +40,9 @@
 
 /* -c: the launcher compiles the command once, with no Python frame. */
 static bool command_compile_pending;
+/* The launcher compiled the program's code (the script, the command, a
+ * line of the REPL): its run comes next, with no Python frame either. */
+static bool main_exec_pending;
 
 /* The count of a family is that of its initialisers: it cannot disagree. */
 #define FAMILY(...)                                                                                \
@@ -344,9 +348,28 @@ out:
 	return r;
 }
 
+/* Whether the import machinery is doing this for an import a door let
+ * through (a module's source compiled, its bytecode cache read, its code
+ * run): the import guard judged that import. Or the interpreter's -m
+ * loading the program's main module, as it loads a script; or a runtime
+ * section's own imports (the partial-mode worker's). */
+static bool serving_import(void)
+{
+	const struct sb_import_request *req;
+
+	return sb_guard_requester(&req, NULL) == SB_ASKED_FOR_REQUEST ||
+	       sb_guard_in_runtime_section() || sb_guard_in_main_run();
+}
+
 /* Running a code object (exec/eval of one, or the second half of exec of a
- * string): the code had to come from compile() or from the runtime. A
- * guarded module's body is judged by what it is, whoever runs it. */
+ * string). A guarded module's body is judged by what it is, whoever runs
+ * it; any other module body of the standard library by the import guard
+ * (it runs only as the module it is). The standard library's other code
+ * objects (a function's, a class body's) never run on their own: with the
+ * caller's globals, their frames would act for the caller. Otherwise the
+ * code is the runtime's only when the import machinery runs a module for
+ * an import, or a code generator of the standard library runs what it
+ * built; site-packages keeps its exemption (attrs, pydantic). */
 static int on_exec_code(PyObject *args)
 {
 	PyObject *code = PyTuple_GetItem(args, 0);
@@ -357,58 +380,24 @@ static int on_exec_code(PyObject *args)
 		PyErr_Clear();
 	if (m >= 0)
 		return check_module_rerun(m);
-	if (claimed || sb_api_caller_is_library())
+	if (code && PyCode_Check(code) && sb_code_is_runtime((PyCodeObject *)code)) {
+		PyCodeObject *c = (PyCodeObject *)code;
+		const char *file = PyUnicode_AsUTF8(c->co_filename);
+
+		if (PyUnicode_CompareWithASCIIString(c->co_name, "<module>") == 0)
+			return 0;
+		PyErr_Clear();
+		return sb_code_refuse_laundering("running a code object", file ? file : "?");
+	}
+	/* The launcher running what it compiled. */
+	if (!PyEval_GetFrame() && main_exec_pending) {
+		main_exec_pending = false;
+		return 0;
+	}
+	if (claimed || serving_import() || sb_code_generated_by_stdlib() ||
+	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_check(SB_API_FN_builtins_exec);
-}
-
-/* The standard library's own code generators: what they compile is built
- * from their own templates (field names are checked identifiers), not source
- * a caller hands over. Every other standard-library caller of compile() --
- * code, codeop, timeit, runpy.run_path, trace, pdb, doctest, a configparser
- * converter, an atexit or thread callback -- compiles what the program gave
- * it, so the program's python-api rules decide, not the caller's file. */
-static const struct {
-	const char *file; /* relative to the standard library */
-	const char *function;
-} stdlib_code_generators[] = {
-    {"/ast.py", "parse"}, /* an AST only: running it needs another compile() */
-    {"/collections/__init__.py", "namedtuple"},
-    {"/dataclasses.py", "_create_fn"},
-    {"/gettext.py", "c2py"}, /* plural forms, checked by its own tokenizer */
-    {"/multiprocessing/managers.py", "MakeProxyType"},
-    {"/multiprocessing/sharedctypes.py", "make_property"},
-    {"/typing.py", "__init__"},		     /* ForwardRef: evaluating it is a separate exec */
-    {"/unittest/mock.py", "_set_signature"}, /* create_autospec: the name is an identifier */
-    {"/zipimport.py", "_compile_source"},
-};
-
-static bool caller_generates_code(PyCodeObject *code, const char *file)
-{
-	/* importlib compiling a module's source: the import guard decides. */
-	if (startswith(file, "<frozen importlib"))
-		return true;
-	for (size_t i = 0; i < ELEMENTSOF(stdlib_code_generators); i++)
-		if (sb_guard_code_is(code, stdlib_code_generators[i].file,
-				     stdlib_code_generators[i].function))
-			return true;
-	return false;
-}
-
-static int refuse_laundering(const char *filename)
-{
-	_cleanup_free_ char *message = NULL;
-
-	if (asprintf(&message,
-		     "compiling source under the standard library's file name '%s' is refused "
-		     "by the API guard: its frames would pass for the interpreter's own",
-		     filename) < 0) {
-		message = NULL;
-		PyErr_NoMemory();
-		return -1;
-	}
-	sb_raise_api_error("builtins.compile", sb_api_category_name(SB_API_DYNAMIC_CODE), message);
-	return -1;
 }
 
 static int check_compile(void)
@@ -419,17 +408,22 @@ static int check_compile(void)
 }
 
 /* compile(), and eval/exec of a string, raise "compile" (source, filename).
- * The launcher's own compiles have no Python frame: a file the parser reads
- * (source None: the script, stdin, the REPL's lines) and the -c command,
- * once. Any other frameless compile is a callback the program registered
- * (atexit.register(exec, ...)). */
+ * Source compiled under the standard library's file name is refused unless
+ * it is that file's content, whatever the grants. The launcher's own
+ * compiles have no Python frame: a file the parser reads (source None: the
+ * script, stdin, the REPL's lines) and the -c command, once. Any other
+ * frameless compile is a callback the program registered
+ * (atexit.register(exec, ...)). Then the runtime's own: the import
+ * machinery compiling a module's source for an import, the standard
+ * library's code generators (entered through their public functions),
+ * site-packages (attrs, pydantic, jinja2). Every other caller -- code,
+ * codeop, timeit, runpy.run_path, trace, pdb, doctest, a configparser
+ * converter, importlib's loaders called by the program -- compiles what the
+ * program gave it: the program's python-api rules decide. */
 static int on_compile(PyObject *args)
 {
-	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
 	PyObject *source, *filename;
-	PyCodeObject *code;
-	const char *name, *file;
-	bool generated, in_runtime;
+	const char *name;
 
 	if (PyTuple_Size(args) < 2) {
 		PyErr_Clear();
@@ -437,36 +431,23 @@ static int on_compile(PyObject *args)
 	}
 	source = PyTuple_GET_ITEM(args, 0);
 	filename = PyTuple_GET_ITEM(args, 1);
-	if (!frame) {
-		if (source == Py_None)
-			return 0;
-		if (command_compile_pending) {
+	name = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+	if (!name)
+		PyErr_Clear();
+	else if (source != Py_None && sb_guard_is_runtime_file(name) &&
+		 sb_code_check_compile(source, name) < 0)
+		return -1;
+	if (!PyEval_GetFrame()) {
+		if (source == Py_None || command_compile_pending) {
 			command_compile_pending = false;
+			main_exec_pending = true;
 			return 0;
 		}
 		return check_compile();
 	}
-	code = PyFrame_GetCode(frame);
-	file = PyUnicode_AsUTF8(code->co_filename);
-	generated = file && caller_generates_code(code, file);
-	in_runtime = file && sb_guard_is_runtime_file(file);
-	Py_DECREF(code);
-	if (!file)
-		PyErr_Clear();
-	if (generated)
+	if (serving_import() || sb_code_generated_by_stdlib())
 		return 0;
-	/* Code compiled under a standard-library file name would pass for the
-	 * runtime's in every frame-based decision, granted or not. */
-	name = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
-	if (!name)
-		PyErr_Clear();
-	else if (sb_guard_runtime_relative(name))
-		return refuse_laundering(name);
-	if (sb_api_claimed(SB_API_EV_DYNAMIC))
-		return 0;
-	/* Site-packages code generates code too (attrs, pydantic, jinja2): the
-	 * library exemption stays for it; the standard library's is the table. */
-	if (!in_runtime && sb_api_caller_is_library())
+	if (sb_api_claimed(SB_API_EV_DYNAMIC) || sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_check(SB_API_FN_builtins_compile);
 }
@@ -481,43 +462,89 @@ static int on_find_class(PyObject *args _unused_)
 	return sb_api_check(SB_API_FN_pickle_loads);
 }
 
+/* importlib reads every .pyc with marshal.loads: for an import it serves,
+ * the runtime's own (the wrapper of marshal.loads checks what comes out,
+ * guard-code.h). */
 static int on_marshal(PyObject *args _unused_)
 {
-	/* importlib reads every .pyc with marshal.loads. */
-	if (sb_api_category_allowed(SB_API_DESERIALIZATION) || sb_api_caller_is_library())
+	if (sb_api_category_allowed(SB_API_DESERIALIZATION) || serving_import() ||
+	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("marshal.loads()", SB_API_DESERIALIZATION);
 }
 
-static int on_code_new(PyObject *args _unused_)
+/* Whose code this is: the program's, when the innermost frame is. */
+static bool asked_by_program(void)
 {
+	const struct sb_import_request *req;
+	PyFrameObject *frame = NULL;
+	enum sb_requester who = sb_guard_requester(&req, &frame);
+
+	Py_XDECREF(frame);
+	return who == SB_ASKED_BY_PROGRAM || who == SB_ASKED_BY_NOBODY;
+}
+
+/* code.__new__ (CodeType(), code.replace()): (code, filename, name, ...).
+ * A code object given the standard library's file name passes only when
+ * the standard library derives it from its own (types.coroutine()). */
+static int on_code_new(PyObject *args)
+{
+	PyObject *filename = PyTuple_Size(args) >= 2 ? PyTuple_GET_ITEM(args, 1) : NULL;
+	const char *name =
+	    filename && PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+
+	PyErr_Clear();
+	if (name && sb_guard_is_runtime_file(name) && !sb_code_derived_by_stdlib())
+		return sb_code_refuse_laundering("making a code object", name);
 	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
 		return 0;
 	return sb_api_deny_outside_registry("code.__new__() (building a code object)",
 					    SB_API_DYNAMIC_CODE);
 }
 
-static int on_function_new(PyObject *args _unused_)
+/* function.__new__ (FunctionType(code, globals)): the standard library's
+ * code with the program's globals would act for the program. */
+static int on_function_new(PyObject *args)
 {
+	PyObject *code = PyTuple_Size(args) >= 1 ? PyTuple_GET_ITEM(args, 0) : NULL;
+
+	PyErr_Clear();
+	if (code && PyCode_Check(code) && sb_code_is_runtime((PyCodeObject *)code) &&
+	    asked_by_program()) {
+		const char *file = PyUnicode_AsUTF8(((PyCodeObject *)code)->co_filename);
+
+		PyErr_Clear();
+		return sb_code_refuse_laundering("making a function", file ? file : "?");
+	}
 	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
 		return 0;
 	return sb_api_deny_outside_registry("function.__new__() (a function from a code object)",
 					    SB_API_DYNAMIC_CODE);
 }
 
+/* Setting function.__code__: the program's function given the standard
+ * library's code object would pass for the standard library's. */
 static int on_setattr(PyObject *args)
 {
-	PyObject *obj, *name;
+	PyObject *obj, *name, *value;
 
-	if (PyTuple_Size(args) < 2) {
+	if (PyTuple_Size(args) < 3) {
 		PyErr_Clear();
 		return 0;
 	}
 	obj = PyTuple_GET_ITEM(args, 0);
 	name = PyTuple_GET_ITEM(args, 1);
+	value = PyTuple_GET_ITEM(args, 2);
 	if (!PyFunction_Check(obj) || !PyUnicode_Check(name) ||
 	    PyUnicode_CompareWithASCIIString(name, "__code__") != 0)
 		return 0;
+	if (PyCode_Check(value) && sb_code_is_runtime((PyCodeObject *)value) &&
+	    !sb_code_derived_by_stdlib()) {
+		const char *file = PyUnicode_AsUTF8(((PyCodeObject *)value)->co_filename);
+
+		PyErr_Clear();
+		return sb_code_refuse_laundering("setting function.__code__", file ? file : "?");
+	}
 	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
 		return 0;
 	return sb_api_deny_outside_registry("setting function.__code__", SB_API_DYNAMIC_CODE);
@@ -635,6 +662,7 @@ static void api_release(void)
 	sb_api_wrap_release();
 	sb_api_check_release();
 	command_compile_pending = false;
+	main_exec_pending = false;
 }
 
 const struct sb_guard_part sb_guard_api_part = {

@@ -330,21 +330,6 @@ static int check_import(const char *module, const struct import_ask *ask)
 	return deny_import(module, top_len);
 }
 
-/* Whether frame is runpy's _run_module_as_main called by the interpreter
- * itself (`python-sb -m mod`), not by Python code. */
-static bool is_interpreter_main(PyFrameObject *frame)
-{
-	PyFrameObject *back;
-	bool main = false;
-
-	if (!frame || !sb_guard_frame_is(frame, "/runpy.py", "_run_module_as_main"))
-		return false;
-	back = PyFrame_GetBack(frame);
-	main = back == NULL;
-	Py_XDECREF(back);
-	return main;
-}
-
 void sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
 				bool *ret_as_main)
 {
@@ -370,7 +355,7 @@ void sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObj
 	} else {
 		PyFrameObject *back = PyFrame_GetBack(frame);
 
-		*ret_as_main = is_interpreter_main(back);
+		*ret_as_main = sb_guard_is_main_run_frame(back);
 		Py_XDECREF(back);
 		ns = PyMapping_GetItemString(locals, "run_globals");
 		if (!ns)
@@ -493,7 +478,8 @@ static int on_import(PyObject *args)
 int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t nargs,
 		       struct sb_import_request *r)
 {
-	bool exec = startswith(function, "exec_") != NULL;
+	bool reload = streq(function, "reload");
+	bool exec = reload || startswith(function, "exec_") != NULL;
 	const struct import_ask ask = {.origin = exec ? FROM_RUN : FROM_EVENT};
 	PyObject *name = NULL;
 	const char *module = NULL;
@@ -519,7 +505,7 @@ int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t n
 		ret = check_import(module, &ask);
 open:
 	if (ret == 0)
-		sb_guard_request_enter(r, module, true);
+		sb_guard_request_enter(r, module, !reload);
 	Py_XDECREF(name);
 	return ret;
 }
@@ -536,6 +522,8 @@ static int on_program_start(PyObject *args _unused_)
 static int on_run_module(PyObject *args _unused_)
 {
 	runpy_import_pending = !sb_guard_program_started();
+	if (runpy_import_pending)
+		sb_guard_note_main_module();
 	sb_guard_note_program_start();
 	return 0;
 }

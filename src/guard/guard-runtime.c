@@ -18,6 +18,8 @@ static struct {
 	void *section_tstate;
 	void *section_frame;
 	bool program_started;
+	bool main_run_pending;
+	PyFrameObject *main_frame; /* strong: its address stays its own */
 } known;
 
 /* The import requests being served on each thread (sb_guard_request_enter). */
@@ -406,6 +408,55 @@ bool sb_guard_program_started(void)
 void sb_guard_note_program_start(void)
 {
 	known.program_started = true;
+}
+
+void sb_guard_note_main_module(void)
+{
+	known.main_run_pending = !known.main_frame;
+}
+
+bool sb_guard_is_main_run_frame(PyFrameObject *frame)
+{
+	PyFrameObject *back;
+
+	if (!frame || (!known.main_frame && !known.main_run_pending))
+		return false;
+	if (known.main_frame)
+		return frame == known.main_frame;
+	if (!sb_guard_frame_is(frame, "/runpy.py", "_run_module_as_main"))
+		return false;
+	back = PyFrame_GetBack(frame);
+	Py_XDECREF(back);
+	if (back)
+		return false;
+	known.main_run_pending = false;
+	known.main_frame = (PyFrameObject *)Py_NewRef(frame);
+	return true;
+}
+
+bool sb_guard_in_main_run(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(), *back; /* borrowed */
+	bool main = false;
+
+	if (!f || (!known.main_frame && !known.main_run_pending))
+		return false;
+	Py_INCREF(f);
+	for (int depth = 0; f && depth < 256; depth++) {
+		const char *file = frame_file(f);
+
+		if (!file || !sb_guard_is_runtime_file(file))
+			break;
+		back = PyFrame_GetBack(f);
+		if (!back) {
+			main = sb_guard_is_main_run_frame(f);
+			break;
+		}
+		Py_DECREF(f);
+		f = back;
+	}
+	Py_XDECREF(f);
+	return main;
 }
 
 int sb_guard_runtime_prepare(const char *profile_path)

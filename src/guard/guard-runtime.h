@@ -110,6 +110,18 @@ bool sb_guard_frame_imports_literal(PyFrameObject *frame, PyObject *name, PyObje
  * requests before that are the interpreter's start. */
 bool sb_guard_program_started(void);
 void sb_guard_note_program_start(void);
+/* The interpreter's `python-sb -m module`: cpython.run_module was raised
+ * and runpy's _run_module_as_main is about to be called from C. */
+void sb_guard_note_main_module(void);
+/* Whether frame is runpy's _run_module_as_main that the interpreter called
+ * for -m (the first one met with no frame below it after
+ * sb_guard_note_main_module(), kept alive so that no later frame takes its
+ * place), not one the program called or planted as a callback. */
+bool sb_guard_is_main_run_frame(PyFrameObject *frame);
+/* Whether every frame from the innermost out is the runtime's and the
+ * outermost is the interpreter's -m run: the interpreter loading the
+ * program's main module, as it does a script. */
+bool sb_guard_in_main_run(void);
 
 /* A runtime section, entered and left only from C (the partial-mode worker's
  * own machinery: unpickling a request, importing the function's module). While

@@ -856,7 +856,9 @@ attack("spec-exec_module", MOD, """
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 """, imports=IMPORTS)
 
-attack("runpy-run_module", MOD, """
+# runpy compiles the module's source for the program before it would run it:
+# the program's compile() is refused first.
+attack("runpy-run_module", API, """
     import runpy
     runpy.run_module('secretmod')
 """, imports=IMPORTS)

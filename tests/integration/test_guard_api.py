@@ -698,7 +698,10 @@ except AttributeError as e:
 
 def test_guarded_module_rerun_refused_even_with_reload_granted(sb):
     # The wrappers would be gone whatever the rules say: no grant allows it,
-    # while reload() of an unguarded module follows the rule.
+    # while reload() of an unguarded module follows the rule. (A loader or
+    # runpy called by the program reads the module's bytecode cache as the
+    # program's unmarshalling: deserialization is granted so that the rerun
+    # itself is what is refused.)
     r = run(sb, """\
 import importlib, inspect, json, runpy
 probe('x', lambda: importlib.reload(inspect))
@@ -706,11 +709,23 @@ probe('y', lambda: inspect.__spec__.loader.exec_module(inspect))
 probe('z', lambda: runpy.run_module('inspect', run_name='copy'))
 probe('j', lambda: importlib.reload(json))
 probe('f', lambda: inspect.currentframe())
-""", api=["ALLOW:importlib.reload"])
+""", api=["ALLOW:importlib.reload", "ALLOW:deserialization"])
     for label in "xyz":
         assert outcome(r, label) == "DENIED inspect introspection", r
     allowed(r, "j")
     denied(r, "inspect.currentframe", "introspection", "f")
+
+
+def test_loader_called_by_the_program_reads_bytecode_as_the_program(sb):
+    # Without a deserialization grant, a loader the program drives cannot
+    # unmarshal a module's bytecode cache: that is the program's unmarshalling.
+    r = run(sb, """\
+import inspect, runpy
+probe('y', lambda: inspect.__spec__.loader.exec_module(inspect))
+probe('z', lambda: runpy.run_module('inspect', run_name='copy'))
+""")
+    for label in "yz":
+        assert outcome(r, label).endswith("deserialization"), r
 
 
 def test_stdlib_module_run_as_main_still_works(sb):
