@@ -348,19 +348,6 @@ out:
 	return r;
 }
 
-/* Whether the import machinery is doing this for an import a door let
- * through (a module's source compiled, its bytecode cache read, its code
- * run): the import guard judged that import. Or the interpreter's -m
- * loading the program's main module, as it loads a script; or a runtime
- * section's own imports (the partial-mode worker's). */
-static bool serving_import(void)
-{
-	const struct sb_import_request *req;
-
-	return sb_guard_requester(&req, NULL) == SB_ASKED_FOR_REQUEST ||
-	       sb_guard_in_runtime_section() || sb_guard_in_main_run();
-}
-
 /* Running a code object (exec/eval of one, or the second half of exec of a
  * string). A guarded module's body is judged by what it is, whoever runs
  * it; any other module body of the standard library by the import guard
@@ -394,7 +381,7 @@ static int on_exec_code(PyObject *args)
 		main_exec_pending = false;
 		return 0;
 	}
-	if (claimed || serving_import() || sb_code_generated_by_stdlib() ||
+	if (claimed || sb_guard_serving_import() || sb_code_generated_by_stdlib() ||
 	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_check(SB_API_FN_builtins_exec);
@@ -445,7 +432,7 @@ static int on_compile(PyObject *args)
 		}
 		return check_compile();
 	}
-	if (serving_import() || sb_code_generated_by_stdlib())
+	if (sb_guard_serving_import() || sb_code_generated_by_stdlib())
 		return 0;
 	if (sb_api_claimed(SB_API_EV_DYNAMIC) || sb_api_caller_in_site_packages())
 		return 0;
@@ -467,7 +454,7 @@ static int on_find_class(PyObject *args _unused_)
  * guard-code.h). */
 static int on_marshal(PyObject *args _unused_)
 {
-	if (sb_api_category_allowed(SB_API_DESERIALIZATION) || serving_import() ||
+	if (sb_api_category_allowed(SB_API_DESERIALIZATION) || sb_guard_serving_import() ||
 	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("marshal.loads()", SB_API_DESERIALIZATION);

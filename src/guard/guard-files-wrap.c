@@ -117,12 +117,14 @@ static struct wrapped wrapped[W__N] = {
 
 /* The import machinery stats every sys.path directory and candidate file on
  * each import: exempting those probes (only stat/lstat/access, only when the
- * innermost frame is importlib's bootstrap) keeps imports as fast as
- * without the guard. What it then opens is still checked ("open"), and a
- * probe tells the program nothing: importlib only uses it to pick a file. */
+ * innermost frame is importlib's bootstrap serving an import a door let
+ * through) keeps imports as fast as without the guard. What it then opens is
+ * still checked ("open"). Not when the program calls the machinery itself
+ * (_bootstrap_external._path_stat(), a FileFinder of its own): then the
+ * answer would be the program's. */
 static bool probe_exempt(const struct wrapped *w)
 {
-	return w->probe && sb_guard_caller_is_import_bootstrap();
+	return w->probe && sb_guard_caller_is_import_bootstrap() && sb_guard_serving_import();
 }
 
 /* A path-like or buffer argument as the str/bytes the original will use. */

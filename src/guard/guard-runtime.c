@@ -459,6 +459,14 @@ bool sb_guard_in_main_run(void)
 	return main;
 }
 
+bool sb_guard_serving_import(void)
+{
+	const struct sb_import_request *req;
+
+	return sb_guard_requester(&req, NULL) == SB_ASKED_FOR_REQUEST ||
+	       sb_guard_in_runtime_section() || sb_guard_in_main_run();
+}
+
 int sb_guard_runtime_prepare(const char *profile_path)
 {
 	if (profile_path && !(known.profile_path = strdup(profile_path)))

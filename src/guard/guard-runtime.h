@@ -122,6 +122,11 @@ bool sb_guard_is_main_run_frame(PyFrameObject *frame);
  * outermost is the interpreter's -m run: the interpreter loading the
  * program's main module, as it does a script. */
 bool sb_guard_in_main_run(void);
+/* Whether the import machinery is at work for an import a door let through
+ * (the import guard judged it), for the interpreter's -m, or for a runtime
+ * section: what it does then (stat probes, compiling a module's source,
+ * reading its bytecode cache) is the runtime's own. */
+bool sb_guard_serving_import(void);
 
 /* A runtime section, entered and left only from C (the partial-mode worker's
  * own machinery: unpickling a request, importing the function's module). While
