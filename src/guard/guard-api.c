@@ -159,10 +159,65 @@ static int on_popen(PyObject *args _unused_)
 	return sb_api_check(SB_API_FN_subprocess_Popen);
 }
 
-/* ctypes.CDLL and PyDLL (and _ctypes.dlopen) all open through this. */
-static int on_dlopen(PyObject *args _unused_)
+/* ctypes.CDLL and PyDLL (and _ctypes.dlopen) all open through this; every
+ * other ctypes event (a symbol looked up, a foreign function called by
+ * address, memory read or written through from_address(), from_buffer(),
+ * addressof(), PyObj_FromPtr(), a buffer made, errno) is what a loaded
+ * library is used with: the same grant. */
+static int on_native(PyObject *args _unused_)
 {
 	return sb_api_check(SB_API_FN_ctypes_CDLL);
+}
+
+/* A ctypes event no handler names (a newer CPython's): native code, the
+ * same grant. */
+static int on_native_unknown(const char *event _unused_, PyObject *args _unused_)
+{
+	return sb_api_check(SB_API_FN_ctypes_CDLL);
+}
+
+/* os events no part judges because there is nothing to judge: a lock on a
+ * held file (os.lockf), the environment handed to child processes (which
+ * need process-exec), a walk whose listings are each judged. Listed, so
+ * that an os event the guard does not know is refused (on_os_unknown). */
+static int on_os_harmless(PyObject *args _unused_)
+{
+	return 0;
+}
+
+/* An os event no part knows (a newer CPython's): refused, since os is
+ * where the system is changed. The message says so; no rule can allow it. */
+static int on_os_unknown(const char *event, PyObject *args _unused_)
+{
+	_cleanup_free_ char *message = NULL;
+
+	if (asprintf(&message,
+		     "%s is an operation of the os module that the guard of this python-sb does "
+		     "not know, so it is refused",
+		     event) < 0) {
+		message = NULL;
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_api_error(event, "unknown", message);
+}
+
+/* Modules whose very loading is a registry function's business: _ctypes
+ * calls any address with no audit event at all (a CFuncPtr made from an
+ * integer), so without the grant it is not loaded. */
+static const struct {
+	const char *module;
+	short fn;
+} native_modules[] = {
+    {"_ctypes", SB_API_FN_ctypes_CDLL},
+};
+
+static int api_module_loading(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(native_modules); i++)
+		if (streq(name, native_modules[i].module))
+			return sb_api_check(native_modules[i].fn);
+	return 0;
 }
 
 /* Standard-library functions that return the frame they read: exempt as
@@ -581,7 +636,25 @@ static const struct sb_audit_handler api_handlers[] = {
     {"ctypes.string_at", on_string_at},
     {"ctypes.wstring_at", on_wstring_at},
     {"subprocess.Popen", on_popen},
-    {"ctypes.dlopen", on_dlopen},
+    {"os.fwalk", on_os_harmless},
+    {"os.lockf", on_os_harmless},
+    {"os.putenv", on_os_harmless},
+    {"os.unsetenv", on_os_harmless},
+    {"os.walk", on_os_harmless},
+    {"ctypes.PyObj_FromPtr", on_native},
+    {"ctypes.addressof", on_native},
+    {"ctypes.call_function", on_native},
+    {"ctypes.cdata", on_native},
+    {"ctypes.cdata/buffer", on_native},
+    {"ctypes.create_string_buffer", on_native},
+    {"ctypes.create_unicode_buffer", on_native},
+    {"ctypes.dlopen", on_native},
+    {"ctypes.dlsym", on_native},
+    {"ctypes.dlsym/handle", on_native},
+    {"ctypes.get_errno", on_native},
+    {"ctypes.get_last_error", on_native},
+    {"ctypes.set_errno", on_native},
+    {"ctypes.set_last_error", on_native},
     {"sys._getframe", on_getframe},
     {"sys._getframemodulename", on_getframemodulename},
     {"sys._current_frames", on_current_frames},
@@ -652,6 +725,11 @@ static void api_release(void)
 	main_exec_pending = false;
 }
 
+static const struct sb_audit_prefix api_prefixes[] = {
+    {"ctypes.", on_native_unknown},
+    {"os.", on_os_unknown},
+};
+
 const struct sb_guard_part sb_guard_api_part = {
     .name = "api",
     .prepare = api_prepare,
@@ -660,4 +738,7 @@ const struct sb_guard_part sb_guard_api_part = {
     .handlers = api_handlers,
     .n_handlers = ELEMENTSOF(api_handlers),
     .after_import = sb_api_wrap_after_import,
+    .module_loading = api_module_loading,
+    .prefixes = api_prefixes,
+    .n_prefixes = ELEMENTSOF(api_prefixes),
 };

@@ -503,6 +503,8 @@ int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t n
 	}
 	if (sb_guard_armed() && !imports.import_all)
 		ret = check_import(module, &ask);
+	if (ret == 0 && sb_guard_armed() && !exec)
+		ret = sb_guard_module_loading(module);
 open:
 	if (ret == 0)
 		sb_guard_request_enter(r, module, !reload);
