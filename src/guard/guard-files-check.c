@@ -384,11 +384,51 @@ int sb_files_check_obj(PyObject *o, int dir_fd, bool write, bool follow, bool al
 	return r;
 }
 
+/* A change made through a held descriptor (fchmod, fchown, futimes,
+ * fsetxattr, ftruncate), or a listing or attribute read through one: the
+ * descriptor says nothing of the rules (stdin, a file opened read-only, a
+ * directory inherited), the file it names does. Named through
+ * /proc/self/fd; a descriptor with no name in the file system (a pipe, a
+ * socket, an unlinked file) has nothing the rules protect. */
+static int check_fd(PyObject *o, bool write)
+{
+	char link[64], path[PATH_MAX];
+	long fd = PyLong_AsLong(o);
+	ssize_t n;
+
+	if (fd == -1 && PyErr_Occurred())
+		return -1;
+	if (fd < 0 || fd > INT_MAX)
+		return 0; /* the system call refuses it (EBADF) */
+	snprintf(link, sizeof(link), "/proc/self/fd/%ld", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0)
+		return errno == ENOENT ? 0
+				       : sb_files_refuse_unresolvable(link, "/proc cannot name it");
+	path[n] = '\0';
+	if (path[0] != '/' || (n > 10 && streq(path + n - 10, " (deleted)")))
+		return 0;
+	return sb_files_check_raw(path, -1, write, true, NULL);
+}
+
+int sb_files_check_fd_change(PyObject *o)
+{
+	return check_fd(o, true);
+}
+
+int sb_files_check_fd_read(PyObject *o)
+{
+	return check_fd(o, false);
+}
+
 /* Attribute changes (chmod, chown, utime, xattrs, link sources): the event
  * does not say whether follow_symlinks was given, so both the link and its
  * target must be writable. */
 int sb_files_check_obj_both(PyObject *o, int dir_fd, bool allow_pathlike)
 {
+	if (o &&
+	    (PyLong_Check(o) || (!PyUnicode_Check(o) && !PyBytes_Check(o) && PyIndex_Check(o))))
+		return PyLong_Check(o) ? sb_files_check_fd_change(o) : 0;
 	if (sb_files_check_obj(o, dir_fd, true, true, allow_pathlike) < 0)
 		return -1;
 	return sb_files_check_obj(o, dir_fd, true, false, allow_pathlike);

@@ -88,16 +88,24 @@ static int on_open(PyObject *args)
 				  false);
 }
 
+/* A held descriptor (an int) names a file too: checked through it. */
+static int check_read_or_fd(PyObject *o)
+{
+	if (o && PyLong_Check(o))
+		return sb_files_check_fd_read(o);
+	return sb_files_check_obj(o, -1, false, true, false);
+}
+
 static int on_read(PyObject *args)
 {
-	return sb_files_check_obj(arg(args, 0), -1, false, true, false);
+	return check_read_or_fd(arg(args, 0));
 }
 
 /* os.chdir and os.fchdir: the cached cwd is dropped (the event comes before
  * the change; the next decision asks getcwd again). */
 static int on_chdir(PyObject *args)
 {
-	int r = sb_files_check_obj(arg(args, 0), -1, false, true, false);
+	int r = check_read_or_fd(arg(args, 0));
 
 	sb_rc_cwd_changed();
 	return r;
@@ -114,7 +122,7 @@ static int on_new_actor(PyObject *args _unused_)
 /* os.listdir/os.scandir with None: the cwd. */
 static int on_list(PyObject *args)
 {
-	return sb_files_check_obj(arg(args, 0), -1, false, true, false);
+	return check_read_or_fd(arg(args, 0));
 }
 
 /* (path, ..., dir_fd) with dir_fd at index i */
@@ -161,7 +169,11 @@ static int on_remove(PyObject *args)
 
 static int on_truncate(PyObject *args)
 {
-	return sb_files_check_obj(arg(args, 0), -1, true, true, false);
+	PyObject *o = arg(args, 0);
+
+	if (o && PyLong_Check(o))
+		return sb_files_check_fd_change(o);
+	return sb_files_check_obj(o, -1, true, true, false);
 }
 
 static int on_rename(PyObject *args)
