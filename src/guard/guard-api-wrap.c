@@ -194,11 +194,13 @@ TRAMP8(14)
 TRAMP8(15)
 TRAMP8(16)
 TRAMP8(17)
+TRAMP8(18)
+TRAMP8(19)
 
 typedef PyObject *(*tramp_fn)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);
-static const tramp_fn tramps[] = {P8(0),  P8(1),  P8(2),  P8(3),  P8(4),  P8(5),
-				  P8(6),  P8(7),  P8(8),  P8(9),  P8(10), P8(11),
-				  P8(12), P8(13), P8(14), P8(15), P8(16), P8(17)};
+static const tramp_fn tramps[] = {P8(0),  P8(1),  P8(2),  P8(3),  P8(4),  P8(5),  P8(6),
+				  P8(7),  P8(8),  P8(9),  P8(10), P8(11), P8(12), P8(13),
+				  P8(14), P8(15), P8(16), P8(17), P8(18), P8(19)};
 _Static_assert(ELEMENTSOF(tramps) >= SB_API_N_WRAPS, "add TRAMP8 rows");
 
 /* The name of module m as a str (the key in sys.modules, and the wrappers'

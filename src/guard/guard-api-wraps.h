@@ -108,6 +108,12 @@ SB_WRAP_FN(_signal, pthread_kill, NONE)
 SB_WRAP_FN(signal, pthread_kill, NONE)
 SB_WRAP_FN(resource, setrlimit, SETRLIMIT)
 SB_WRAP_FN(resource, prlimit, PRLIMIT)
+SB_WRAP_OS(sched_setaffinity, NONE)
+SB_WRAP_OS(sched_setscheduler, NONE)
+SB_WRAP_OS(sched_setparam, NONE)
+SB_WRAP_OS(pidfd_open, NONE)
+SB_WRAP_FN(_signal, pidfd_send_signal, NONE)
+SB_WRAP_FN(signal, pidfd_send_signal, NONE)
 
 /* privileges */
 SB_WRAP_OS(setuid, NONE)
