@@ -169,6 +169,20 @@ static int on_native(PyObject *args _unused_)
 	return sb_api_check(SB_API_FN_ctypes_CDLL);
 }
 
+/* SQLite loading an extension is loading a shared library:
+ * sqlite3.enable_load_extension(True) and load_extension() (the SQL
+ * function load_extension() needs the first). */
+static int on_sqlite_enable_extensions(PyObject *args)
+{
+	PyObject *enabled = PyTuple_Size(args) >= 2 ? PyTuple_GET_ITEM(args, 1) : NULL;
+
+	PyErr_Clear();
+	if (enabled && PyObject_IsTrue(enabled) == 0)
+		return 0;
+	PyErr_Clear();
+	return sb_api_check(SB_API_FN_ctypes_CDLL);
+}
+
 /* A ctypes event no handler names (a newer CPython's): native code, the
  * same grant. */
 static int on_native_unknown(const char *event _unused_, PyObject *args _unused_)
@@ -655,6 +669,8 @@ static const struct sb_audit_handler api_handlers[] = {
     {"ctypes.get_last_error", on_native},
     {"ctypes.set_errno", on_native},
     {"ctypes.set_last_error", on_native},
+    {"sqlite3.enable_load_extension", on_sqlite_enable_extensions},
+    {"sqlite3.load_extension", on_native},
     {"sys._getframe", on_getframe},
     {"sys._getframemodulename", on_getframemodulename},
     {"sys._current_frames", on_current_frames},
