@@ -80,6 +80,24 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 	int r = -1;
 
 	switch (v) {
+	case SB_FP_RULE_FILE: {
+		const char *rules = sb_file_policy_rule_file(&files.policy, resolved);
+
+		if (rules && streq(rules, resolved))
+			r = asprintf(
+			    &text,
+			    "Cannot change '%s': python-sb takes its rules from it (the "
+			    "profile, an include, the learn file, or any .py-sandboxes), and no "
+			    "grant lets a program it runs change them",
+			    raw);
+		else
+			r = asprintf(
+			    &text,
+			    "Cannot change '%s': it holds '%s', a file python-sb takes its "
+			    "rules from, and no grant lets a program it runs move or remove it",
+			    raw, rules ? rules : "?");
+		break;
+	}
 	case SB_FP_IGNORED:
 		r = asprintf(&text, "Access to '%s' is ignored by rule 'ignore=%s' from %s", raw,
 			     ig->pattern, ig->origin);
@@ -134,7 +152,7 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 		PyErr_NoMemory();
 		return -1;
 	}
-	if (v == SB_FP_READ_ONLY)
+	if (v == SB_FP_READ_ONLY || v == SB_FP_RULE_FILE)
 		return sb_raise_permission(EACCES, raw, text);
 	return sb_raise_file_not_found(raw, text);
 }
@@ -203,7 +221,7 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 	 * an ignore= rule, a decision; nor the import machinery's
 	 * bytecode-cache writes, which fail harmlessly without an observer
 	 * too. */
-	if (v != SB_FP_IGNORED && sb_guard_observed() &&
+	if (v != SB_FP_IGNORED && v != SB_FP_RULE_FILE && sb_guard_observed() &&
 	    !(write && sb_guard_caller_is_import_bootstrap()) &&
 	    sb_guard_refused(&(struct sb_refusal){
 		.kind = SB_REFUSAL_FILE, .subject = resolved, .write = write}) == SB_RECORDED_ALLOW)

@@ -89,7 +89,10 @@ enum sb_scalar_key {
 };
 
 struct sb_profile {
-	char **files;	   /* every rule file read, in order; origins point here */
+	char **files; /* every rule file read, in order; origins point here */
+	/* Includes that were missing (skipped): rule files of the next run
+	 * if they appear, so the guard protects them too. */
+	char **absent_files;
 	char *root_file;   /* the file named by the caller, NULL when none */
 	bool root_missing; /* the root file does not exist (learning trigger) */
 
