@@ -234,49 +234,123 @@ static int api_module_loading(const char *name)
 	return 0;
 }
 
-/* Standard-library functions that return the frame they read: exempt as
- * the runtime's only when the runtime called them (traceback.print_exc()
- * walks a traceback through walk_tb(); logging's findCaller() calls
- * currentframe()), not when the program did and gets the frame. */
+/* The standard library's functions that read a frame (sys._getframe(), a
+ * traceback's tb_frame, a generator's gi_frame...) and keep it to
+ * themselves: a module name, a line, a summary, a printout. Their reads are
+ * the runtime's own, whoever called them. */
 static const struct {
 	const char *file; /* relative to the standard library */
 	const char *function;
-} frame_returners[] = {
-    {"/logging/__init__.py", "<lambda>"}, /* currentframe = lambda: sys._getframe(1) */
-    {"/traceback.py", "walk_stack"},
-    {"/traceback.py", "walk_tb"},
+} frame_readers[] = {
+    {"/asyncio/coroutines.py", "_format_coroutine"},
+    {"/asyncio/events.py", "__init__"}, /* the handle's source traceback */
+    {"/asyncio/format_helpers.py", "extract_stack"},
+    {"/asyncio/futures.py", "__init__"},
+    {"/asyncio/streams.py", "__init__"},
+    {"/asyncore.py", "compact_traceback"},
+    {"/collections/__init__.py", "namedtuple"},
+    {"/dis.py", "distb"},
+    {"/dis.py", "from_traceback"},
+    {"/doctest.py", "_find_lineno"},
+    {"/doctest.py", "_normalize_module"},
+    {"/enum.py", "_create_"},
+    {"/inspect.py", "_get_code_position_from_tb"},
+    {"/inspect.py", "findsource"},
+    {"/inspect.py", "getcoroutinelocals"},
+    {"/inspect.py", "getcoroutinestate"},
+    {"/inspect.py", "getfile"},
+    {"/inspect.py", "getframeinfo"},
+    {"/inspect.py", "getgeneratorlocals"},
+    {"/inspect.py", "getgeneratorstate"},
+    {"/inspect.py", "getsourcelines"},
+    {"/logging/__init__.py", "findCaller"},
+    {"/logging/__init__.py", "handleError"},
+    {"/subprocess.py", "_text_encoding"},
+    {"/traceback.py", "_extract_from_extended_frame_gen"},
+    {"/traceback.py", "clear_frames"},
+    {"/traceback.py", "extended_frame_gen"},
+    {"/traceback.py", "extract_stack"},
+    {"/traceback.py", "format_stack"},
+    {"/traceback.py", "print_stack"},
+    {"/types.py", "<module>"}, /* FrameType, at its import */
+    {"/typing.py", "_caller"},
+    {"/unittest/result.py", "_clean_tracebacks"},
+    {"/unittest/result.py", "_is_relevant_tb_level"},
+    {"/unittest/result.py", "_remove_unittest_tb_frames"},
+    {"/warnings.py", "warn"},
 };
 
-static bool hands_frame_to_program(void)
+/* The standard library's functions that hand the frame they read to their
+ * caller (traceback.walk_tb(), logging.currentframe(), inspect.stack(),
+ * asyncio's Task.get_stack()...): the runtime's own only when their caller
+ * is a reader of frame_readers or another function of their own module
+ * (traceback's summaries walk a traceback with walk_tb()), not when the
+ * program gets the frame. */
+static const struct {
+	const char *file;
+	const char *function;
+} frame_returners[] = {
+    {"/asyncio/base_tasks.py", "_task_get_stack"},
+    {"/inspect.py", "getinnerframes"},
+    {"/inspect.py", "stack"},
+    {"/inspect.py", "trace"},
+    {"/logging/__init__.py", "<lambda>"}, /* currentframe = lambda: sys._getframe(1) */
+    {"/logging/__init__.py", "currentframe"},
+    {"/traceback.py", "_walk_tb_with_full_positions"},
+    {"/traceback.py", "walk_stack"},
+    {"/traceback.py", "walk_tb"},
+    {"/types.py", "gi_frame"}, /* types.coroutine()'s wrapper */
+};
+
+static bool frame_is_reader(PyFrameObject *frame)
+{
+	for (size_t i = 0; i < ELEMENTSOF(frame_readers); i++)
+		if (sb_guard_frame_is(frame, frame_readers[i].file, frame_readers[i].function))
+			return true;
+	return false;
+}
+
+/* The returner whose code frame runs, or -1. */
+static int frame_returner(PyFrameObject *frame)
+{
+	for (size_t i = 0; i < ELEMENTSOF(frame_returners); i++)
+		if (sb_guard_frame_is(frame, frame_returners[i].file, frame_returners[i].function))
+			return (int)i;
+	return -1;
+}
+
+/* A frame read by the runtime for itself: a reader of the table; a
+ * returner called by a reader or by its own module's other code; or
+ * site-packages (pytest, attrs and loguru read frames too). Any other
+ * function of the standard library reading a frame may hand it over: the
+ * program's read, judged by its rules. */
+static bool frame_read_by_runtime(void)
 {
 	PyFrameObject *frame = PyEval_GetFrame(), *back; /* borrowed */
-	PyCodeObject *code;
-	const char *file;
-	bool returner = false, program = true;
+	bool runtime = false;
+	int r;
 
 	if (!frame)
 		return false;
-	for (size_t i = 0; !returner && i < ELEMENTSOF(frame_returners); i++)
-		returner =
-		    sb_guard_frame_is(frame, frame_returners[i].file, frame_returners[i].function);
-	if (!returner)
+	if (sb_api_caller_in_site_packages() || frame_is_reader(frame))
+		return true;
+	r = frame_returner(frame);
+	if (r < 0)
 		return false;
 	back = PyFrame_GetBack(frame);
 	if (back) {
-		code = PyFrame_GetCode(back);
-		file = PyUnicode_AsUTF8(code->co_filename);
-		program = !(file && sb_guard_is_runtime_file(file));
-		PyErr_Clear();
+		PyCodeObject *code = PyFrame_GetCode(back);
+		const char *file = PyUnicode_AsUTF8(code->co_filename);
+
+		if (!file)
+			PyErr_Clear();
+		runtime = frame_is_reader(back) ||
+			  (file && sb_guard_is_stdlib_source(file, frame_returners[r].file) &&
+			   frame_returner(back) < 0);
 		Py_DECREF(code);
 		Py_DECREF(back);
 	}
-	return program;
-}
-
-/* A frame read by the runtime for itself. */
-static bool frame_read_by_runtime(void)
-{
-	return sb_api_caller_is_library() && !hands_frame_to_program();
+	return runtime;
 }
 
 static int on_getframe(PyObject *args _unused_)
@@ -542,7 +616,10 @@ static bool asked_by_program(void)
 
 /* code.__new__ (CodeType(), code.replace()): (code, filename, name, ...).
  * A code object given the standard library's file name passes only when
- * the standard library derives it from its own (types.coroutine()). */
+ * the standard library derives it from its own (types.coroutine()); and
+ * any code object is the program's unless types.coroutine() (the same code
+ * with other flags) or site-packages makes it: modulefinder's replace()
+ * of file names, say, does what its caller asks. */
 static int on_code_new(PyObject *args)
 {
 	PyObject *filename = PyTuple_Size(args) >= 2 ? PyTuple_GET_ITEM(args, 1) : NULL;
@@ -552,7 +629,8 @@ static int on_code_new(PyObject *args)
 	PyErr_Clear();
 	if (name && sb_guard_is_runtime_file(name) && !sb_code_derived_by_stdlib())
 		return sb_code_refuse_laundering("making a code object", name);
-	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
+	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_code_derived_by_stdlib() ||
+	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("code.__new__() (building a code object)",
 					    SB_API_DYNAMIC_CODE);
@@ -572,7 +650,7 @@ static int on_function_new(PyObject *args)
 		PyErr_Clear();
 		return sb_code_refuse_laundering("making a function", file ? file : "?");
 	}
-	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
+	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("function.__new__() (a function from a code object)",
 					    SB_API_DYNAMIC_CODE);
@@ -601,7 +679,8 @@ static int on_setattr(PyObject *args)
 		PyErr_Clear();
 		return sb_code_refuse_laundering("setting function.__code__", file ? file : "?");
 	}
-	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
+	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_code_derived_by_stdlib() ||
+	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("setting function.__code__", SB_API_DYNAMIC_CODE);
 }
