@@ -444,12 +444,13 @@ static int guarded_module_of_code(PyObject *code_obj)
  * runpy.run_module() -- makes fresh functions that no wrapper covers, and
  * their frames pass for the standard library's own (inspect.currentframe()
  * of a copy returns a frame). Its code may run in its import only: from
- * importlib, into the module sys.modules holds under its name while that
- * module initialises, and not into the one already wrapped (a new import
- * after `del sys.modules[name]` makes a new module, wrapped by the next
- * scan). The interpreter's own `python-sb -m pickle` runs the program, not a
- * copy for it. No grant allows the rest, and learning does not record it:
- * the wrappers would be gone whatever the rules say. */
+ * importlib serving an import a door let through (not _bootstrap._load()
+ * called by the program, after which no scan would come), into the module
+ * sys.modules holds under its name while that module initialises, and not
+ * into the one already wrapped (a new import after `del sys.modules[name]`
+ * makes a new module, wrapped by the next scan). The interpreter's own `python-sb -m pickle` runs
+ * the program, not a copy for it. No grant allows the rest, and learning does not record it: the
+ * wrappers would be gone whatever the rules say. */
 static int check_module_rerun(int m)
 {
 	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
@@ -469,7 +470,8 @@ static int check_module_rerun(int m)
 		if (!module && PyErr_Occurred())
 			goto out;
 		if (module && PyModule_Check(module) && PyModule_GetDict(module) == ns &&
-		    module != sb_api_wrapped_module(m) && sb_api_module_initializing(module)) {
+		    module != sb_api_wrapped_module(m) && sb_api_module_initializing(module) &&
+		    sb_guard_serving_import()) {
 			r = 0;
 			goto out;
 		}
