@@ -75,8 +75,10 @@ static int check_database(const char *db)
 	if (uri) {
 		if (!uri_path(uri, path))
 			return sb_files_refuse_unresolvable(db, "its path is too long");
-		if (*path)
-			r = sb_files_check_raw(path, -1, !ro, true, NULL);
+		/* file::memory: is a database in memory. */
+		if (!*path || streq(path, ":memory:"))
+			return 0;
+		r = sb_files_check_raw(path, -1, !ro, true, NULL);
 	}
 	if (r >= 0)
 		r = sb_files_check_raw(db, -1, !ro, true, NULL);

@@ -11,6 +11,14 @@ import pytest
 
 PROBE = """\
 import pysandboxes
+def _try(fn):
+    # An OSError of the system call, not a refusal of the guard.
+    try:
+        return fn()
+    except pysandboxes.SandBoxError:
+        raise
+    except OSError as e:
+        return e
 def probe(label, fn):
     try:
         value = fn()
@@ -734,3 +742,56 @@ def test_stdlib_module_run_as_main_still_works(sb):
     r = sb.run("-m", "inspect", "json")
     assert r.returncode == 0, r
     assert "JSON (JavaScript Object Notation)" in r.stdout, r
+
+
+# --- calls that name another process (issue 12) -------------------------------
+
+@pytest.mark.parametrize("call,qualname", [
+    ("os.sched_setaffinity(0, os.sched_getaffinity(0))", "os.sched_setaffinity"),
+    ("posix.sched_setaffinity(0, os.sched_getaffinity(0))", "posix.sched_setaffinity"),
+    ("os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))", "os.sched_setscheduler"),
+    ("os.sched_setparam(0, os.sched_param(0))", "os.sched_setparam"),
+    ("os.pidfd_open(os.getpid())", "os.pidfd_open"),
+    ("signal.pidfd_send_signal(-1, 0)", "signal.pidfd_send_signal"),
+    ("_signal.pidfd_send_signal(-1, 0)", "_signal.pidfd_send_signal"),
+])
+def test_calls_naming_a_process_refused_and_granted(sb, call, qualname):
+    code = f"import os, posix, signal, _signal\nprobe('x', lambda: {call})\n"
+    denied(run(sb, code), qualname, "process-control")
+    # Granted, the call itself runs (pidfd_send_signal(-1) then fails with
+    # EBADF, an OSError: no refusal of the guard).
+    r = run(sb, code.replace("probe('x', lambda: ", "probe('x', lambda: _try(lambda: ")
+            .rstrip("\n") + ")\n", api=[f"ALLOW:{qualname}"])
+    allowed(r)
+
+
+# --- ctypes and SQLite extensions without the native grant (issue 12) --------
+
+def test_every_ctypes_event_needs_the_native_grant(sb):
+    # _ctypes loads only with the grant; once loaded (the grant given), every
+    # ctypes event of 3.11 passes with it.
+    r = run(sb, "probe('x', lambda: __import__('_ctypes'))\n")
+    denied(r, "ctypes.CDLL", "native")
+    r = run(sb, """\
+import ctypes, _ctypes
+buf = ctypes.create_string_buffer(8)
+probe('a', lambda: ctypes.addressof(buf))
+probe('b', lambda: ctypes.c_int.from_address(ctypes.addressof(buf)))
+probe('c', lambda: _ctypes.call_function(_ctypes._memset_addr, (buf, 65, 1)))
+probe('d', lambda: ctypes.get_errno())
+""", api=["ALLOW:ctypes.CDLL"])
+    for label in "abcd":
+        allowed(r, label)
+
+
+def test_sqlite_extensions_need_the_native_grant(sb):
+    code = """\
+import sqlite3
+c = sqlite3.connect(':memory:')
+probe('x', lambda: c.enable_load_extension(True))
+probe('y', lambda: c.enable_load_extension(False))
+"""
+    r = run(sb, code)
+    denied(r, "ctypes.CDLL", "native")
+    allowed(r, "y")
+    allowed(run(sb, code, api=["ALLOW:native"]))
