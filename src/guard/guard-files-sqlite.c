@@ -234,9 +234,17 @@ static PyObject *guarded_init_method(PyObject *self, PyObject *args, PyObject *k
 
 int sb_files_sqlite_module(PyObject *module)
 {
-	PyObject *type = PyObject_GetAttrString(module, "Connection"), *current, *wrapper;
+	PyObject *type, *current, *wrapper;
 	PyTypeObject *t;
 	int r = -1;
+
+	/* The authorizer's type, made ready the first time _sqlite3 is seen. */
+	if (!sqlite.type_ready) {
+		if (PyType_Ready(&authorizer_type) < 0)
+			return -1;
+		sqlite.type_ready = true;
+	}
+	type = PyObject_GetAttrString(module, "Connection");
 
 	if (!type) {
 		PyErr_Clear();
@@ -294,21 +302,12 @@ out:
 
 int sb_files_sqlite_activate(void)
 {
-	PyObject *module;
-	int r = 0;
+	/* A plain look in sys.modules: no import is in progress at activation. */
+	PyObject *module = PyDict_GetItemString(PyImport_GetModuleDict(), "_sqlite3");
 
-	if (!sqlite.type_ready) {
-		if (PyType_Ready(&authorizer_type) < 0)
-			return -1;
-		sqlite.type_ready = true;
-	}
-	module = sb_guard_loaded_module("_sqlite3");
-	if (module)
-		r = sb_files_sqlite_module(module);
-	else if (PyErr_Occurred())
-		r = -1;
-	Py_XDECREF(module);
-	return r;
+	if (!module)
+		return PyErr_Occurred() ? -1 : 0;
+	return sb_files_sqlite_module(module);
 }
 
 void sb_files_sqlite_release(void)

@@ -18,6 +18,7 @@ int sb_files_on_sqlite_connect(PyObject *args);
  * activation: its Connection's __init__ and set_authorizer replaced. 0, or
  * -1 with an exception. */
 int sb_files_sqlite_module(PyObject *module);
-/* After initialisation: the authorizer's type. 0, or -1 with an exception. */
+/* After initialisation: _sqlite3 if it is loaded already. 0, or -1 with an
+ * exception. */
 int sb_files_sqlite_activate(void);
 void sb_files_sqlite_release(void);

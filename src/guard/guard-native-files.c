@@ -62,8 +62,8 @@ enum {
 	N_GETSPNAM,
 	N_GETSPALL,
 	N_GETGROUPLIST_POSIX,
-	N_GETGROUPLIST_OS,
 	N_GETLOGIN_POSIX,
+	N_GETGROUPLIST_OS,
 	N_GETLOGIN_OS,
 	N__N,
 };
@@ -451,30 +451,29 @@ static int native_prepare(const struct sb_profile *profile _unused_,
 }
 
 /* Modules loaded before the guard existed (a sitecustomize importing
- * readline) are wrapped now; the rest when they load. */
+ * readline; posix, os, pwd) are wrapped now, each looked up once with a
+ * plain look in sys.modules (no import is in progress at activation); the
+ * rest when they load. */
 static int native_activate(char **reterr)
 {
-	for (size_t i = 0; i < N__N; i++) {
-		PyObject *module = sb_guard_loaded_module(native[i].module);
-		int r = module ? wrap_in(module, i) : PyErr_Occurred() ? -1 : 0;
+	PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+	int r = 0;
 
-		Py_XDECREF(module);
-		if (r < 0) {
-			PyErr_Clear();
-			*reterr = strdup("cannot install the files guard for extension modules");
-			return -EIO;
-		}
+	for (size_t i = 0; r >= 0 && i < N__N; i++) {
+		PyObject *module;
+
+		/* The table lists a module's functions together (_multiprocessing's
+		 * SemLock comes with its sem_unlink). */
+		if (i > 0 && streq(native[i].module, native[i - 1].module))
+			continue;
+		module = PyDict_GetItemString(modules, native[i].module); /* borrowed */
+		if (module)
+			r = native_module_loaded(native[i].module, module);
 	}
-	{
-		PyObject *module = sb_guard_loaded_module("_multiprocessing");
-		int r = module ? wrap_semlock(module) : PyErr_Occurred() ? -1 : 0;
-
-		Py_XDECREF(module);
-		if (r < 0) {
-			PyErr_Clear();
-			*reterr = strdup("cannot install the files guard for extension modules");
-			return -EIO;
-		}
+	if (r < 0 || PyErr_Occurred()) {
+		PyErr_Clear();
+		*reterr = strdup("cannot install the files guard for extension modules");
+		return -EIO;
 	}
 	return 0;
 }
