@@ -223,6 +223,15 @@ static bool c_code_imports_module(const char *c_module, const char *module)
 	return false;
 }
 
+/* Whether module has the prefix of one of own_work_importers. */
+static bool asked_by_own_work_name(const char *module)
+{
+	for (size_t i = 0; i < ELEMENTSOF(own_work_importers); i++)
+		if (startswith(module, own_work_importers[i].prefix))
+			return true;
+	return false;
+}
+
 static bool own_work_import(PyFrameObject *frame, const char *module)
 {
 	for (size_t i = 0; i < ELEMENTSOF(own_work_importers); i++)
@@ -234,6 +243,29 @@ static bool own_work_import(PyFrameObject *frame, const char *module)
 		if (streq(module, c_lazy_imports[i]))
 			return true;
 	return false;
+}
+
+/* A module outside the standard library's names asked for by a function of
+ * own_work_importers (the innermost frame), or the machinery serving the
+ * request that function made for it. */
+static bool asked_by_own_work(const char *module)
+{
+	const struct sb_import_request *req;
+	PyFrameObject *frame = PyEval_GetFrame(), *at = NULL; /* borrowed */
+	bool own = false;
+
+	for (size_t i = 0; frame && !own && i < ELEMENTSOF(own_work_importers); i++)
+		own = startswith(module, own_work_importers[i].prefix) &&
+		      sb_guard_frame_is(frame, own_work_importers[i].file,
+					own_work_importers[i].function);
+	if (own)
+		return true;
+	if (sb_guard_requester(&req, &at) == SB_ASKED_FOR_REQUEST)
+		own = !req->c_code && streq(req->name, module);
+	Py_XDECREF(at);
+	/* The request itself was let through by a rule or by the branch
+	 * above: for a name no rule allows, only the latter. */
+	return own && asked_by_own_work_name(module);
 }
 
 /* The -m target's import of runpy, made by the interpreter with no frame
@@ -319,9 +351,11 @@ static int check_import(const char *module, const struct import_ask *ask)
 	if (top_level_allowed(top))
 		return 0;
 	/* A module neither the standard library's nor loaded: only a rule
-	 * lets it in. */
+	 * lets it in, or a function of own_work_importers its name (Debian's
+	 * _sysconfigdata_* is not in sys.stdlib_module_names), and then the
+	 * machinery serving that very request. */
 	if (!runtime_may_import(top))
-		return deny_import(module, top_len);
+		return asked_by_own_work(module) ? 0 : deny_import(module, top_len);
 	/* Our own C code's imports (a runtime section). */
 	if (sb_guard_in_runtime_section())
 		return 0;

@@ -353,31 +353,71 @@ enum sb_requester sb_guard_requester(const struct sb_import_request **ret_reques
 	return SB_ASKED_BY_PROGRAM;
 }
 
+/* The instruction at byte offset lasti of code and its argument (with its
+ * EXTENDED_ARG prefixes), or false. CPython 3.11 runs the code from
+ * co_code_adaptive, where IMPORT_NAME is never specialised (its prefixes
+ * may be EXTENDED_ARG_QUICK): read there, with no copy. Later versions:
+ * the unspecialised copy, which the code object caches. */
+static bool instruction_at(PyCodeObject *code, int lasti, int *ret_op, unsigned *ret_arg)
+{
+#if PY_VERSION_HEX < 0x030C0000
+	const _Py_CODEUNIT *c = _PyCode_CODE(code);
+	Py_ssize_t i = lasti / (int)sizeof(_Py_CODEUNIT), n = Py_SIZE(code);
+	unsigned arg;
+
+	if (lasti < 0 || i >= n)
+		return false;
+	*ret_op = _Py_OPCODE(c[i]);
+	arg = _Py_OPARG(c[i]);
+	for (int k = 1, shift = 8; k <= 3 && i - k >= 0; k++, shift += 8) {
+		int op = _Py_OPCODE(c[i - k]);
+
+		if (op != EXTENDED_ARG && op != EXTENDED_ARG_QUICK)
+			break;
+		arg |= (unsigned)_Py_OPARG(c[i - k]) << shift;
+	}
+	*ret_arg = arg;
+	return true;
+#else
+	PyObject *bytes = lasti >= 0 ? PyCode_GetCode(code) : NULL;
+	const unsigned char *c;
+	Py_ssize_t n;
+	unsigned arg;
+
+	if (!bytes || !PyBytes_Check(bytes)) {
+		Py_XDECREF(bytes);
+		PyErr_Clear();
+		return false;
+	}
+	c = (const unsigned char *)PyBytes_AS_STRING(bytes);
+	n = PyBytes_GET_SIZE(bytes);
+	if (lasti + 1 >= n) {
+		Py_DECREF(bytes);
+		return false;
+	}
+	*ret_op = c[lasti];
+	arg = c[lasti + 1];
+	for (int k = lasti - 2, shift = 8; k >= 0 && shift < 32 && c[k] == EXTENDED_ARG;
+	     k -= 2, shift += 8)
+		arg |= (unsigned)c[k + 1] << shift;
+	*ret_arg = arg;
+	Py_DECREF(bytes);
+	return true;
+#endif
+}
+
 bool sb_guard_frame_imports_literal(PyFrameObject *frame, PyObject *name, PyObject *globals,
 				    int level)
 {
 	PyCodeObject *code = PyFrame_GetCode(frame);
-	PyObject *bytes = NULL, *literal, *own_globals = NULL;
-	int lasti = PyFrame_GetLasti(frame);
-	const unsigned char *c;
-	Py_ssize_t n;
+	PyObject *literal, *own_globals = NULL;
 	unsigned oparg;
 	bool r = false;
+	int op;
 
-	if (lasti < 0 || !PyUnicode_Check(name))
+	if (!PyUnicode_Check(name) || !instruction_at(code, PyFrame_GetLasti(frame), &op, &oparg) ||
+	    op != IMPORT_NAME)
 		goto out;
-	/* The code as compiled (unspecialised), cached by the code object. */
-	bytes = PyCode_GetCode(code);
-	if (!bytes || !PyBytes_Check(bytes))
-		goto out;
-	c = (const unsigned char *)PyBytes_AS_STRING(bytes);
-	n = PyBytes_GET_SIZE(bytes);
-	if (lasti + 1 >= n || c[lasti] != IMPORT_NAME)
-		goto out;
-	oparg = c[lasti + 1];
-	for (int i = lasti - 2, shift = 8; i >= 0 && shift < 32 && c[i] == EXTENDED_ARG;
-	     i -= 2, shift += 8)
-		oparg |= (unsigned)c[i + 1] << shift;
 	literal =
 	    PyTuple_Check(code->co_names) && oparg < (unsigned)PyTuple_GET_SIZE(code->co_names)
 		? PyTuple_GET_ITEM(code->co_names, oparg)
@@ -394,7 +434,6 @@ bool sb_guard_frame_imports_literal(PyFrameObject *frame, PyObject *name, PyObje
 	r = true;
 out:
 	Py_XDECREF(own_globals);
-	Py_XDECREF(bytes);
 	Py_DECREF(code);
 	PyErr_Clear();
 	return r;
