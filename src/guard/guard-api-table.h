@@ -41,6 +41,7 @@ enum sb_api_family {
 	SB_API_EV_STRING_AT,
 	SB_API_EV_WSTRING_AT,
 	SB_API_EV_DYNAMIC,
+	SB_API_EV_FRAME, /* sys._getframe of inspect's frame functions, once granted */
 	SB_API_EV__N,
 };
 

@@ -129,10 +129,14 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 		saved = claims[family];
 		/* A library caller's eval/exec/compile is not a grant: the
 		 * "compile" event decides whose source it is (on_compile). */
-		claims[family] = family != SB_API_EV_DYNAMIC ? 1
-				 : sb_api_allowed(sb_api_wraps[i].fn)
-				     ? dynamic_budget(i, args, nargs)
-				     : 0;
+		/* A library caller's eval/exec/compile or frame function is not
+		 * a grant: the event decides whose act it is (on_compile,
+		 * on_getframe). */
+		claims[family] =
+		    family == SB_API_EV_DYNAMIC
+			? (sb_api_allowed(sb_api_wraps[i].fn) ? dynamic_budget(i, args, nargs) : 0)
+		    : family == SB_API_EV_FRAME ? sb_api_allowed(sb_api_wraps[i].fn)
+						: 1;
 	}
 	/* The original may be released by a re-wrap while it runs. */
 	Py_INCREF(original);

@@ -155,9 +155,9 @@ SB_WRAP_FN(ctypes, wstring_at, WSTRING_AT)
 /* introspection; inspect's helpers call sys._getframe from the library,
  * which the sys._getframe event exempts, so they need their own guard. */
 SB_WRAP_DOOR(importlib, reload)
-SB_WRAP_FNX(inspect, currentframe, NONE)
-SB_WRAP_FNX(inspect, stack, NONE)
-SB_WRAP_FNX(inspect, trace, NONE)
+SB_WRAP_FNX(inspect, currentframe, FRAME)
+SB_WRAP_FNX(inspect, stack, FRAME)
+SB_WRAP_FNX(inspect, trace, FRAME)
 SB_WRAP_FN(faulthandler, enable, NONE)
 
 /* dynamic-code */

@@ -355,6 +355,9 @@ static bool frame_read_by_runtime(void)
 
 static int on_getframe(PyObject *args _unused_)
 {
+	/* inspect.currentframe(), stack(), trace() granted: their own read. */
+	if (sb_api_claimed(SB_API_EV_FRAME))
+		return 0;
 	/* typing, logging, namedtuple, enum... read their caller's frame. */
 	return frame_read_by_runtime() ? 0 : sb_api_check(SB_API_FN_sys__getframe);
 }

@@ -795,3 +795,15 @@ probe('y', lambda: c.enable_load_extension(False))
     denied(r, "ctypes.CDLL", "native")
     allowed(r, "y")
     allowed(run(sb, code, api=["ALLOW:native"]))
+
+
+def test_inspect_frame_functions_granted_alone(sb):
+    # The grant of inspect.currentframe is enough: its own sys._getframe is
+    # not charged to sys._getframe; inspect.stack, not granted, stays refused.
+    r = run(sb, """\
+import inspect
+probe('x', lambda: type(inspect.currentframe()).__name__)
+probe('y', lambda: inspect.stack())
+""", api=["ALLOW:inspect.currentframe"])
+    allowed(r, "x")
+    denied(r, "inspect.stack", "introspection", "y")
