@@ -11,6 +11,7 @@
 
 #include "exceptions.h"
 #include "guard-runtime.h"
+#include "report-denials.h"
 #include "util.h"
 
 /* Inside the sandbox the decorated function is the function: the worker
@@ -179,6 +180,7 @@ int sb_raise_file_not_found(const char *path, const char *message)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_FILE_NOT_FOUND);
 
+	sb_report_denial(SB_REPORT_DENIAL_FILE, path, message);
 	if (!cls)
 		return -1;
 	return raise_oserror(cls, ENOENT, path, message);
@@ -188,6 +190,7 @@ int sb_raise_permission(int errnum, const char *path, const char *message)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_PERMISSION);
 
+	sb_report_denial(SB_REPORT_DENIAL_FILE, path, message);
 	if (!cls)
 		return -1;
 	return raise_oserror(cls, errnum, path, message);
@@ -197,6 +200,7 @@ int sb_raise_connection_refused(const char *message)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_CONNECTION_REFUSED);
 
+	sb_report_denial(SB_REPORT_DENIAL_NETWORK, NULL, message);
 	if (!cls)
 		return -1;
 	return raise_oserror(cls, ECONNREFUSED, NULL, message);
@@ -206,6 +210,7 @@ int sb_raise_module_not_found(const char *name, const char *message)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_MODULE_NOT_FOUND), *msg, *n;
 
+	sb_report_denial(SB_REPORT_DENIAL_IMPORT, name, message);
 	if (!cls)
 		return -1;
 	msg = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
@@ -223,6 +228,7 @@ int sb_raise_api_error(const char *qualname, const char *category, const char *m
 	PyObject *cls = sb_exc_class(SB_EXC_API_PERMISSION), *exc, *q, *c;
 	int r;
 
+	sb_report_denial(SB_REPORT_DENIAL_API, qualname, message);
 	if (!cls)
 		return -1;
 	exc = PyObject_CallFunction(cls, "is", EPERM, message);

@@ -209,9 +209,17 @@ void sb_learn_set_done(struct sb_learn_set *s)
 	free(s->nets);
 	sb_strv_free(s->imports);
 	sb_strv_free(s->envs);
+	sb_strv_free(s->refused_syscalls);
 	free(s->api);
 	free(s->result_needs_objects);
 	*s = (struct sb_learn_set){0};
+}
+
+int sb_learn_set_add_refused_syscall(struct sb_learn_set *s, const char *name)
+{
+	if (sb_strv_contains(s->refused_syscalls, name))
+		return 0;
+	return sb_strv_push(&s->refused_syscalls, name);
 }
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -1012,6 +1020,13 @@ int sb_learn_rules_build(const struct sb_learn_set *set, const struct sb_learn_c
 		e = build_imports(set, ctx, ps, &r);
 	if (e >= 0)
 		e = build_api(set, ps, &r);
+	/* No rule would change the answer: a note (kept without a rule after
+	 * it, written once), for the reviewer. */
+	for (char **s = set->refused_syscalls; e >= 0 && s && *s; s++)
+		e = push_fmt(&r, SB_LEARN_API, false,
+			     "# '%s' was called by native code: the kernel boundary (seccomp) "
+			     "refuses it, no rule allows it",
+			     *s);
 	if (e >= 0)
 		e = build_result(set, ps, &r);
 	if (e < 0) {

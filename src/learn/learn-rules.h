@@ -49,6 +49,9 @@ struct sb_learn_set {
 	char **envs;	/* variables the program read */
 	bool *api;	/* per sb_api_registry entry: called while not allowed */
 	bool api_category[SB_API_CATEGORY__N]; /* operations only a category grants */
+	/* System calls of native code that no rule allows (the kernel boundary
+	 * refuses them): written as comments, for the reviewer. */
+	char **refused_syscalls;
 	/* Partial mode: results sent back to the parent, and what the first one
 	 * data-only would have refused needed (NULL: every result was data). */
 	size_t n_results;
@@ -64,6 +67,7 @@ int sb_learn_set_add_import(struct sb_learn_set *s, const char *name);
 int sb_learn_set_add_env(struct sb_learn_set *s, const char *name);
 int sb_learn_set_add_api(struct sb_learn_set *s, const struct sb_api_function *fn);
 void sb_learn_set_add_api_category(struct sb_learn_set *s, enum sb_api_category c);
+int sb_learn_set_add_refused_syscall(struct sb_learn_set *s, const char *name);
 /* A result of partial mode: needs_objects is NULL when remote-result-mode=
  * data-only accepts it, else what it needed ("module.Class"). */
 int sb_learn_set_add_result(struct sb_learn_set *s, const char *needs_objects);

@@ -64,7 +64,7 @@ static int add_rule_files(struct sb_file_policy *p, const struct sb_profile *pro
 
 	for (char **f = profile->files; r >= 0 && f && *f; f++)
 		r = add_rule_file(p, *f);
-	for (char **f = profile->absent_files; r >= 0 && f && *f; f++)
+	for (char **f = profile->missing_files; r >= 0 && f && *f; f++)
 		r = add_rule_file(p, *f);
 	if (r >= 0)
 		r = add_rule_file(p, profile->learn_file);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "profile.h"
+#include "provider.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,8 +43,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	opts = (struct sb_load_options){
 	    .path = path, .getenv = no_env, .cwd = dir, .home = dir, .max_include_depth = 4};
-	if (sb_profile_load(&opts, &p, &diags) == 0)
+	if (sb_profile_load(&opts, &p, &diags) == 0) {
 		(void)sb_profile_check(p, &opts, &diags);
+		(void)sb_provider_check_params(p, &diags);
+	}
 	sb_diags_sort(&diags);
 	sb_diags_done(&diags);
 	unlink(path);

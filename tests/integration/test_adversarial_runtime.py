@@ -418,6 +418,9 @@ attack("pwd-getpwnam-other", KEY, """
 
 
 # --- the rules themselves (finding 8) -----------------------------------------
+# With the profile inside the expose-rw directory: the guard refuses every
+# change under subprocess and none; under landlock the layout itself is refused
+# at start (the kernel side of finding 8).
 
 attack("profile-append", PERM, """
     with open(RW + '/.py-sandboxes', 'a') as f:
@@ -476,6 +479,12 @@ def test_attack(where, expect, body, api, imports, kw):
     r = arena.run(body, provider, api=api, imports=imports,
                   profile_in_rw=kw.get("profile_in_rw", False), stdin=stdin)
     assert arena.effects(r) == [], r.stdout + r.stderr
+    if kw.get("profile_in_rw") and provider == "landlock":
+        # Landlock cannot take the profile out of its writable directory:
+        # the kernel side refuses the layout before anything runs.
+        assert r.returncode != 0 and "OUTCOME" not in r.stdout, r.stdout + r.stderr
+        assert "the rule file" in r.stderr, r.stderr
+        return
     if expect is SILENT:
         assert outcome(r) == "completed", r.stdout + r.stderr
         return

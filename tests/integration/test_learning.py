@@ -602,3 +602,33 @@ def test_repl_banner_says_learning(sb):
     assert "API calls are LEARNED and saved in './.py-sandboxes'" in proc.stdout, proc
     assert "42" in proc.stdout
     assert sb.path(".py-sandboxes").exists()
+
+
+def test_native_syscalls_outside_the_allowlist_are_noted_and_refused(sb):
+    """A call no rule allows (sethostname, modify_ldt) is refused while
+    learning, as it will be without learning, and named in a note; a process
+    started from native code (no Python-level fork for the guard to see)
+    learns the rule that allows it."""
+    s = sb.script('''\
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        print("sethostname", libc.syscall(170, b"x", 1), ctypes.get_errno())
+        print("modify_ldt", libc.syscall(154, 0, None, 0), ctypes.get_errno())
+        pid = libc.syscall(57)  # SYS_fork, not os.fork()
+        if pid == 0:
+            libc.syscall(60, 0)  # SYS_exit
+        os.waitpid(pid, 0)
+        print("forked", pid > 0)
+        ''')
+    r = sb.run("--learn", s)
+    assert r.returncode == 0, r
+    assert r.stdout == "sethostname -1 1\nmodify_ldt -1 1\nforked True\n", r
+    api = block(sb.path(".py-sandboxes"), "learning_guard_api")
+    assert "python-api=ALLOW:process-exec" in api, api
+    for name in ("sethostname", "modify_ldt"):
+        assert (f"# '{name}' was called by native code: the kernel boundary (seccomp) "
+                "refuses it, no rule allows it") in api, api
+    # Replayed with the learned rules, the same program runs the same way.
+    r = sb.run(s)
+    assert (r.returncode, r.stdout) == (0, "sethostname -1 1\nmodify_ldt -1 1\nforked True\n"), r

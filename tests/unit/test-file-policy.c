@@ -237,7 +237,7 @@ static void test_rule_files(void)
 	prof.exposes = &ex;
 	prof.n_exposes = 1;
 	prof.files = files;
-	prof.absent_files = absent;
+	prof.missing_files = absent;
 	prof.root_file = files[0];
 	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init with rule files");
 	TAP_IS_INT(decide(&p, "rw/rules/.py-sandboxes", true), SB_FP_RULE_FILE, "the profile");
