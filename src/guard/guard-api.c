@@ -29,6 +29,7 @@
 #include <frameobject.h>
 
 #include "api-registry.h"
+#include "eval.h"
 #include "guard-api-check.h"
 #include "guard-api-table.h"
 #include "guard-api-wrap.h"
@@ -515,6 +516,8 @@ static int on_exec_code(PyObject *args)
 		PyErr_Clear();
 	if (m >= 0)
 		return check_module_rerun(m);
+	/* The standard library's file name on code that is not a module body
+	 * is refused whoever runs it, the eval layer included. */
 	if (code && PyCode_Check(code) && sb_code_is_runtime((PyCodeObject *)code)) {
 		PyCodeObject *c = (PyCodeObject *)code;
 		const char *file = PyUnicode_AsUTF8(c->co_filename);
@@ -529,8 +532,11 @@ static int on_exec_code(PyObject *args)
 		main_exec_pending = false;
 		return 0;
 	}
-	if (claimed || sb_guard_serving_import() || sb_code_generated_by_stdlib() ||
-	    sb_api_caller_in_site_packages())
+	/* The eval layer running code it let through (its own, or while
+	 * learning), whatever the grants: a guarded module's body above is
+	 * judged all the same. */
+	if (claimed || sb_eval_owns_event() || sb_guard_serving_import() ||
+	    sb_code_generated_by_stdlib() || sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_check(SB_API_FN_builtins_exec);
 }
@@ -562,7 +568,7 @@ static int on_compile(PyObject *args)
 
 	if (PyTuple_Size(args) < 2) {
 		PyErr_Clear();
-		return check_compile();
+		return sb_eval_owns_event() ? 0 : check_compile();
 	}
 	source = PyTuple_GET_ITEM(args, 0);
 	filename = PyTuple_GET_ITEM(args, 1);
@@ -572,6 +578,11 @@ static int on_compile(PyObject *args)
 	else if (source != Py_None && sb_guard_is_runtime_file(name) &&
 		 sb_code_check_compile(source, name) < 0)
 		return -1;
+	/* The eval layer parsing a source it checks, or compiling the result
+	 * (learning passes the program's compile() through: its file name is
+	 * judged above like anyone's). */
+	if (sb_eval_owns_event())
+		return 0;
 	if (!PyEval_GetFrame()) {
 		if (source == Py_None || command_compile_pending) {
 			command_compile_pending = false;

@@ -9,6 +9,7 @@
  * attributes changes nothing. */
 #include "pysandboxes-module.h"
 
+#include "eval.h"
 #include "exceptions.h"
 #include "guard-runtime.h"
 #include "report-denials.h"
@@ -104,6 +105,11 @@ static PyMethodDef module_methods[] = {
      "sandboxes(...): inside the sandbox, a context manager that starts nothing."},
     {"run", (PyCFunction)(void (*)(void))run, METH_VARARGS | METH_KEYWORDS,
      "run(coro, ...): inside the sandbox, asyncio.run(coro)."},
+    {"guarded_eval", (PyCFunction)(void (*)(void))sb_eval_guarded_eval,
+     METH_FASTCALL | METH_KEYWORDS,
+     "guarded_eval(source, profile=None, names=None, mode='eval'): source checked and run by "
+     "the eval guard under the eval-* profile of that name, in a namespace built from its "
+     "eval-call plus names. mode='exec' runs a block and returns the names it bound."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -102,17 +102,6 @@ static int report_diags(struct sb_diags *d)
 	return -EINVAL;
 }
 
-/* Rules this version parses and validates but does not enforce yet: say so on
- * every run that has them, rather than let a user believe they protect. */
-static void warn_unenforced(const struct sb_profile *p)
-{
-	if (p->eval.any_key)
-		fprintf(stderr,
-			"python-sb: warning: eval-* rules are parsed but the eval layer is "
-			"not in this version: eval/exec/compile of strings stay refused (see "
-			"--explain)\n");
-}
-
 static int fail(const char *what, const char *detail, int r)
 {
 	fprintf(stderr, "python-sb: %s%s%s\n", what, detail ? ": " : "",
@@ -188,7 +177,6 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	if (e->profile->py_sandbox) {
 		_cleanup_strv_free_ char **warnings = NULL;
 
-		warn_unenforced(e->profile);
 		/* Host names are resolved and pinned now, while /etc/hosts and DNS
 		 * are still reachable: the boundary may hide both. */
 		r = sb_guard_net_resolve(e->profile, &warnings, &err);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "api-registry.h"
+#include "eval-learn.h"
 #include "profile.h"
 
 struct sb_learn_path {
@@ -56,6 +57,8 @@ struct sb_learn_set {
 	 * data-only would have refused needed (NULL: every result was data). */
 	size_t n_results;
 	char *result_needs_objects;
+	/* What evaluated code used (src/eval/eval-learn.h). */
+	struct sb_eval_learned eval;
 };
 
 /* Each 0 or -ENOMEM. Repeats merge: a path keeps `write` if any access

@@ -376,6 +376,14 @@ static bool record_api_category(int category)
 	return true;
 }
 
+static bool record_eval(int kind, const char *profile, const char *name)
+{
+	if (!sb_learning || learn.done)
+		return false;
+	return sb_eval_learned_add(&learn.set.eval, (enum sb_eval_learn_kind)kind, profile, name) >=
+	       0;
+}
+
 static void env_read(const char *name)
 {
 	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))
@@ -421,6 +429,9 @@ static enum sb_refusal_answer refused(const struct sb_refusal *r)
 		break;
 	case SB_REFUSAL_API_CATEGORY:
 		recorded = record_api_category(r->category);
+		break;
+	case SB_REFUSAL_EVAL:
+		recorded = record_eval(r->eval_kind, r->eval_profile, r->subject);
 		break;
 	}
 	return recorded ? SB_RECORDED_ALLOW : SB_REFUSE;

@@ -76,10 +76,9 @@ const char *sb_report_limit_exceeded(const struct sb_report_outside *out,
 static json_t *build_denials(const struct sb_report_shm *in)
 {
 	static const char *const kinds[] = {
-	    [SB_REPORT_DENIAL_IMPORT] = "import",
-	    [SB_REPORT_DENIAL_FILE] = "file",
-	    [SB_REPORT_DENIAL_NETWORK] = "network",
-	    [SB_REPORT_DENIAL_API] = "api",
+	    [SB_REPORT_DENIAL_IMPORT] = "import",   [SB_REPORT_DENIAL_FILE] = "file",
+	    [SB_REPORT_DENIAL_NETWORK] = "network", [SB_REPORT_DENIAL_API] = "api",
+	    [SB_REPORT_DENIAL_EVAL] = "eval",
 	};
 	json_t *list = json_array();
 

@@ -43,6 +43,7 @@ enum sb_report_denial_kind {
 	SB_REPORT_DENIAL_FILE,
 	SB_REPORT_DENIAL_NETWORK,
 	SB_REPORT_DENIAL_API,
+	SB_REPORT_DENIAL_EVAL, /* the eval layer (src/eval): a construct, a name, a budget */
 };
 
 /* Flags: what the collector could not record in full. */

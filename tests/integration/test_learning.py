@@ -313,15 +313,14 @@ def test_whole_category_becomes_one_line(sb):
     assert r.returncode == 0, r
 
 
-def test_eval_is_learned_as_dynamic_code(sb):
-    # No eval-* layer in this version: eval of a string is the python-api
-    # dynamic-code category (eval, and the compile and exec it goes through).
+def test_eval_is_learned_as_eval_rules(sb):
+    # eval of a string is learned as the eval-* rules it needs (the eval
+    # layer replays it guarded), not as the python-api dynamic-code grant.
     s = sb.script("print(eval('40 + 2'))\n")
     r = sb.run("--learn", s)
     assert r.returncode == 0 and "42" in r.stdout, r
-    assert block(sb.path(".py-sandboxes"), "learning_guard_api")[1:] == [
-        "python-api=ALLOW:dynamic-code"]
-    assert block(sb.path(".py-sandboxes"), "learning_guard_eval") == []
+    assert block(sb.path(".py-sandboxes"), "learning_guard_api") == []
+    assert block(sb.path(".py-sandboxes"), "learning_guard_eval")[1:] == ["eval-syntax=BinOp"]
     r = sb.run(s)
     assert r.returncode == 0 and "42" in r.stdout, r
 
