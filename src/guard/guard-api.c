@@ -536,7 +536,7 @@ static int on_exec_code(PyObject *args)
 	 * learning), whatever the grants: a guarded module's body above is
 	 * judged all the same. */
 	if (claimed || sb_eval_owns_event() || sb_guard_serving_import() ||
-	    sb_code_generated_by_stdlib() || sb_api_caller_in_site_packages())
+	    sb_code_generated_by_stdlib(NULL) || sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_check(SB_API_FN_builtins_exec);
 }
@@ -591,7 +591,7 @@ static int on_compile(PyObject *args)
 		}
 		return check_compile();
 	}
-	if (sb_guard_serving_import() || sb_code_generated_by_stdlib())
+	if (sb_guard_serving_import() || sb_code_generated_by_stdlib(source))
 		return 0;
 	if (sb_api_claimed(SB_API_EV_DYNAMIC) || sb_api_caller_in_site_packages())
 		return 0;

@@ -6,6 +6,7 @@
 
 #include "guard-code.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -214,23 +215,198 @@ int sb_code_check_unmarshalled(PyObject *result, PyObject *data)
 	return genuine ? 0 : sb_code_refuse_laundering("unmarshalling code", file);
 }
 
+/* What the program puts into a generator's text. A generator exempt only
+ * for its own template must not take the program's text into it: the names
+ * it writes into the template must be identifiers (dataclasses does not
+ * check the field names a class's __annotations__ or a base's
+ * __dataclass_fields__ give it; MakeProxyType does not check the method
+ * names), and a forward reference, which typing compiles and evaluates
+ * whole, must be a type expression. */
+enum generator_input {
+	INPUT_TEMPLATE,	   /* checks its inputs itself, or takes none */
+	INPUT_FIELDS,	   /* dataclasses: the keys of _process_class's `fields` */
+	INPUT_METHOD_NAME, /* MakeProxyType: its local `meth` */
+	INPUT_TYPE_EXPR,   /* typing.ForwardRef: the source compiled */
+};
+
 /* The standard library's code generators: what they compile or run is
  * built from their own templates (field names are checked identifiers, the
- * text of a forward reference is the program's annotation). */
+ * text of a forward reference a type expression). */
 static const struct {
 	const char *file; /* relative to the standard library */
 	const char *function;
+	enum generator_input input;
 } stdlib_code_generators[] = {
-    {"/ast.py", "parse"}, /* an AST only: running it needs another compile() */
-    {"/collections/__init__.py", "namedtuple"},
-    {"/dataclasses.py", "_create_fn"},
-    {"/gettext.py", "c2py"}, /* plural forms, checked by its own tokenizer */
-    {"/multiprocessing/managers.py", "MakeProxyType"},
-    {"/multiprocessing/sharedctypes.py", "make_property"},
-    {"/typing.py", "__init__"},		     /* ForwardRef(): compiled, not run */
-    {"/typing.py", "_evaluate"},	     /* ForwardRef._evaluate(): run */
-    {"/unittest/mock.py", "_set_signature"}, /* create_autospec: the name is an identifier */
+    {"/ast.py", "parse", INPUT_TEMPLATE}, /* an AST only: running it needs another compile() */
+    {"/collections/__init__.py", "namedtuple", INPUT_TEMPLATE}, /* checks its names */
+    {"/dataclasses.py", "_create_fn", INPUT_FIELDS},
+    {"/gettext.py", "c2py", INPUT_TEMPLATE}, /* plural forms, checked by its own tokenizer */
+    {"/multiprocessing/managers.py", "MakeProxyType", INPUT_METHOD_NAME},
+    {"/multiprocessing/sharedctypes.py", "make_property", INPUT_TEMPLATE}, /* needs ctypes */
+    {"/typing.py", "__init__", INPUT_TYPE_EXPR}, /* ForwardRef(): compiled, not run */
+    {"/typing.py", "_evaluate", INPUT_TEMPLATE}, /* ForwardRef._evaluate(): the code above */
+    /* create_autospec: a name that is no identifier becomes "funcopy" */
+    {"/unittest/mock.py", "_set_signature", INPUT_TEMPLATE},
 };
+
+static bool is_identifier(PyObject *o)
+{
+	return PyUnicode_Check(o) && PyUnicode_IsIdentifier(o) == 1;
+}
+
+/* A local of frame (new reference), or NULL without an exception. */
+static PyObject *frame_local(PyFrameObject *frame, const char *name)
+{
+	PyObject *locals = PyFrame_GetLocals(frame), *value;
+
+	if (!locals) {
+		PyErr_Clear();
+		return NULL;
+	}
+	value = PyMapping_Check(locals) ? PyMapping_GetItemString(locals, name) : NULL;
+	Py_DECREF(locals);
+	if (!value)
+		PyErr_Clear();
+	return value;
+}
+
+/* Whether every key of the dataclass's fields (the nearest
+ * _process_class frame outwards: every method it generates is made from
+ * them) is an identifier. */
+static bool field_names_ok(PyFrameObject *frame)
+{
+	PyFrameObject *f = (PyFrameObject *)Py_NewRef(frame);
+	bool ok = false;
+
+	for (int depth = 0; f && depth < 16; depth++) {
+		PyFrameObject *back;
+
+		if (sb_guard_frame_is(f, "/dataclasses.py", "_process_class")) {
+			PyObject *fields = frame_local(f, "fields"), *key, *value;
+			Py_ssize_t pos = 0;
+
+			ok = fields && PyDict_Check(fields);
+			while (ok && PyDict_Next(fields, &pos, &key, &value))
+				ok = is_identifier(key);
+			Py_XDECREF(fields);
+			break;
+		}
+		back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	Py_XDECREF(f);
+	return ok;
+}
+
+static bool method_name_ok(PyFrameObject *frame)
+{
+	PyObject *meth = frame_local(frame, "meth");
+	bool ok = meth && is_identifier(meth);
+
+	Py_XDECREF(meth);
+	return ok;
+}
+
+static bool python_keyword(const char *word, size_t len)
+{
+	static const char *const keywords[] = {
+	    "and",    "as",   "assert", "async",  "await",  "break",   "class",	   "continue",
+	    "def",    "del",  "elif",	"else",	  "except", "finally", "for",	   "from",
+	    "global", "if",   "import", "in",	  "is",	    "lambda",  "nonlocal", "not",
+	    "or",     "pass", "raise",	"return", "try",    "while",   "with",	   "yield"};
+
+	for (size_t i = 0; i < ELEMENTSOF(keywords); i++)
+		if (strlen(keywords[i]) == len && memcmp(keywords[i], word, len) == 0)
+			return true;
+	return false;
+}
+
+/* Whether text is a type expression: names, attributes, subscripts,
+ * tuples and lists of them, `|`, `*` (an unpacked TypeVarTuple), `...`,
+ * numbers and (not formatted) string literals; no call, no brace, no
+ * operator that binds, no keyword but None/True/False. The program wrote
+ * it as an annotation: anything more is code, which the rules decide. */
+static bool type_expression(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\'') {
+			bool triple = i + 2 < n && s[i + 1] == (char)c && s[i + 2] == (char)c;
+			size_t k = i + (triple ? 3 : 1);
+			bool closed = false;
+
+			while (k < n && !closed) {
+				if (s[k] == '\\') {
+					k += 2;
+				} else if (s[k] == (char)c &&
+					   (!triple || (k + 2 < n && s[k + 1] == (char)c &&
+							s[k + 2] == (char)c))) {
+					k += triple ? 3 : 1;
+					closed = true;
+				} else {
+					k++;
+				}
+			}
+			if (!closed)
+				return false;
+			i = k;
+		} else if (c == '_' || isalpha(c) || c >= 0x80) {
+			size_t start = i;
+			bool formatted = false;
+
+			while (i < n && (s[i] == '_' || isalnum((unsigned char)s[i]) ||
+					 (unsigned char)s[i] >= 0x80)) {
+				formatted = formatted || s[i] == 'f' || s[i] == 'F';
+				i++;
+			}
+			/* A string prefix with f: an f-string runs its fields. */
+			if (i < n && (s[i] == '"' || s[i] == '\'') && formatted)
+				return false;
+			if (python_keyword(s + start, i - start))
+				return false;
+		} else if (isdigit(c) || (c && strchr(" \t\r\n.,[]|*-", c))) {
+			i++;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool type_expression_ok(PyObject *source)
+{
+	Py_buffer view;
+	const char *data;
+	size_t len;
+	bool ok;
+
+	/* No source: the exec of the code it compiled. */
+	if (!source)
+		return true;
+	if (source_bytes(source, &view, &data, &len) < 0)
+		return false;
+	ok = type_expression(data, len);
+	if (view.obj)
+		PyBuffer_Release(&view);
+	return ok;
+}
+
+static bool input_ok(enum generator_input input, PyFrameObject *frame, PyObject *source)
+{
+	switch (input) {
+	case INPUT_TEMPLATE:
+		return true;
+	case INPUT_FIELDS:
+		return field_names_ok(frame);
+	case INPUT_METHOD_NAME:
+		return method_name_ok(frame);
+	case INPUT_TYPE_EXPR:
+		return type_expression_ok(source);
+	}
+	return false;
+}
 
 /* Whether the function a frame runs is private to its module: "_x", not
  * "__x__" (a protocol method, public) or "<lambda>". */
@@ -285,17 +461,19 @@ static bool entered_publicly(PyFrameObject *frame)
 	return public;
 }
 
-bool sb_code_generated_by_stdlib(void)
+bool sb_code_generated_by_stdlib(PyObject *source)
 {
 	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
-	bool generator = false;
+	size_t i;
 
 	if (!frame)
 		return false;
-	for (size_t i = 0; !generator && i < ELEMENTSOF(stdlib_code_generators); i++)
-		generator = sb_guard_frame_is(frame, stdlib_code_generators[i].file,
-					      stdlib_code_generators[i].function);
-	return generator && entered_publicly(frame);
+	for (i = 0; i < ELEMENTSOF(stdlib_code_generators); i++)
+		if (sb_guard_frame_is(frame, stdlib_code_generators[i].file,
+				      stdlib_code_generators[i].function))
+			break;
+	return i < ELEMENTSOF(stdlib_code_generators) && entered_publicly(frame) &&
+	       input_ok(stdlib_code_generators[i].input, frame, source);
 }
 
 bool sb_code_derived_by_stdlib(void)

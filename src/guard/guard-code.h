@@ -39,9 +39,11 @@ int sb_code_refuse_laundering(const char *what, const char *filename);
 /* Whether the innermost frame is one of the standard library's code
  * generators (namedtuple, dataclasses, typing's forward references...)
  * compiling or running code built from its own template, entered through
- * its public interface: not one of its private helpers called by the
- * program with the program's text. */
-bool sb_code_generated_by_stdlib(void);
+ * its public interface (not one of its private helpers called by the
+ * program with the program's text), from inputs that cannot carry code
+ * (identifiers, a type expression). source: what a "compile" event
+ * compiles, NULL for an "exec" event. */
+bool sb_code_generated_by_stdlib(PyObject *source);
 /* Whether the innermost frame is the standard library's function that
  * derives code objects from existing ones (types.coroutine()). */
 bool sb_code_derived_by_stdlib(void);
