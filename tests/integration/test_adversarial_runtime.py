@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 """Adversarial programs that drive the runtime itself (issue #12, the guard's
 side): the import machinery and the standard library called directly with the
-program's own arguments, code objects laundered into the standard library's
-file names, ctypes without the native grant, the calls that name another
+program's own arguments (every door, the module code of the standard library
+run in a namespace of the program's, its code generators fed the program's
+text), code objects laundered into the standard library's file names, the
+guard's objects and frames without the introspection grant, ctypes without
+the native grant, the calls that name another
 process, changes through a held descriptor, SQLite opening files from SQL,
 named semaphores, the name-service files, and the rule files themselves.
 
@@ -168,6 +171,8 @@ class Arena:
         out = r.stdout + r.stderr
         if self.secret_text in out:
             found.append("the secret file was read")
+        if "INJECTED" in r.stdout.replace("'INJECTED'", ""):
+            found.append("a generator ran the program's text")
         for line in r.stdout.splitlines():
             if line.startswith("LEAKED "):
                 found.append(f"a refused module ended up in sys.modules: {line[7:]}")
@@ -342,6 +347,157 @@ attack("inspect-getinnerframes", API, """
     except ZeroDivisionError as e:
         show(inspect.getinnerframes(e.__traceback__))
 """, imports=IMPORTS + ", inspect")
+
+
+# More doors and machinery of the same class: every way into the import
+# system the program can reach, and the standard library's module code run
+# in a namespace of the program's.
+attack("bootstrap-_gcd_import", MOD, """
+    B._gcd_import('csv')
+""")
+
+attack("bootstrap-__import__", MOD, """
+    B.__import__('ctypes')
+""")
+
+attack("bootstrap-_builtin_from_name", MOD, """
+    B._builtin_from_name('_socket' if '_socket' in sys.builtin_module_names else '_csv')
+""")
+
+attack("frozen-importer-exec_module", MOD, """
+    spec = B.FrozenImporter.find_spec('__hello__')
+    B.FrozenImporter.exec_module(B.module_from_spec(spec))
+""")
+
+attack("bootstrap-_exec-into-new-module", MOD, """
+    import types
+    spec = BX.PathFinder.find_spec('csv')
+    module = types.ModuleType('csv')
+    sys.modules['csv'] = module
+    try:
+        B._exec(spec, module)
+    finally:
+        sys.modules.pop('csv', None)
+""", api=LOADER, imports=IMPORTS + ", types, _io")
+
+attack("lazy-loader", MOD, """
+    import importlib.util
+    spec = BX.PathFinder.find_spec('csv')
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.reader
+""", api=LOADER, imports=IMPORTS + ", importlib, _io")
+
+# The module's own code, run by the program in a namespace of its own: its
+# import statements are not the standard library importing for itself.
+attack("get_code-exec-csv", MOD, """
+    exec(BX.SourceFileLoader('csv', STDLIB + '/csv.py').get_code('csv'), {'__name__': 'csv'})
+""", api=("ALLOW:dynamic-code", "ALLOW:deserialization"), imports=IMPORTS + ", _io")
+
+attack("moduletype-exec-genuine-source", MOD, """
+    import types
+    module = types.ModuleType('ctypes')
+    path = STDLIB + '/ctypes/__init__.py'
+    with open(path) as f:
+        exec(compile(f.read(), path, 'exec'), module.__dict__)
+""", api=("ALLOW:dynamic-code",), imports=IMPORTS + ", types")
+
+attack("get_frozen_object-exec", MOD, """
+    exec(IMP.get_frozen_object('__hello__'), {'__name__': '__hello__'})
+""", api=("ALLOW:dynamic-code",))
+
+
+# --- the standard library's code generators fed the program's text -----------
+# Exempt only for their own templates: the names they write into them must
+# be identifiers, a forward reference a type expression. Each payload would
+# print INJECTED if it ran.
+
+attack("dataclass-field-name-injection", API, """
+    import dataclasses
+    class C:
+        pass
+    name = "x=print('INJECTED'),*_a"
+    C.__annotations__ = {name: int}
+    setattr(C, name, dataclasses.field(init=False, repr=False, compare=False))
+    dataclasses.dataclass(C)
+""", imports=IMPORTS + ", dataclasses")
+
+attack("dataclass-base-fields-injection", API, """
+    import dataclasses
+    @dataclasses.dataclass
+    class Base:
+        x: int = 0
+    f = Base.__dataclass_fields__.pop('x')
+    f.name = "x=print('INJECTED'),*_a"
+    f.init = f.repr = f.compare = False
+    Base.__dataclass_fields__[f.name] = f
+    @dataclasses.dataclass
+    class D(Base):
+        y: int = 1
+""", imports=IMPORTS + ", dataclasses")
+
+attack("forward-reference-call", API, """
+    import typing
+    def f(a: "print('INJECTED') or int"):
+        pass
+    typing.get_type_hints(f)
+""", imports=IMPORTS + ", typing")
+
+attack("forward-reference-f-string", API, """
+    import typing
+    def f(a: "f'{print(chr(73) + chr(78) + chr(74) + chr(69) + chr(67) + chr(84) + chr(69) + chr(68))}'"):
+        pass
+    typing.get_type_hints(f)
+""", imports=IMPORTS + ", typing")
+
+attack("proxy-method-name-injection", API, """
+    from multiprocessing import managers
+    managers.MakeProxyType('P', ["x(self): pass\\nprint('INJECTED')\\ndef y"])
+""", imports=IMPORTS + ", multiprocessing")
+
+
+# --- frames and the guard's own objects without the introspection grant ----
+
+attack("gc-get_objects-originals", API, """
+    import gc
+    show([o for o in gc.get_objects() if getattr(o, '__name__', '') == 'fork_exec'])
+""", imports=IMPORTS + ", gc")
+
+attack("settrace-stdlib-frames", API, """
+    sys.settrace(lambda frame, event, arg: show(frame.f_locals))
+    import json
+    json.dumps([1])
+""")
+
+attack("fresh-posix-copy", API, """
+    module = IMP.create_builtin(B.ModuleSpec('posix', None))
+    module.sched_setaffinity(0, {0})
+""", imports="*")
+
+
+# --- files through the import machinery and held directories ---------------
+
+attack("file-loader-get_data-secret", FILE, """
+    show(BX.FileLoader('x', SECRET).get_data(SECRET))
+""")
+
+attack("io-open_code-secret", FILE, """
+    import io
+    show(io.open_code(SECRET).read())
+""", imports=IMPORTS + ", io, _io")  # open_code() imports _io from C
+
+attack("dir_fd-parent-listing", FILE, """
+    import os
+    fd = os.open(RO, os.O_RDONLY)
+    show(os.listdir(os.open('../..', os.O_RDONLY, dir_fd=fd)))
+""")
+
+attack("fwalk-dir_fd-parent", FILE, """
+    import os
+    fd = os.open(RO, os.O_RDONLY)
+    show(list(os.fwalk('../..', dir_fd=fd)))
+""")
 
 
 # --- ctypes without the native grant (finding 2) ------------------------------
