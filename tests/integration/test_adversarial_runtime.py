@@ -493,6 +493,14 @@ attack("dir_fd-parent-listing", FILE, """
     show(os.listdir(os.open('../..', os.O_RDONLY, dir_fd=fd)))
 """)
 
+# chroot() into a writable grant: every name the guard decides on would
+# then mean something else than what it resolved and cached.
+attack("chroot-into-writable-grant", PERM, """
+    import os
+    os.chroot(RW)
+    show(os.listdir('/'))
+""")
+
 attack("fwalk-dir_fd-parent", FILE, """
     import os
     fd = os.open(RO, os.O_RDONLY)
