@@ -406,6 +406,34 @@ static bool instruction_at(PyCodeObject *code, int lasti, int *ret_op, unsigned 
 #endif
 }
 
+/* Whether the package a relative import in code resolves against (its
+ * globals' __package__, which CPython takes first) is the one code's file
+ * is in: the standard library's module that code is, or its parent for a
+ * module that is not a package. The program can write __package__ into a
+ * loaded module's namespace; `from .process import X` in concurrent.futures
+ * would then import a package of its choosing. */
+static bool relative_base_is_own(PyCodeObject *code, PyObject *globals)
+{
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+	PyObject *package;
+	char own[256];
+	size_t n;
+
+	if (!file || !PyDict_Check(globals) || !sb_guard_stdlib_module(file, own, sizeof(own)))
+		return false;
+	n = strlen(file);
+	if (!(n > 12 && streq(file + n - 12, "/__init__.py"))) {
+		char *dot = strrchr(own, '.');
+
+		if (!dot)
+			return false;
+		*dot = '\0';
+	}
+	package = PyDict_GetItemString(globals, "__package__"); /* borrowed */
+	return package && PyUnicode_Check(package) &&
+	       PyUnicode_CompareWithASCIIString(package, own) == 0;
+}
+
 bool sb_guard_frame_imports_literal(PyFrameObject *frame, PyObject *name, PyObject *globals,
 				    int level)
 {
@@ -425,10 +453,10 @@ bool sb_guard_frame_imports_literal(PyFrameObject *frame, PyObject *name, PyObje
 	if (!literal || PyUnicode_Compare(literal, name) != 0)
 		goto out;
 	/* A relative import resolves against the importer's globals: its own,
-	 * or a name its code does not write. */
+	 * with its own package in them, or a name its code does not write. */
 	if (level > 0) {
 		own_globals = PyFrame_GetGlobals(frame);
-		if (own_globals != globals)
+		if (own_globals != globals || !relative_base_is_own(code, globals))
 			goto out;
 	}
 	r = true;

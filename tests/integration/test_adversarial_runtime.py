@@ -275,6 +275,21 @@ attack("call_with_frames_removed-__import__", MOD, """
     B._call_with_frames_removed(__import__, 'ctypes')
 """)
 
+# A relative import written in the standard library's code, resolved against
+# a package the program wrote into the module's namespace.
+attack("relative-import-planted-__package__", MOD, """
+    import concurrent.futures as cf
+    cf.__dict__['__package__'] = 'ctypes'
+    cf.ProcessPoolExecutor
+""", imports=IMPORTS + ", concurrent")
+
+attack("relative-import-planted-__spec__", MOD, """
+    import concurrent.futures as cf
+    cf.__dict__['__package__'] = None
+    cf.__dict__['__spec__'] = B.ModuleSpec('ctypes.futures', None, is_package=False)
+    cf.ProcessPoolExecutor
+""", imports=IMPORTS + ", concurrent")
+
 # A standard-library function importing a name it computes from its argument.
 attack("logging-config-_resolve", MOD, """
     import logging.config
