@@ -290,6 +290,25 @@ attack("relative-import-planted-__spec__", MOD, """
     cf.ProcessPoolExecutor
 """, imports=IMPORTS + ", concurrent")
 
+# The machinery serving an allowed request, led by the program's own state
+# (a package's __path__, a finder on sys.meta_path) to a module of the
+# standard library under another name.
+attack("planted-__path__-stdlib-module", MOD, """
+    import json
+    json.__path__.insert(0, STDLIB)
+    import json.csv
+""")
+
+attack("meta_path-finder-stdlib-file", MOD, """
+    class Finder:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name == 'json.x':
+                return BX.spec_from_file_location('json.x', STDLIB + '/csv.py')
+    sys.meta_path.insert(0, Finder)
+    import json.x
+""")
+
 # A standard-library function importing a name it computes from its argument.
 attack("logging-config-_resolve", MOD, """
     import logging.config
