@@ -107,6 +107,22 @@ static int cmp_handler(const void *a, const void *b)
 		      ((const struct sb_audit_handler *)b)->event);
 }
 
+/* An event no handler names: the parts' families (prefixes), which they
+ * refuse unless they know better. A first-letter test keeps this cheap for
+ * the many events nobody handles. */
+static int dispatch_prefix(const char *event, PyObject *args)
+{
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+		for (size_t k = 0; k < parts[i]->n_prefixes; k++) {
+			const struct sb_audit_prefix *p = &parts[i]->prefixes[k];
+
+			if (p->prefix[0] == event[0] && startswith(event, p->prefix) &&
+			    p->handle(event, args) < 0)
+				return -1;
+		}
+	return 0;
+}
+
 static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unused_)
 {
 	const struct sb_audit_handler *h;
@@ -126,7 +142,7 @@ static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unus
 	for (unsigned k = 0; k < n; k++)
 		if (h[k].handle(args) < 0)
 			return -1;
-	return 0;
+	return n == 0 ? dispatch_prefix(event, args) : 0;
 }
 
 /* Changes whenever sys.modules does: most import statements find their
@@ -160,6 +176,14 @@ int sb_guard_after_import(void)
 	/* Read again: the parts' own imports (socket's) changed it. */
 	guard.modules_version = modules_version();
 	guard.after_import_again = again;
+	return 0;
+}
+
+int sb_guard_module_loading(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+		if (parts[i]->module_loading && parts[i]->module_loading(name) < 0)
+			return -1;
 	return 0;
 }
 

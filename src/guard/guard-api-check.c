@@ -117,16 +117,13 @@ bool sb_api_any_deserialization(void)
 	return api.any_deserialization;
 }
 
-bool sb_api_caller_is_library(void)
+bool sb_api_caller_in_site_packages(void)
 {
-	PyFrameObject *frame;
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
 	PyCodeObject *code;
 	const char *file;
 	bool library = false;
 
-	if (sb_guard_caller_is_runtime())
-		return true;
-	frame = PyEval_GetFrame(); /* borrowed */
 	if (!frame || api.n_site_dirs == 0)
 		return false;
 	code = PyFrame_GetCode(frame);
@@ -140,6 +137,11 @@ bool sb_api_caller_is_library(void)
 	}
 	Py_DECREF(code);
 	return library;
+}
+
+bool sb_api_caller_is_library(void)
+{
+	return sb_guard_caller_is_runtime() || sb_api_caller_in_site_packages();
 }
 
 /* 0 when the observer lets it go ahead, else -1 with RuleApiPermissionError

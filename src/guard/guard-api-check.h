@@ -37,6 +37,10 @@ int sb_api_check(int fn);
  * RuleApiPermissionError set. */
 int sb_api_deny_outside_registry(const char *what, enum sb_api_category category);
 
-/* Whether the caller is the interpreter's library or site-packages, whose
- * code generation and frame access are the runtime's own business. */
+/* Whether the caller (the innermost frame) is the interpreter's library or
+ * site-packages, whose frame access is the runtime's own business. */
 bool sb_api_caller_is_library(void);
+/* Whether the caller is code under a site-packages directory of sys.path:
+ * third-party libraries generate code (attrs, pydantic) and read frames as
+ * the standard library does. */
+bool sb_api_caller_in_site_packages(void);

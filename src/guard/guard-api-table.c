@@ -11,6 +11,8 @@
 #define SB_WRAP_FN(m, a, fam) WRAP(m, a, SB_API_FN_##m##_##a, SB_API_NO_FN, SB_API_EV_##fam, 0)
 #define SB_WRAP_FNX(m, a, fam)                                                                     \
 	WRAP(m, a, SB_API_FN_##m##_##a, SB_API_NO_FN, SB_API_EV_##fam, SB_API_F_EXEMPT_LIBRARY)
+#define SB_WRAP_DOOR(m, a)                                                                         \
+	WRAP(m, a, SB_API_FN_##m##_##a, SB_API_NO_FN, SB_API_EV_NONE, SB_API_F_IMPORT_DOOR)
 #define SB_WRAP_OS(a, fam)			 SB_WRAP_FN(posix, a, fam) SB_WRAP_FN(os, a, fam)
 #define SB_WRAP_METHOD(m, c, a, fn)		 METHOD(m, c, a, fn, SB_API_NO_FN)
 #define SB_WRAP_METHOD_ALIAS(m, c, a, fn, alias) METHOD(m, c, a, fn, SB_API_FN_##alias)

@@ -41,6 +41,7 @@ enum sb_api_family {
 	SB_API_EV_STRING_AT,
 	SB_API_EV_WSTRING_AT,
 	SB_API_EV_DYNAMIC,
+	SB_API_EV_FRAME, /* sys._getframe of inspect's frame functions, once granted */
 	SB_API_EV__N,
 };
 
@@ -60,6 +61,13 @@ enum {
 	/* Either name grants it (one function under two names); a refusal
 	 * names the alias, the canonical one. */
 	SB_API_F_ANY_OF = 1 << 4,
+	/* Not a registry function: a way code objects come into being
+	 * (marshal, _imp), checked so that none the program makes carries the
+	 * standard library's file names (guard-code.h). */
+	SB_API_F_CODE_ORIGIN = 1 << 5,
+	/* A registry function that imports (importlib.reload): once allowed,
+	 * a door of the import system, which judges and serves the import. */
+	SB_API_F_IMPORT_DOOR = 1 << 6,
 };
 
 #define SB_API_NO_FN (-1)
@@ -82,6 +90,7 @@ enum {
 	SB_API_N_WRAPS = 0
 #define SB_WRAP_FN(m, a, fam)			 +1
 #define SB_WRAP_FNX(m, a, fam)			 +1
+#define SB_WRAP_DOOR(m, a)			 +1
 #define SB_WRAP_OS(a, fam)			 +2
 #define SB_WRAP_METHOD(m, c, a, fn)		 +1
 #define SB_WRAP_METHOD_ALIAS(m, c, a, fn, alias) +1
@@ -90,6 +99,7 @@ enum {
 #include "guard-api-wraps.h"
 #undef SB_WRAP_FN
 #undef SB_WRAP_FNX
+#undef SB_WRAP_DOOR
 #undef SB_WRAP_OS
 #undef SB_WRAP_METHOD
 #undef SB_WRAP_METHOD_ALIAS

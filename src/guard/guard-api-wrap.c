@@ -7,6 +7,8 @@
 
 #include "eval.h"
 #include "guard-api-check.h"
+#include "guard-code.h"
+#include "guard-imports.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
 #include "util.h"
@@ -116,6 +118,7 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 {
 	enum sb_api_family family = sb_api_wraps[i].family;
 	PyObject *original = wrap.original[i], *result;
+	struct sb_import_request request;
 	unsigned saved = 0;
 
 	if (!original) {
@@ -129,14 +132,24 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 		return sb_eval_builtin(dynamic_builtin(i), args, nargs, kwnames);
 	if (check_entry(i) < 0)
 		return NULL;
+	if ((sb_api_wraps[i].flags & SB_API_F_CODE_ORIGIN) && sb_guard_armed() &&
+	    sb_code_check_call(sb_api_wraps[i].attr, args, nargs) < 0)
+		return NULL;
+	if ((sb_api_wraps[i].flags & (SB_API_F_IMP_HOOK | SB_API_F_IMPORT_DOOR)) &&
+	    sb_guard_imp_enter(sb_api_wraps[i].attr, args, nargs, &request) < 0)
+		return NULL;
 	if (family != SB_API_EV_NONE) {
 		saved = claims[family];
 		/* A library caller's eval/exec/compile is not a grant: the
 		 * "compile" event decides whose source it is (on_compile). */
-		claims[family] = family != SB_API_EV_DYNAMIC ? 1
-				 : sb_api_allowed(sb_api_wraps[i].fn)
-				     ? dynamic_budget(i, args, nargs)
-				     : 0;
+		/* A library caller's eval/exec/compile or frame function is not
+		 * a grant: the event decides whose act it is (on_compile,
+		 * on_getframe). */
+		claims[family] =
+		    family == SB_API_EV_DYNAMIC
+			? (sb_api_allowed(sb_api_wraps[i].fn) ? dynamic_budget(i, args, nargs) : 0)
+		    : family == SB_API_EV_FRAME ? sb_api_allowed(sb_api_wraps[i].fn)
+						: 1;
 	}
 	/* The original may be released by a re-wrap while it runs. */
 	Py_INCREF(original);
@@ -144,11 +157,16 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 	Py_DECREF(original);
 	if (family != SB_API_EV_NONE)
 		claims[family] = saved;
+	if (sb_api_wraps[i].flags & (SB_API_F_IMP_HOOK | SB_API_F_IMPORT_DOOR))
+		sb_guard_request_leave(&request);
+	if (result && (sb_api_wraps[i].flags & SB_API_F_CODE_ORIGIN) && sb_guard_armed() &&
+	    sb_code_check_result(sb_api_wraps[i].attr, result, args, nargs) < 0)
+		Py_CLEAR(result);
 	if (result && (sb_api_wraps[i].flags & SB_API_F_IMP_HOOK)) {
-		/* create_*() returns the new module, exec_*() takes it. */
-		PyObject *module = startswith(sb_api_wraps[i].attr, "create") ? result
-				   : nargs > 0				      ? args[0]
-									      : NULL;
+		/* exec_*() takes the module, the others return it. */
+		PyObject *module = !startswith(sb_api_wraps[i].attr, "exec") ? result
+				   : nargs > 0				     ? args[0]
+									     : NULL;
 
 		if (imp_hook_done(module) < 0)
 			Py_CLEAR(result);
@@ -193,11 +211,13 @@ TRAMP8(14)
 TRAMP8(15)
 TRAMP8(16)
 TRAMP8(17)
+TRAMP8(18)
+TRAMP8(19)
 
 typedef PyObject *(*tramp_fn)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);
-static const tramp_fn tramps[] = {P8(0),  P8(1),  P8(2),  P8(3),  P8(4),  P8(5),
-				  P8(6),  P8(7),  P8(8),  P8(9),  P8(10), P8(11),
-				  P8(12), P8(13), P8(14), P8(15), P8(16), P8(17)};
+static const tramp_fn tramps[] = {P8(0),  P8(1),  P8(2),  P8(3),  P8(4),  P8(5),  P8(6),
+				  P8(7),  P8(8),  P8(9),  P8(10), P8(11), P8(12), P8(13),
+				  P8(14), P8(15), P8(16), P8(17), P8(18), P8(19)};
 _Static_assert(ELEMENTSOF(tramps) >= SB_API_N_WRAPS, "add TRAMP8 rows");
 
 /* The name of module m as a str (the key in sys.modules, and the wrappers'
@@ -227,14 +247,16 @@ static PyObject *attr_key(size_t i)
 }
 
 /* Whether entry i's wrapper has anything to do: refuse a call, claim an
- * event for a family, or hook the import system. A spelling the rules allow
+ * event for a family, or hook the import system (a door serves its import
+ * even when allowed). A spelling the rules allow
  * outright keeps its original function (nothing to create and install at
  * every start for, e.g., python-api=ALLOW:threads). */
 static bool entry_needed(size_t i)
 {
 	const struct sb_api_wrap *e = &sb_api_wraps[i];
 
-	return e->fn == SB_API_NO_FN || e->family != SB_API_EV_NONE || !sb_api_allowed(e->fn) ||
+	return e->fn == SB_API_NO_FN || e->family != SB_API_EV_NONE ||
+	       (e->flags & SB_API_F_IMPORT_DOOR) || !sb_api_allowed(e->fn) ||
 	       (e->alias != SB_API_NO_FN && !sb_api_allowed(e->alias));
 }
 

@@ -7,6 +7,9 @@
  *                                         is the interpreter's library or
  *                                         site-packages (code generation,
  *                                         frame access: the runtime's own)
+ *   SB_WRAP_DOOR(module, attr)            module.attr, a function that imports
+ *                                         (once allowed, judged and served as
+ *                                         an import)
  *   SB_WRAP_OS(attr, family)              posix.attr and os.attr: `from posix
  *                                         import *` copies the original into
  *                                         os, and both are registry names
@@ -20,9 +23,11 @@
  *                                         under two names); a refusal names
  *                                         alias, the canonical one
  *   SB_WRAP_HOOK(module, attr, flag)      no registry function: a hook into
- *                                         the import system (IMP_HOOK: wraps
- *                                         what _imp creates before anyone can
- *                                         call it; AFTER_IMPORT)
+ *                                         the import system (IMP_HOOK: judges
+ *                                         what _imp is asked to make and wraps
+ *                                         it before anyone can call it;
+ *                                         AFTER_IMPORT), or a way code objects
+ *                                         come into being (CODE_ORIGIN)
  *
  * module and cls are identifiers (module ids of guard-api-modules.h), fn and
  * alias registry ids (api-registry-list.h): a misspelt one does not compile,
@@ -103,6 +108,12 @@ SB_WRAP_FN(_signal, pthread_kill, NONE)
 SB_WRAP_FN(signal, pthread_kill, NONE)
 SB_WRAP_FN(resource, setrlimit, SETRLIMIT)
 SB_WRAP_FN(resource, prlimit, PRLIMIT)
+SB_WRAP_OS(sched_setaffinity, NONE)
+SB_WRAP_OS(sched_setscheduler, NONE)
+SB_WRAP_OS(sched_setparam, NONE)
+SB_WRAP_OS(pidfd_open, NONE)
+SB_WRAP_FN(_signal, pidfd_send_signal, NONE)
+SB_WRAP_FN(signal, pidfd_send_signal, NONE)
 
 /* privileges */
 SB_WRAP_OS(setuid, NONE)
@@ -143,10 +154,10 @@ SB_WRAP_FN(ctypes, wstring_at, WSTRING_AT)
 
 /* introspection; inspect's helpers call sys._getframe from the library,
  * which the sys._getframe event exempts, so they need their own guard. */
-SB_WRAP_FN(importlib, reload, NONE)
-SB_WRAP_FNX(inspect, currentframe, NONE)
-SB_WRAP_FNX(inspect, stack, NONE)
-SB_WRAP_FNX(inspect, trace, NONE)
+SB_WRAP_DOOR(importlib, reload)
+SB_WRAP_FNX(inspect, currentframe, FRAME)
+SB_WRAP_FNX(inspect, stack, FRAME)
+SB_WRAP_FNX(inspect, trace, FRAME)
 SB_WRAP_FN(faulthandler, enable, NONE)
 
 /* dynamic-code */
@@ -168,4 +179,11 @@ SB_WRAP_HOOK(_imp, create_builtin, IMP_HOOK)
 SB_WRAP_HOOK(_imp, exec_builtin, IMP_HOOK)
 SB_WRAP_HOOK(_imp, create_dynamic, IMP_HOOK)
 SB_WRAP_HOOK(_imp, exec_dynamic, IMP_HOOK)
+SB_WRAP_HOOK(_imp, init_frozen, IMP_HOOK)
 SB_WRAP_HOOK(importlib, import_module, AFTER_IMPORT)
+
+/* code objects carrying the standard library's file names: only its own */
+SB_WRAP_HOOK(_imp, _fix_co_filename, CODE_ORIGIN)
+SB_WRAP_HOOK(_imp, get_frozen_object, CODE_ORIGIN)
+SB_WRAP_HOOK(marshal, loads, CODE_ORIGIN)
+SB_WRAP_HOOK(marshal, load, CODE_ORIGIN)

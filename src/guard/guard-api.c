@@ -33,6 +33,7 @@
 #include "guard-api-check.h"
 #include "guard-api-table.h"
 #include "guard-api-wrap.h"
+#include "guard-code.h"
 #include "guard-imports.h"
 #include "guard-runtime.h"
 #include "pysandboxes-module.h"
@@ -40,6 +41,9 @@
 
 /* -c: the launcher compiles the command once, with no Python frame. */
 static bool command_compile_pending;
+/* The launcher compiled the program's code (the script, the command, a
+ * line of the REPL): its run comes next, with no Python frame either. */
+static bool main_exec_pending;
 
 /* The count of a family is that of its initialisers: it cannot disagree. */
 #define FAMILY(...)                                                                                \
@@ -156,59 +160,205 @@ static int on_popen(PyObject *args _unused_)
 	return sb_api_check(SB_API_FN_subprocess_Popen);
 }
 
-/* ctypes.CDLL and PyDLL (and _ctypes.dlopen) all open through this. */
-static int on_dlopen(PyObject *args _unused_)
+/* ctypes.CDLL and PyDLL (and _ctypes.dlopen) all open through this; every
+ * other ctypes event (a symbol looked up, a foreign function called by
+ * address, memory read or written through from_address(), from_buffer(),
+ * addressof(), PyObj_FromPtr(), a buffer made, errno) is what a loaded
+ * library is used with: the same grant. */
+static int on_native(PyObject *args _unused_)
 {
 	return sb_api_check(SB_API_FN_ctypes_CDLL);
 }
 
-/* Standard-library functions that return the frame they read: exempt as
- * the runtime's only when the runtime called them (traceback.print_exc()
- * walks a traceback through walk_tb(); logging's findCaller() calls
- * currentframe()), not when the program did and gets the frame. */
+/* SQLite loading an extension is loading a shared library:
+ * sqlite3.enable_load_extension(True) and load_extension() (the SQL
+ * function load_extension() needs the first). */
+static int on_sqlite_enable_extensions(PyObject *args)
+{
+	PyObject *enabled = PyTuple_Size(args) >= 2 ? PyTuple_GET_ITEM(args, 1) : NULL;
+
+	PyErr_Clear();
+	if (enabled && PyObject_IsTrue(enabled) == 0)
+		return 0;
+	PyErr_Clear();
+	return sb_api_check(SB_API_FN_ctypes_CDLL);
+}
+
+/* A ctypes event no handler names (a newer CPython's): native code, the
+ * same grant. */
+static int on_native_unknown(const char *event _unused_, PyObject *args _unused_)
+{
+	return sb_api_check(SB_API_FN_ctypes_CDLL);
+}
+
+/* os events no part judges because there is nothing to judge: a lock on a
+ * held file (os.lockf), the environment handed to child processes (which
+ * need process-exec), a walk whose listings are each judged. Listed, so
+ * that an os event the guard does not know is refused (on_os_unknown). */
+static int on_os_harmless(PyObject *args _unused_)
+{
+	return 0;
+}
+
+/* An os event no part knows (a newer CPython's): refused, since os is
+ * where the system is changed. The message says so; no rule can allow it. */
+static int on_os_unknown(const char *event, PyObject *args _unused_)
+{
+	_cleanup_free_ char *message = NULL;
+
+	if (asprintf(&message,
+		     "%s is an operation of the os module that the guard of this python-sb does "
+		     "not know, so it is refused",
+		     event) < 0) {
+		message = NULL;
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_api_error(event, "unknown", message);
+}
+
+/* Modules whose very loading is a registry function's business: _ctypes
+ * calls any address with no audit event at all (a CFuncPtr made from an
+ * integer), so without the grant it is not loaded. */
+static const struct {
+	const char *module;
+	short fn;
+} native_modules[] = {
+    {"_ctypes", SB_API_FN_ctypes_CDLL},
+};
+
+static int api_module_loading(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(native_modules); i++)
+		if (streq(name, native_modules[i].module))
+			return sb_api_check(native_modules[i].fn);
+	return 0;
+}
+
+/* The standard library's functions that read a frame (sys._getframe(), a
+ * traceback's tb_frame, a generator's gi_frame...) and keep it to
+ * themselves: a module name, a line, a summary, a printout. Their reads are
+ * the runtime's own, whoever called them. */
 static const struct {
 	const char *file; /* relative to the standard library */
 	const char *function;
-} frame_returners[] = {
-    {"/logging/__init__.py", "<lambda>"}, /* currentframe = lambda: sys._getframe(1) */
-    {"/traceback.py", "walk_stack"},
-    {"/traceback.py", "walk_tb"},
+} frame_readers[] = {
+    {"/asyncio/coroutines.py", "_format_coroutine"},
+    {"/asyncio/events.py", "__init__"}, /* the handle's source traceback */
+    {"/asyncio/format_helpers.py", "extract_stack"},
+    {"/asyncio/futures.py", "__init__"},
+    {"/asyncio/streams.py", "__init__"},
+    {"/asyncore.py", "compact_traceback"},
+    {"/collections/__init__.py", "namedtuple"},
+    {"/dis.py", "distb"},
+    {"/dis.py", "from_traceback"},
+    {"/doctest.py", "_find_lineno"},
+    {"/doctest.py", "_normalize_module"},
+    {"/enum.py", "_create_"},
+    {"/inspect.py", "_get_code_position_from_tb"},
+    {"/inspect.py", "findsource"},
+    {"/inspect.py", "getcoroutinelocals"},
+    {"/inspect.py", "getcoroutinestate"},
+    {"/inspect.py", "getfile"},
+    {"/inspect.py", "getframeinfo"},
+    {"/inspect.py", "getgeneratorlocals"},
+    {"/inspect.py", "getgeneratorstate"},
+    {"/inspect.py", "getsourcelines"},
+    {"/logging/__init__.py", "findCaller"},
+    {"/logging/__init__.py", "handleError"},
+    {"/subprocess.py", "_text_encoding"},
+    {"/traceback.py", "_extract_from_extended_frame_gen"},
+    {"/traceback.py", "clear_frames"},
+    {"/traceback.py", "extended_frame_gen"},
+    {"/traceback.py", "extract_stack"},
+    {"/traceback.py", "format_stack"},
+    {"/traceback.py", "print_stack"},
+    {"/types.py", "<module>"}, /* FrameType, at its import */
+    {"/typing.py", "_caller"},
+    {"/unittest/result.py", "_clean_tracebacks"},
+    {"/unittest/result.py", "_is_relevant_tb_level"},
+    {"/unittest/result.py", "_remove_unittest_tb_frames"},
+    {"/warnings.py", "warn"},
 };
 
-static bool hands_frame_to_program(void)
+/* The standard library's functions that hand the frame they read to their
+ * caller (traceback.walk_tb(), logging.currentframe(), inspect.stack(),
+ * asyncio's Task.get_stack()...): the runtime's own only when their caller
+ * is a reader of frame_readers or another function of their own module
+ * (traceback's summaries walk a traceback with walk_tb()), not when the
+ * program gets the frame. */
+static const struct {
+	const char *file;
+	const char *function;
+} frame_returners[] = {
+    {"/asyncio/base_tasks.py", "_task_get_stack"},
+    {"/inspect.py", "getinnerframes"},
+    {"/inspect.py", "stack"},
+    {"/inspect.py", "trace"},
+    {"/logging/__init__.py", "<lambda>"}, /* currentframe = lambda: sys._getframe(1) */
+    {"/logging/__init__.py", "currentframe"},
+    {"/traceback.py", "_walk_tb_with_full_positions"},
+    {"/traceback.py", "walk_stack"},
+    {"/traceback.py", "walk_tb"},
+    {"/types.py", "gi_frame"}, /* types.coroutine()'s wrapper */
+};
+
+static bool frame_is_reader(PyFrameObject *frame)
+{
+	for (size_t i = 0; i < ELEMENTSOF(frame_readers); i++)
+		if (sb_guard_frame_is(frame, frame_readers[i].file, frame_readers[i].function))
+			return true;
+	return false;
+}
+
+/* The returner whose code frame runs, or -1. */
+static int frame_returner(PyFrameObject *frame)
+{
+	for (size_t i = 0; i < ELEMENTSOF(frame_returners); i++)
+		if (sb_guard_frame_is(frame, frame_returners[i].file, frame_returners[i].function))
+			return (int)i;
+	return -1;
+}
+
+/* A frame read by the runtime for itself: a reader of the table; a
+ * returner called by a reader or by its own module's other code; or
+ * site-packages (pytest, attrs and loguru read frames too). Any other
+ * function of the standard library reading a frame may hand it over: the
+ * program's read, judged by its rules. */
+static bool frame_read_by_runtime(void)
 {
 	PyFrameObject *frame = PyEval_GetFrame(), *back; /* borrowed */
-	PyCodeObject *code;
-	const char *file;
-	bool returner = false, program = true;
+	bool runtime = false;
+	int r;
 
 	if (!frame)
 		return false;
-	for (size_t i = 0; !returner && i < ELEMENTSOF(frame_returners); i++)
-		returner =
-		    sb_guard_frame_is(frame, frame_returners[i].file, frame_returners[i].function);
-	if (!returner)
+	if (sb_api_caller_in_site_packages() || frame_is_reader(frame))
+		return true;
+	r = frame_returner(frame);
+	if (r < 0)
 		return false;
 	back = PyFrame_GetBack(frame);
 	if (back) {
-		code = PyFrame_GetCode(back);
-		file = PyUnicode_AsUTF8(code->co_filename);
-		program = !(file && sb_guard_is_runtime_file(file));
-		PyErr_Clear();
+		PyCodeObject *code = PyFrame_GetCode(back);
+		const char *file = PyUnicode_AsUTF8(code->co_filename);
+
+		if (!file)
+			PyErr_Clear();
+		runtime = frame_is_reader(back) ||
+			  (file && sb_guard_is_stdlib_source(file, frame_returners[r].file) &&
+			   frame_returner(back) < 0);
 		Py_DECREF(code);
 		Py_DECREF(back);
 	}
-	return program;
-}
-
-/* A frame read by the runtime for itself. */
-static bool frame_read_by_runtime(void)
-{
-	return sb_api_caller_is_library() && !hands_frame_to_program();
+	return runtime;
 }
 
 static int on_getframe(PyObject *args _unused_)
 {
+	/* inspect.currentframe(), stack(), trace() granted: their own read. */
+	if (sb_api_claimed(SB_API_EV_FRAME))
+		return 0;
 	/* typing, logging, namedtuple, enum... read their caller's frame. */
 	return frame_read_by_runtime() ? 0 : sb_api_check(SB_API_FN_sys__getframe);
 }
@@ -298,12 +448,13 @@ static int guarded_module_of_code(PyObject *code_obj)
  * runpy.run_module() -- makes fresh functions that no wrapper covers, and
  * their frames pass for the standard library's own (inspect.currentframe()
  * of a copy returns a frame). Its code may run in its import only: from
- * importlib, into the module sys.modules holds under its name while that
- * module initialises, and not into the one already wrapped (a new import
- * after `del sys.modules[name]` makes a new module, wrapped by the next
- * scan). The interpreter's own `python-sb -m pickle` runs the program, not a
- * copy for it. No grant allows the rest, and learning does not record it:
- * the wrappers would be gone whatever the rules say. */
+ * importlib serving an import a door let through (not _bootstrap._load()
+ * called by the program, after which no scan would come), into the module
+ * sys.modules holds under its name while that module initialises, and not
+ * into the one already wrapped (a new import after `del sys.modules[name]`
+ * makes a new module, wrapped by the next scan). The interpreter's own `python-sb -m pickle` runs
+ * the program, not a copy for it. No grant allows the rest, and learning does not record it: the
+ * wrappers would be gone whatever the rules say. */
 static int check_module_rerun(int m)
 {
 	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
@@ -323,7 +474,8 @@ static int check_module_rerun(int m)
 		if (!module && PyErr_Occurred())
 			goto out;
 		if (module && PyModule_Check(module) && PyModule_GetDict(module) == ns &&
-		    module != sb_api_wrapped_module(m) && sb_api_module_initializing(module)) {
+		    module != sb_api_wrapped_module(m) && sb_api_module_initializing(module) &&
+		    sb_guard_serving_import()) {
 			r = 0;
 			goto out;
 		}
@@ -346,8 +498,14 @@ out:
 }
 
 /* Running a code object (exec/eval of one, or the second half of exec of a
- * string): the code had to come from compile() or from the runtime. A
- * guarded module's body is judged by what it is, whoever runs it. */
+ * string). A guarded module's body is judged by what it is, whoever runs
+ * it; any other module body of the standard library by the import guard
+ * (it runs only as the module it is). The standard library's other code
+ * objects (a function's, a class body's) never run on their own: with the
+ * caller's globals, their frames would act for the caller. Otherwise the
+ * code is the runtime's only when the import machinery runs a module for
+ * an import, or a code generator of the standard library runs what it
+ * built; site-packages keeps its exemption (attrs, pydantic). */
 static int on_exec_code(PyObject *args)
 {
 	PyObject *code = PyTuple_GetItem(args, 0);
@@ -358,61 +516,29 @@ static int on_exec_code(PyObject *args)
 		PyErr_Clear();
 	if (m >= 0)
 		return check_module_rerun(m);
+	/* The standard library's file name on code that is not a module body
+	 * is refused whoever runs it, the eval layer included. */
+	if (code && PyCode_Check(code) && sb_code_is_runtime((PyCodeObject *)code)) {
+		PyCodeObject *c = (PyCodeObject *)code;
+		const char *file = PyUnicode_AsUTF8(c->co_filename);
+
+		if (PyUnicode_CompareWithASCIIString(c->co_name, "<module>") == 0)
+			return 0;
+		PyErr_Clear();
+		return sb_code_refuse_laundering("running a code object", file ? file : "?");
+	}
+	/* The launcher running what it compiled. */
+	if (!PyEval_GetFrame() && main_exec_pending) {
+		main_exec_pending = false;
+		return 0;
+	}
 	/* The eval layer running code it let through (its own, or while
 	 * learning), whatever the grants: a guarded module's body above is
 	 * judged all the same. */
-	if (claimed || sb_eval_owns_event() || sb_api_caller_is_library())
+	if (claimed || sb_eval_owns_event() || sb_guard_serving_import() ||
+	    sb_code_generated_by_stdlib(NULL) || sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_check(SB_API_FN_builtins_exec);
-}
-
-/* The standard library's own code generators: what they compile is built
- * from their own templates (field names are checked identifiers), not source
- * a caller hands over. Every other standard-library caller of compile() --
- * code, codeop, timeit, runpy.run_path, trace, pdb, doctest, a configparser
- * converter, an atexit or thread callback -- compiles what the program gave
- * it, so the program's python-api rules decide, not the caller's file. */
-static const struct {
-	const char *file; /* relative to the standard library */
-	const char *function;
-} stdlib_code_generators[] = {
-    {"/ast.py", "parse"}, /* an AST only: running it needs another compile() */
-    {"/collections/__init__.py", "namedtuple"},
-    {"/dataclasses.py", "_create_fn"},
-    {"/gettext.py", "c2py"}, /* plural forms, checked by its own tokenizer */
-    {"/multiprocessing/managers.py", "MakeProxyType"},
-    {"/multiprocessing/sharedctypes.py", "make_property"},
-    {"/typing.py", "__init__"},		     /* ForwardRef: evaluating it is a separate exec */
-    {"/unittest/mock.py", "_set_signature"}, /* create_autospec: the name is an identifier */
-    {"/zipimport.py", "_compile_source"},
-};
-
-static bool caller_generates_code(PyCodeObject *code, const char *file)
-{
-	/* importlib compiling a module's source: the import guard decides. */
-	if (startswith(file, "<frozen importlib"))
-		return true;
-	for (size_t i = 0; i < ELEMENTSOF(stdlib_code_generators); i++)
-		if (sb_guard_code_is(code, stdlib_code_generators[i].file,
-				     stdlib_code_generators[i].function))
-			return true;
-	return false;
-}
-
-static int refuse_laundering(const char *filename)
-{
-	_cleanup_free_ char *message = NULL;
-
-	if (asprintf(&message,
-		     "compiling source under the standard library's file name '%s' is refused "
-		     "by the API guard: its frames would pass for the interpreter's own",
-		     filename) < 0) {
-		message = NULL;
-		PyErr_NoMemory();
-		return -1;
-	}
-	sb_raise_api_error("builtins.compile", sb_api_category_name(SB_API_DYNAMIC_CODE), message);
-	return -1;
 }
 
 static int check_compile(void)
@@ -423,57 +549,51 @@ static int check_compile(void)
 }
 
 /* compile(), and eval/exec of a string, raise "compile" (source, filename).
- * The launcher's own compiles have no Python frame: a file the parser reads
- * (source None: the script, stdin, the REPL's lines) and the -c command,
- * once. Any other frameless compile is a callback the program registered
- * (atexit.register(exec, ...)). */
+ * Source compiled under the standard library's file name is refused unless
+ * it is that file's content, whatever the grants. The launcher's own
+ * compiles have no Python frame: a file the parser reads (source None: the
+ * script, stdin, the REPL's lines) and the -c command, once. Any other
+ * frameless compile is a callback the program registered
+ * (atexit.register(exec, ...)). Then the runtime's own: the import
+ * machinery compiling a module's source for an import, the standard
+ * library's code generators (entered through their public functions),
+ * site-packages (attrs, pydantic, jinja2). Every other caller -- code,
+ * codeop, timeit, runpy.run_path, trace, pdb, doctest, a configparser
+ * converter, importlib's loaders called by the program -- compiles what the
+ * program gave it: the program's python-api rules decide. */
 static int on_compile(PyObject *args)
 {
-	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
 	PyObject *source, *filename;
-	PyCodeObject *code;
-	const char *name, *file;
-	bool generated, in_runtime;
+	const char *name;
 
-	/* The eval layer parsing a source it checks, or compiling the result. */
-	if (sb_eval_owns_event())
-		return 0;
 	if (PyTuple_Size(args) < 2) {
 		PyErr_Clear();
-		return check_compile();
+		return sb_eval_owns_event() ? 0 : check_compile();
 	}
 	source = PyTuple_GET_ITEM(args, 0);
 	filename = PyTuple_GET_ITEM(args, 1);
-	if (!frame) {
-		if (source == Py_None)
-			return 0;
-		if (command_compile_pending) {
+	name = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+	if (!name)
+		PyErr_Clear();
+	else if (source != Py_None && sb_guard_is_runtime_file(name) &&
+		 sb_code_check_compile(source, name) < 0)
+		return -1;
+	/* The eval layer parsing a source it checks, or compiling the result
+	 * (learning passes the program's compile() through: its file name is
+	 * judged above like anyone's). */
+	if (sb_eval_owns_event())
+		return 0;
+	if (!PyEval_GetFrame()) {
+		if (source == Py_None || command_compile_pending) {
 			command_compile_pending = false;
+			main_exec_pending = true;
 			return 0;
 		}
 		return check_compile();
 	}
-	code = PyFrame_GetCode(frame);
-	file = PyUnicode_AsUTF8(code->co_filename);
-	generated = file && caller_generates_code(code, file);
-	in_runtime = file && sb_guard_is_runtime_file(file);
-	Py_DECREF(code);
-	if (!file)
-		PyErr_Clear();
-	if (generated)
+	if (sb_guard_serving_import() || sb_code_generated_by_stdlib(source))
 		return 0;
-	/* Code compiled under a standard-library file name would pass for the
-	 * runtime's in every frame-based decision, granted or not. */
-	name = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
-	if (!name)
-		PyErr_Clear();
-	else if (sb_guard_runtime_relative(name))
-		return refuse_laundering(name);
-	if (sb_api_claimed(SB_API_EV_DYNAMIC))
-		return 0;
-	/* Site-packages code generates code too (attrs, pydantic, jinja2): the
-	 * library exemption stays for it; the standard library's is the table. */
-	if (!in_runtime && sb_api_caller_is_library())
+	if (sb_api_claimed(SB_API_EV_DYNAMIC) || sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_check(SB_API_FN_builtins_compile);
 }
@@ -488,44 +608,95 @@ static int on_find_class(PyObject *args _unused_)
 	return sb_api_check(SB_API_FN_pickle_loads);
 }
 
+/* importlib reads every .pyc with marshal.loads: for an import it serves,
+ * the runtime's own (the wrapper of marshal.loads checks what comes out,
+ * guard-code.h). */
 static int on_marshal(PyObject *args _unused_)
 {
-	/* importlib reads every .pyc with marshal.loads. */
-	if (sb_api_category_allowed(SB_API_DESERIALIZATION) || sb_api_caller_is_library())
+	if (sb_api_category_allowed(SB_API_DESERIALIZATION) || sb_guard_serving_import() ||
+	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("marshal.loads()", SB_API_DESERIALIZATION);
 }
 
-static int on_code_new(PyObject *args _unused_)
+/* Whose code this is: the program's, when the innermost frame is. */
+static bool asked_by_program(void)
 {
-	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
+	const struct sb_import_request *req;
+	PyFrameObject *frame = NULL;
+	enum sb_requester who = sb_guard_requester(&req, &frame);
+
+	Py_XDECREF(frame);
+	return who == SB_ASKED_BY_PROGRAM || who == SB_ASKED_BY_NOBODY;
+}
+
+/* code.__new__ (CodeType(), code.replace()): (code, filename, name, ...).
+ * A code object given the standard library's file name passes only when
+ * the standard library derives it from its own (types.coroutine()); and
+ * any code object is the program's unless types.coroutine() (the same code
+ * with other flags) or site-packages makes it: modulefinder's replace()
+ * of file names, say, does what its caller asks. */
+static int on_code_new(PyObject *args)
+{
+	PyObject *filename = PyTuple_Size(args) >= 2 ? PyTuple_GET_ITEM(args, 1) : NULL;
+	const char *name =
+	    filename && PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+
+	PyErr_Clear();
+	if (name && sb_guard_is_runtime_file(name) && !sb_code_derived_by_stdlib())
+		return sb_code_refuse_laundering("making a code object", name);
+	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_code_derived_by_stdlib() ||
+	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("code.__new__() (building a code object)",
 					    SB_API_DYNAMIC_CODE);
 }
 
-static int on_function_new(PyObject *args _unused_)
+/* function.__new__ (FunctionType(code, globals)): the standard library's
+ * code with the program's globals would act for the program. */
+static int on_function_new(PyObject *args)
 {
-	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
+	PyObject *code = PyTuple_Size(args) >= 1 ? PyTuple_GET_ITEM(args, 0) : NULL;
+
+	PyErr_Clear();
+	if (code && PyCode_Check(code) && sb_code_is_runtime((PyCodeObject *)code) &&
+	    asked_by_program()) {
+		const char *file = PyUnicode_AsUTF8(((PyCodeObject *)code)->co_filename);
+
+		PyErr_Clear();
+		return sb_code_refuse_laundering("making a function", file ? file : "?");
+	}
+	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("function.__new__() (a function from a code object)",
 					    SB_API_DYNAMIC_CODE);
 }
 
+/* Setting function.__code__: the program's function given the standard
+ * library's code object would pass for the standard library's. */
 static int on_setattr(PyObject *args)
 {
-	PyObject *obj, *name;
+	PyObject *obj, *name, *value;
 
-	if (PyTuple_Size(args) < 2) {
+	if (PyTuple_Size(args) < 3) {
 		PyErr_Clear();
 		return 0;
 	}
 	obj = PyTuple_GET_ITEM(args, 0);
 	name = PyTuple_GET_ITEM(args, 1);
+	value = PyTuple_GET_ITEM(args, 2);
 	if (!PyFunction_Check(obj) || !PyUnicode_Check(name) ||
 	    PyUnicode_CompareWithASCIIString(name, "__code__") != 0)
 		return 0;
-	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_api_caller_is_library())
+	if (PyCode_Check(value) && sb_code_is_runtime((PyCodeObject *)value) &&
+	    !sb_code_derived_by_stdlib()) {
+		const char *file = PyUnicode_AsUTF8(((PyCodeObject *)value)->co_filename);
+
+		PyErr_Clear();
+		return sb_code_refuse_laundering("setting function.__code__", file ? file : "?");
+	}
+	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_code_derived_by_stdlib() ||
+	    sb_api_caller_in_site_packages())
 		return 0;
 	return sb_api_deny_outside_registry("setting function.__code__", SB_API_DYNAMIC_CODE);
 }
@@ -574,7 +745,27 @@ static const struct sb_audit_handler api_handlers[] = {
     {"ctypes.string_at", on_string_at},
     {"ctypes.wstring_at", on_wstring_at},
     {"subprocess.Popen", on_popen},
-    {"ctypes.dlopen", on_dlopen},
+    {"os.fwalk", on_os_harmless},
+    {"os.lockf", on_os_harmless},
+    {"os.putenv", on_os_harmless},
+    {"os.unsetenv", on_os_harmless},
+    {"os.walk", on_os_harmless},
+    {"ctypes.PyObj_FromPtr", on_native},
+    {"ctypes.addressof", on_native},
+    {"ctypes.call_function", on_native},
+    {"ctypes.cdata", on_native},
+    {"ctypes.cdata/buffer", on_native},
+    {"ctypes.create_string_buffer", on_native},
+    {"ctypes.create_unicode_buffer", on_native},
+    {"ctypes.dlopen", on_native},
+    {"ctypes.dlsym", on_native},
+    {"ctypes.dlsym/handle", on_native},
+    {"ctypes.get_errno", on_native},
+    {"ctypes.get_last_error", on_native},
+    {"ctypes.set_errno", on_native},
+    {"ctypes.set_last_error", on_native},
+    {"sqlite3.enable_load_extension", on_sqlite_enable_extensions},
+    {"sqlite3.load_extension", on_native},
     {"sys._getframe", on_getframe},
     {"sys._getframemodulename", on_getframemodulename},
     {"sys._current_frames", on_current_frames},
@@ -642,7 +833,13 @@ static void api_release(void)
 	sb_api_wrap_release();
 	sb_api_check_release();
 	command_compile_pending = false;
+	main_exec_pending = false;
 }
+
+static const struct sb_audit_prefix api_prefixes[] = {
+    {"ctypes.", on_native_unknown},
+    {"os.", on_os_unknown},
+};
 
 const struct sb_guard_part sb_guard_api_part = {
     .name = "api",
@@ -652,4 +849,7 @@ const struct sb_guard_part sb_guard_api_part = {
     .handlers = api_handlers,
     .n_handlers = ELEMENTSOF(api_handlers),
     .after_import = sb_api_wrap_after_import,
+    .module_loading = api_module_loading,
+    .prefixes = api_prefixes,
+    .n_prefixes = ELEMENTSOF(api_prefixes),
 };

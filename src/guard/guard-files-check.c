@@ -80,6 +80,24 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 	int r = -1;
 
 	switch (v) {
+	case SB_FP_RULE_FILE: {
+		const char *rules = sb_file_policy_rule_file(&files.policy, resolved);
+
+		if (rules && streq(rules, resolved))
+			r = asprintf(
+			    &text,
+			    "Cannot change '%s': python-sb takes its rules from it (the "
+			    "profile, an include, the learn file, or any .py-sandboxes), and no "
+			    "grant lets a program it runs change them",
+			    raw);
+		else
+			r = asprintf(
+			    &text,
+			    "Cannot change '%s': it holds '%s', a file python-sb takes its "
+			    "rules from, and no grant lets a program it runs move or remove it",
+			    raw, rules ? rules : "?");
+		break;
+	}
 	case SB_FP_IGNORED:
 		r = asprintf(&text, "Access to '%s' is ignored by rule 'ignore=%s' from %s", raw,
 			     ig->pattern, ig->origin);
@@ -134,7 +152,7 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 		PyErr_NoMemory();
 		return -1;
 	}
-	if (v == SB_FP_READ_ONLY)
+	if (v == SB_FP_READ_ONLY || v == SB_FP_RULE_FILE)
 		return sb_raise_permission(EACCES, raw, text);
 	return sb_raise_file_not_found(raw, text);
 }
@@ -203,7 +221,7 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 	 * an ignore= rule, a decision; nor the import machinery's
 	 * bytecode-cache writes, which fail harmlessly without an observer
 	 * too. */
-	if (v != SB_FP_IGNORED && sb_guard_observed() &&
+	if (v != SB_FP_IGNORED && v != SB_FP_RULE_FILE && sb_guard_observed() &&
 	    !(write && sb_guard_caller_is_import_bootstrap()) &&
 	    sb_guard_refused(&(struct sb_refusal){
 		.kind = SB_REFUSAL_FILE, .subject = resolved, .write = write}) == SB_RECORDED_ALLOW)
@@ -384,11 +402,51 @@ int sb_files_check_obj(PyObject *o, int dir_fd, bool write, bool follow, bool al
 	return r;
 }
 
+/* A change made through a held descriptor (fchmod, fchown, futimes,
+ * fsetxattr, ftruncate), or a listing or attribute read through one: the
+ * descriptor says nothing of the rules (stdin, a file opened read-only, a
+ * directory inherited), the file it names does. Named through
+ * /proc/self/fd; a descriptor with no name in the file system (a pipe, a
+ * socket, an unlinked file) has nothing the rules protect. */
+static int check_fd(PyObject *o, bool write)
+{
+	char link[64], path[PATH_MAX];
+	long fd = PyLong_AsLong(o);
+	ssize_t n;
+
+	if (fd == -1 && PyErr_Occurred())
+		return -1;
+	if (fd < 0 || fd > INT_MAX)
+		return 0; /* the system call refuses it (EBADF) */
+	snprintf(link, sizeof(link), "/proc/self/fd/%ld", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0)
+		return errno == ENOENT ? 0
+				       : sb_files_refuse_unresolvable(link, "/proc cannot name it");
+	path[n] = '\0';
+	if (path[0] != '/' || (n > 10 && streq(path + n - 10, " (deleted)")))
+		return 0;
+	return sb_files_check_raw(path, -1, write, true, NULL);
+}
+
+int sb_files_check_fd_change(PyObject *o)
+{
+	return check_fd(o, true);
+}
+
+int sb_files_check_fd_read(PyObject *o)
+{
+	return check_fd(o, false);
+}
+
 /* Attribute changes (chmod, chown, utime, xattrs, link sources): the event
  * does not say whether follow_symlinks was given, so both the link and its
  * target must be writable. */
 int sb_files_check_obj_both(PyObject *o, int dir_fd, bool allow_pathlike)
 {
+	if (o &&
+	    (PyLong_Check(o) || (!PyUnicode_Check(o) && !PyBytes_Check(o) && PyIndex_Check(o))))
+		return PyLong_Check(o) ? sb_files_check_fd_change(o) : 0;
 	if (sb_files_check_obj(o, dir_fd, true, true, allow_pathlike) < 0)
 		return -1;
 	return sb_files_check_obj(o, dir_fd, true, false, allow_pathlike);

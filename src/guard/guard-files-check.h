@@ -67,8 +67,15 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
  * allow_pathlike (the event comes from Python code whose os calls are
  * wrapped). */
 int sb_files_check_obj(PyObject *o, int dir_fd, bool write, bool follow, bool allow_pathlike);
-/* Attribute changes: both the link and its target must be writable. */
+/* Attribute changes: both the link and its target must be writable; for a
+ * held descriptor, the file it names (sb_files_check_fd_change()). */
 int sb_files_check_obj_both(PyObject *o, int dir_fd, bool allow_pathlike);
+/* A change through a held descriptor o (an int): the file it names must be
+ * writable; a descriptor with no file-system name passes. */
+int sb_files_check_fd_change(PyObject *o);
+/* A listing or an attribute read through a held descriptor o (an int): the
+ * file it names must be readable. */
+int sb_files_check_fd_read(PyObject *o);
 /* For the other parts: AF_UNIX socket paths (the network part), files
  * extension modules open (guard-native-files.c). Allowed before the guard
  * is armed. */

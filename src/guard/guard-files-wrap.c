@@ -16,6 +16,7 @@
 #include "guard-files-check.h"
 #include "guard-files-listing.h"
 #include "guard-runtime.h"
+#include "pysandboxes-module.h"
 #include "util.h"
 
 /* Interned keyword names, made once by sb_files_wrap_activate(): looking a C string
@@ -31,6 +32,7 @@ enum wrap_kind {
 	WRAP_WRITE,    /* no event, creates a node: decide here */
 	WRAP_READLINK, /* no event, and the answer must not name an outside path */
 	WRAP_LIST,     /* listdir/scandir: hide ignored entries */
+	WRAP_REFUSE,   /* changes what every path means (chroot): never */
 };
 
 struct wrapped {
@@ -89,7 +91,7 @@ static struct wrapped wrapped[W__N] = {
     [W_ACCESS] = {"posix", "access", WRAP_READ, 1, {"path"}, true, true},
     [W_STATVFS] = {"posix", "statvfs", WRAP_READ, 1, {"path"}, true},
     [W_PATHCONF] = {"posix", "pathconf", WRAP_READ, 1, {"path"}, true},
-    [W_CHROOT] = {"posix", "chroot", WRAP_READ, 1, {"path"}, true},
+    [W_CHROOT] = {"posix", "chroot", WRAP_REFUSE, 1, {"path"}, true},
     [W_READLINK] = {"posix", "readlink", WRAP_READLINK, 1, {"path"}, false},
     [W_MKFIFO] = {"posix", "mkfifo", WRAP_WRITE, 1, {"path"}, false},
     [W_MKNOD] = {"posix", "mknod", WRAP_WRITE, 1, {"path"}, false},
@@ -117,12 +119,14 @@ static struct wrapped wrapped[W__N] = {
 
 /* The import machinery stats every sys.path directory and candidate file on
  * each import: exempting those probes (only stat/lstat/access, only when the
- * innermost frame is importlib's bootstrap) keeps imports as fast as
- * without the guard. What it then opens is still checked ("open"), and a
- * probe tells the program nothing: importlib only uses it to pick a file. */
+ * innermost frame is importlib's bootstrap serving an import a door let
+ * through) keeps imports as fast as without the guard. What it then opens is
+ * still checked ("open"). Not when the program calls the machinery itself
+ * (_bootstrap_external._path_stat(), a FileFinder of its own): then the
+ * answer would be the program's. */
 static bool probe_exempt(const struct wrapped *w)
 {
-	return w->probe && sb_guard_caller_is_import_bootstrap();
+	return w->probe && sb_guard_caller_is_import_bootstrap() && sb_guard_serving_import();
 }
 
 /* A path-like or buffer argument as the str/bytes the original will use. */
@@ -328,6 +332,32 @@ out:
 	return result;
 }
 
+/* chroot() changes what every path the guard decides on names, and the
+ * guard's resolutions (its cache, /proc/self/fd links, which show paths
+ * from the old root) would no longer be the kernel's: refused whatever the
+ * rules. (The seccomp filter refuses it too; with os-sandbox=none and root,
+ * this is what holds.) */
+static void refuse_root_change(PyObject *path)
+{
+	const char *raw = PyUnicode_Check(path) ? PyUnicode_AsUTF8(path)
+			  : PyBytes_Check(path) ? PyBytes_AS_STRING(path)
+						: NULL;
+	_cleanup_free_ char *text = NULL;
+
+	if (!raw) {
+		PyErr_Clear();
+		raw = "?";
+	}
+	if (asprintf(&text,
+		     "chroot('%s') is refused by the file guard whatever the rules: it would "
+		     "change what every path names",
+		     raw) < 0) {
+		PyErr_NoMemory();
+		return;
+	}
+	sb_raise_permission(EPERM, raw, text);
+}
+
 #define WRAP_MAX_ARGS 16 /* os functions take at most 7 */
 
 /* A vectorcall: the arguments stay in the caller's array (which Python code
@@ -376,6 +406,9 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 		if (i_follow >= 0)
 			stack[nargs + i_follow] = follow ? Py_True : Py_False;
 		switch (w->kind) {
+		case WRAP_REFUSE:
+			refuse_root_change(paths[0]);
+			goto out;
 		case WRAP_READ:
 		case WRAP_READLINK:
 			if (probe_exempt(w))

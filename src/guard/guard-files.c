@@ -8,7 +8,8 @@
  *   guard-files-check.c    the decisions;
  *   guard-files-cache.c    the resolution cache they go through;
  *   guard-files-wrap.c     the C wrappers;
- *   guard-files-listing.c  listings without the entries ignore= hides. */
+ *   guard-files-listing.c  listings without the entries ignore= hides;
+ *   guard-files-sqlite.c   the files SQLite opens itself (connect, ATTACH). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -19,6 +20,7 @@
 #include "guard-files-cache.h"
 #include "guard-files-check.h"
 #include "guard-files-listing.h"
+#include "guard-files-sqlite.h"
 #include "guard-files-wrap.h"
 #include "util.h"
 
@@ -88,16 +90,24 @@ static int on_open(PyObject *args)
 				  false);
 }
 
+/* A held descriptor (an int) names a file too: checked through it. */
+static int check_read_or_fd(PyObject *o)
+{
+	if (o && PyLong_Check(o))
+		return sb_files_check_fd_read(o);
+	return sb_files_check_obj(o, -1, false, true, false);
+}
+
 static int on_read(PyObject *args)
 {
-	return sb_files_check_obj(arg(args, 0), -1, false, true, false);
+	return check_read_or_fd(arg(args, 0));
 }
 
 /* os.chdir and os.fchdir: the cached cwd is dropped (the event comes before
  * the change; the next decision asks getcwd again). */
 static int on_chdir(PyObject *args)
 {
-	int r = sb_files_check_obj(arg(args, 0), -1, false, true, false);
+	int r = check_read_or_fd(arg(args, 0));
 
 	sb_rc_cwd_changed();
 	return r;
@@ -114,7 +124,7 @@ static int on_new_actor(PyObject *args _unused_)
 /* os.listdir/os.scandir with None: the cwd. */
 static int on_list(PyObject *args)
 {
-	return sb_files_check_obj(arg(args, 0), -1, false, true, false);
+	return check_read_or_fd(arg(args, 0));
 }
 
 /* (path, ..., dir_fd) with dir_fd at index i */
@@ -161,7 +171,11 @@ static int on_remove(PyObject *args)
 
 static int on_truncate(PyObject *args)
 {
-	return sb_files_check_obj(arg(args, 0), -1, true, true, false);
+	PyObject *o = arg(args, 0);
+
+	if (o && PyLong_Check(o))
+		return sb_files_check_fd_change(o);
+	return sb_files_check_obj(o, -1, true, true, false);
 }
 
 static int on_rename(PyObject *args)
@@ -272,52 +286,6 @@ static int on_unpack_archive(PyObject *args)
 	return sb_files_check_obj(arg(args, 1), -1, true, true, true);
 }
 
-/* sqlite3.connect(database): ':memory:' and '' open no file; a 'file:' URI
- * is checked on its path part too (the event does not say whether uri=True). */
-static int on_sqlite_connect(PyObject *args)
-{
-	PyObject *keep = NULL;
-	const char *db = NULL;
-	int r = 0;
-
-	switch (sb_files_path_bytes(arg(args, 0), true, &db, &keep)) {
-	case SB_PATH_STRING:
-		break;
-	case SB_PATH_ERROR:
-		return -1;
-	case SB_PATH_UNCHECKABLE:
-		return sb_files_refuse_uncheckable(arg(args, 0));
-	default:
-		return 0;
-	}
-	if (*db && !streq(db, ":memory:") && !strstr(db, "mode=memory")) {
-		const char *uri = startswith(db, "file:");
-		bool ro = uri && strstr(db, "mode=ro");
-
-		/* The URI's path first: that is the file uri=True opens, and
-		 * the one to name in the message. */
-		if (uri) {
-			char path[PATH_MAX];
-			size_t n;
-
-			if (startswith(uri, "//")) {
-				uri += 2;
-				uri = startswith(uri, "localhost") ? uri + 9 : uri;
-			}
-			n = strcspn(uri, "?#");
-			if (n > 0 && n < sizeof(path)) {
-				memcpy(path, uri, n);
-				path[n] = '\0';
-				r = sb_files_check_raw(path, -1, !ro, true, NULL);
-			}
-		}
-		if (r >= 0)
-			r = sb_files_check_raw(db, -1, !ro, true, NULL);
-	}
-	Py_XDECREF(keep);
-	return r;
-}
-
 static const struct sb_audit_handler file_handlers[] = {
     {"open", on_open},
     {"_thread.start_joinable_thread", on_new_actor},
@@ -355,7 +323,7 @@ static const struct sb_audit_handler file_handlers[] = {
     {"shutil.move", on_move},
     {"shutil.rmtree", on_rmtree},
     {"shutil.unpack_archive", on_unpack_archive},
-    {"sqlite3.connect", on_sqlite_connect},
+    {"sqlite3.connect", sb_files_on_sqlite_connect},
 };
 
 /* Whether the profile lets the program start a thread or a process: then the
@@ -488,7 +456,8 @@ static int files_activate(char **reterr)
 		r = add_sys_path();
 	if (r < 0)
 		return r;
-	if (sb_files_listing_activate() < 0 || sb_files_wrap_activate() < 0) {
+	if (sb_files_listing_activate() < 0 || sb_files_wrap_activate() < 0 ||
+	    sb_files_sqlite_activate() < 0) {
 		PyErr_Clear();
 		*reterr = strdup("cannot install the files guard");
 		return -EIO;
@@ -496,8 +465,15 @@ static int files_activate(char **reterr)
 	return 0;
 }
 
+/* _imp made a module: SQLite's connections are guarded from the start. */
+static int files_module_loaded(const char *name, PyObject *module)
+{
+	return streq(name, "_sqlite3") ? sb_files_sqlite_module(module) : 0;
+}
+
 static void files_release(void)
 {
+	sb_files_sqlite_release();
 	sb_files_wrap_release();
 	sb_files_check_release();
 	sb_rc_release();
@@ -510,4 +486,5 @@ const struct sb_guard_part sb_guard_files_part = {
     .release = files_release,
     .handlers = file_handlers,
     .n_handlers = ELEMENTSOF(file_handlers),
+    .module_loaded = files_module_loaded,
 };

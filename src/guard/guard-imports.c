@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* python-import=: a whitelist of top-level module names. Checked on the
- * "import" audit event (modules not loaded yet) and in a builtins.__import__
- * wrapper (modules the runtime already loaded, which raise no event). */
+/* python-import=: a whitelist of top-level module names. Checked at every
+ * door into the import system -- the builtins.__import__ wrapper (import
+ * statements, modules already loaded), importlib's import functions, _imp's
+ * module creation -- and where a module comes into being behind them: the
+ * "import" audit event (an extension module, the C import path) and the
+ * "exec" of a module's code (importlib's loaders, runpy). A module the
+ * profile does not name passes only when the runtime asks for it for itself
+ * (asked_by_runtime()): decided on who asked, never on which frame happens
+ * to be innermost, since the program can call the import machinery and the
+ * standard library directly. */
 #include "guard-imports.h"
 
 #include <limits.h>
@@ -50,6 +57,19 @@ static bool top_level_allowed(const char *top)
 		return true;
 	return imports.n_allowed > 0 &&
 	       bsearch(&top, imports.allowed, imports.n_allowed, sizeof(char *), cmp_str) != NULL;
+}
+
+/* top_level_allowed() of a dotted name's first part. */
+static bool top_level_allowed_name(const char *module)
+{
+	size_t n = strcspn(module, ".");
+	char top[256];
+
+	if (n >= sizeof(top))
+		return false;
+	memcpy(top, module, n);
+	top[n] = '\0';
+	return top_level_allowed(top);
 }
 
 static int deny_import(const char *module, size_t top_len)
@@ -105,107 +125,219 @@ static bool runtime_may_import(const char *top)
 	return true;
 }
 
+/* Whether the module of this very name is in sys.modules: asking for it
+ * again has no effect but handing it over. */
+static bool module_loaded(const char *module)
+{
+	PyObject *loaded = sb_guard_loaded_module(module);
+
+	if (!loaded) {
+		PyErr_Clear();
+		return false;
+	}
+	Py_DECREF(loaded);
+	return true;
+}
+
+/* Whether a and b have the same top-level package. */
+static bool same_top(const char *a, const char *b)
+{
+	size_t n = strcspn(a, ".");
+
+	return n == strcspn(b, ".") && strncmp(a, b, n) == 0;
+}
+
 /* Where an import request comes from. */
 enum import_origin {
-	FROM_EVENT,	/* the "import" event: the wrapper or door decided before it */
+	FROM_EVENT,	/* the "import" event, or _imp creating a module */
 	FROM_STATEMENT, /* builtins.__import__: an import statement or an __import__() call */
 	FROM_DOOR,	/* importlib.import_module() and its siblings */
-	FROM_RUN,	/* module code run without an import (runpy, exec_module) */
+	FROM_RUN,	/* a module's code about to run (importlib, runpy, exec_module) */
 };
 
-/* Standard-library functions that import a name the program hands them: an
- * import they request is the program's, though their frame is the runtime's
- * (pkgutil.resolve_name('ctypes') would otherwise be the stdlib importing the
- * stdlib). `how` is the way they import it; their other imports, and the
- * imports of the module they load (json importing re), stay the runtime's.
- * `below`: only when that function of the same file is further down the
- * stack (runpy's helper serves -m, which is the program itself, and
- * run_module(), which imports what the program names). */
+/* An import request as the guard was asked. name, globals and level only
+ * for FROM_STATEMENT: the name as written, for the literal test. */
+struct import_ask {
+	enum import_origin origin;
+	PyObject *name;
+	PyObject *globals;
+	int level;
+};
+
+/* The standard library's functions that import a name they compute as
+ * their own work, with the only names they may compute: the codec search
+ * function (codecs.lookup() names one of its own modules) and sysconfig's
+ * build-time variables. Every other computed name (pkgutil, runpy,
+ * pickle, logging.config, warnings, unittest...) may be the program's. */
 static const struct {
 	const char *file; /* relative to the standard library */
 	const char *function;
-	enum import_origin how;
-	const char *below;
-} import_delegators[] = {
-    /* A dotted name's parent package (runpy swallows its own refused
-     * __import__ of it and asks find_spec()). */
-    {"/importlib/util.py", "find_spec", FROM_STATEMENT, NULL},
-    {"/logging/config.py", "_resolve", FROM_STATEMENT, NULL}, /* __import__(name) */
-    {"/logging/config.py", "resolve", FROM_STATEMENT, NULL},  /* self.importer(name) */
-    {"/pickle.py", "find_class", FROM_STATEMENT, NULL},
-    {"/pkgutil.py", "resolve_name", FROM_DOOR, NULL},
-    {"/pydoc.py", "safeimport", FROM_STATEMENT, NULL},
-    {"/runpy.py", "_get_module_details", FROM_STATEMENT, "run_module"},
-    {"/runpy.py", "run_module", FROM_RUN, NULL},
-    {"/runpy.py", "run_path", FROM_RUN, NULL},
+	const char *prefix; /* of every name it may import */
+} own_work_importers[] = {
+    {"/encodings/__init__.py", "search_function", "encodings."},
+    {"/sysconfig.py", "_init_posix", "_sysconfigdata_"},
 };
 
-/* Frames between module code run without an import and what ran it. */
-static bool transparent_frame(PyFrameObject *f)
-{
-	PyCodeObject *code = PyFrame_GetCode(f);
-	const char *file = PyUnicode_AsUTF8(code->co_filename);
-	bool transparent = file && (startswith(file, "<frozen importlib") ||
-				    sb_guard_is_stdlib_source(file, "/importlib/__init__.py") ||
-				    sb_guard_code_is(code, "/runpy.py", "_run_code") ||
-				    sb_guard_code_is(code, "/runpy.py", "_run_module_code"));
+/* The modules that the C code of the standard library's extension modules
+ * imports while _imp creates or executes them (CPython 3.11, measured:
+ * every __import__ they make from their init functions). A name outside
+ * this list, asked while an extension module is being made, is no import of
+ * its C code: it may be a callback the program planted (a gc callback, a
+ * weakref's, a __del__) that ran in the meantime. */
+static const struct {
+	const char *module;
+	const char *imports; /* separated by spaces */
+} c_code_imports[] = {
+    {"_asyncio", "asyncio asyncio.base_futures asyncio.base_tasks asyncio.coroutines "
+		 "asyncio.events asyncio.exceptions traceback weakref"},
+    {"_curses_panel", "_curses"},
+    {"_decimal", "collections collections.abc numbers"},
+    {"_elementtree", "copy pyexpat xml.etree.ElementPath"},
+    {"_pickle", "_compat_pickle codecs copyreg functools"},
+    {"_sqlite3", "functools"},
+    {"_ssl", "_socket"},
+    {"_zoneinfo", "datetime io weakref zoneinfo._common zoneinfo._tzpath"},
+    {"array", "collections.abc"},
+};
 
-	Py_DECREF(code);
-	PyErr_Clear();
-	return transparent;
+/* C functions of the standard library that import a module of their own on
+ * first use, whoever calls them: time.strptime() and datetime.strptime()
+ * import _strptime. */
+static const char *const c_lazy_imports[] = {"_strptime"};
+
+static bool word_in(const char *word, const char *list)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return true;
+	return false;
 }
 
-/* Whether a function named `function` of file_rel is on the stack below f. */
-static bool frame_below(PyFrameObject *f, const char *file_rel, const char *function)
+static bool c_code_imports_module(const char *c_module, const char *module)
 {
-	PyFrameObject *b = PyFrame_GetBack(f);
-	bool found = false;
+	for (size_t i = 0; c_module && i < ELEMENTSOF(c_code_imports); i++)
+		if (streq(c_code_imports[i].module, c_module))
+			return word_in(module, c_code_imports[i].imports);
+	return false;
+}
 
-	for (int depth = 0; b && !found && depth < 64; depth++) {
-		PyFrameObject *next;
+/* Whether module has the prefix of one of own_work_importers. */
+static bool asked_by_own_work_name(const char *module)
+{
+	for (size_t i = 0; i < ELEMENTSOF(own_work_importers); i++)
+		if (startswith(module, own_work_importers[i].prefix))
+			return true;
+	return false;
+}
 
-		found = sb_guard_frame_is(b, file_rel, function);
-		next = PyFrame_GetBack(b);
-		Py_DECREF(b);
-		b = next;
+static bool own_work_import(PyFrameObject *frame, const char *module)
+{
+	for (size_t i = 0; i < ELEMENTSOF(own_work_importers); i++)
+		if (startswith(module, own_work_importers[i].prefix) &&
+		    sb_guard_frame_is(frame, own_work_importers[i].file,
+				      own_work_importers[i].function))
+			return true;
+	for (size_t i = 0; i < ELEMENTSOF(c_lazy_imports); i++)
+		if (streq(module, c_lazy_imports[i]))
+			return true;
+	return false;
+}
+
+/* A module outside the standard library's names asked for by a function of
+ * own_work_importers (the innermost frame), or the machinery serving the
+ * request that function made for it. */
+static bool asked_by_own_work(const char *module)
+{
+	const struct sb_import_request *req;
+	PyFrameObject *frame = PyEval_GetFrame(), *at = NULL; /* borrowed */
+	bool own = false;
+
+	for (size_t i = 0; frame && !own && i < ELEMENTSOF(own_work_importers); i++)
+		own = startswith(module, own_work_importers[i].prefix) &&
+		      sb_guard_frame_is(frame, own_work_importers[i].file,
+					own_work_importers[i].function);
+	if (own)
+		return true;
+	if (sb_guard_requester(&req, &at) == SB_ASKED_FOR_REQUEST)
+		own = !req->c_code && streq(req->name, module);
+	Py_XDECREF(at);
+	/* The request itself was let through by a rule or by the branch
+	 * above: for a name no rule allows, only the latter. */
+	return own && asked_by_own_work_name(module);
+}
+
+/* The -m target's import of runpy, made by the interpreter with no frame
+ * after cpython.run_module (see on_run_module()). */
+static bool runpy_import_pending;
+
+/* Whether a module the profile does not name (but the standard library's,
+ * or one loaded already) is asked for by the runtime for itself:
+ *
+ *  - an import statement in the standard library's code, the name written
+ *    there (not __import__(name) or import_module(name), whose name may be
+ *    the caller's);
+ *  - the import machinery serving a request a door let through, for that
+ *    request's package (its parents, its submodules, the module's code),
+ *    or an extension module's C code importing what it imports;
+ *  - a function of own_work_importers;
+ *  - a module loaded already, unless the program asks for it itself: it is
+ *    handed over, nothing is run;
+ *  - the interpreter before the program starts.
+ *
+ * Never the program's code, nor the machinery the program called directly
+ * (a loader's create_module(), exec_module(), load_module(), _imp), nor a
+ * standard-library function importing a name it was handed. */
+static bool asked_by_runtime(const char *module, const struct import_ask *ask)
+{
+	const struct sb_import_request *req;
+	PyFrameObject *frame = PyEval_GetFrame(), *at; /* borrowed */
+	enum sb_requester who;
+	bool runtime = false;
+
+	if (ask->origin == FROM_STATEMENT && frame &&
+	    sb_guard_frame_imports_literal(frame, ask->name, ask->globals, ask->level)) {
+		PyCodeObject *code = PyFrame_GetCode(frame);
+		const char *file = PyUnicode_AsUTF8(code->co_filename);
+
+		runtime = file && sb_guard_is_runtime_file(file);
+		PyErr_Clear();
+		Py_DECREF(code);
+		if (runtime)
+			return true;
 	}
-	Py_XDECREF(b);
-	return found;
-}
-
-/* Whether the code that made this request is a delegator importing this
- * way: the innermost frame for an import statement or an import function
- * called from Python (the import machinery's own imports have importlib
- * frames innermost: never a delegator), the first frame past the machinery
- * for module code run without an import. Only looked at when the runtime
- * exemption would otherwise apply: rare. */
-static bool imported_for_the_program(enum import_origin origin)
-{
-	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
-	bool hit = false;
-
-	if (origin == FROM_EVENT || !f)
+	who = sb_guard_requester(&req, &at);
+	switch (who) {
+	case SB_ASKED_FOR_REQUEST:
+		if (req->c_code)
+			runtime =
+			    streq(req->name, module) || c_code_imports_module(req->name, module);
+		else
+			runtime = *req->name && same_top(req->name, module);
+		break;
+	case SB_ASKED_BY_STDLIB:
+		runtime = own_work_import(at, module);
+		break;
+	case SB_ASKED_BY_NOBODY:
+		if (!sb_guard_program_started())
+			return true;
+		if (runpy_import_pending && streq(module, "runpy")) {
+			runpy_import_pending = false;
+			return true;
+		}
+		break;
+	case SB_ASKED_BY_PROGRAM:
+		Py_XDECREF(at);
 		return false;
-	Py_INCREF(f);
-	while (origin == FROM_RUN && f && transparent_frame(f)) {
-		PyFrameObject *back = PyFrame_GetBack(f);
-
-		Py_DECREF(f);
-		f = back;
 	}
-	for (size_t i = 0; f && !hit && i < ELEMENTSOF(import_delegators); i++)
-		hit = import_delegators[i].how == origin &&
-		      sb_guard_frame_is(f, import_delegators[i].file,
-					import_delegators[i].function) &&
-		      (!import_delegators[i].below ||
-		       frame_below(f, import_delegators[i].file, import_delegators[i].below));
-	Py_XDECREF(f);
-	PyErr_Clear();
-	return hit;
+	Py_XDECREF(at);
+	/* Re-running a loaded module's code is not handing it over. */
+	return runtime || (ask->origin != FROM_RUN && module_loaded(module));
 }
 
 /* 0 when allowed, -1 with an exception set when refused. */
-static int check_import(const char *module, enum import_origin origin)
+static int check_import(const char *module, const struct import_ask *ask)
 {
 	size_t top_len = strcspn(module, ".");
 	char top[256];
@@ -218,27 +350,18 @@ static int check_import(const char *module, enum import_origin origin)
 	top[top_len] = '\0';
 	if (top_level_allowed(top))
 		return 0;
-	/* Our own C code's imports (a runtime section) stay ours even when a
-	 * delegator of the program is further down the stack. */
-	if (runtime_may_import(top) && sb_guard_caller_is_runtime() &&
-	    (sb_guard_in_runtime_section() || !imported_for_the_program(origin)))
+	/* A module neither the standard library's nor loaded: only a rule
+	 * lets it in, or a function of own_work_importers its name (Debian's
+	 * _sysconfigdata_* is not in sys.stdlib_module_names), and then the
+	 * machinery serving that very request. */
+	if (!runtime_may_import(top))
+		return asked_by_own_work(module) ? 0 : deny_import(module, top_len);
+	/* Our own C code's imports (a runtime section). */
+	if (sb_guard_in_runtime_section())
+		return 0;
+	if (asked_by_runtime(module, ask))
 		return 0;
 	return deny_import(module, top_len);
-}
-
-/* Whether frame is runpy's _run_module_as_main called by the interpreter
- * itself (`python-sb -m mod`), not by Python code. */
-static bool is_interpreter_main(PyFrameObject *frame)
-{
-	PyFrameObject *back;
-	bool main = false;
-
-	if (!frame || !sb_guard_frame_is(frame, "/runpy.py", "_run_module_as_main"))
-		return false;
-	back = PyFrame_GetBack(frame);
-	main = back == NULL;
-	Py_XDECREF(back);
-	return main;
 }
 
 void sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
@@ -266,7 +389,7 @@ void sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObj
 	} else {
 		PyFrameObject *back = PyFrame_GetBack(frame);
 
-		*ret_as_main = is_interpreter_main(back);
+		*ret_as_main = sb_guard_is_main_run_frame(back);
 		Py_XDECREF(back);
 		ns = PyMapping_GetItemString(locals, "run_globals");
 		if (!ns)
@@ -291,33 +414,40 @@ out:
 	*ret_ns = ns;
 }
 
-/* The name of the module whose code the innermost frame is about to run,
- * as a new reference, or NULL (no exception) when it runs no module. Every
- * module's code goes through importlib's _call_with_frames_removed(exec,
- * code, module.__dict__) or runpy's _run_code(code, globals, ..., mod_name,
- * mod_spec): the module's name is read from their arguments. */
-static PyObject *module_being_run(PyFrameObject *frame)
+static int refuse_renamed(const char *module, const char *own)
 {
-	PyObject *name, *ns;
-	bool as_main;
+	_cleanup_free_ char *text = NULL;
 
-	sb_guard_module_run_target(frame, &name, &ns, &as_main);
-	Py_XDECREF(ns);
-	return name;
+	if (asprintf(
+		&text,
+		"The code of the standard library's module '%s' cannot run as the module '%s': "
+		"its frames would pass for the interpreter's own. Import '%s' instead",
+		own, module, own) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_module_not_found(module, text);
 }
 
-/* A loader's exec_module() or runpy.run_module() runs a module's code with
- * no "import" event for it: importlib.util.spec_from_file_location() +
- * exec_module() would run any file as a module. The name of the module
- * being run is checked as an import; a refused name passes only as a
- * standard-library module whose code really is the standard library's. */
+/* A module's code about to run ("exec" of a code object): importlib's
+ * loaders, runpy, or FrozenImporter run a module's code with no "import"
+ * event for it, and the program can call them directly (a loader's
+ * exec_module(), load_module(), runpy.run_module()). So the module is
+ * judged here as an import asked by whoever runs it. Its name is read from
+ * importlib's or runpy's frame, and for the standard library's own code
+ * (a module body whose file is the standard library's) from the file too:
+ * that code may run only as itself (not json's name on ctypes' code), and
+ * a module of the standard library the profile does not name only for the
+ * runtime's own import. */
 static int on_exec(PyObject *args)
 {
-	PyObject *code_obj = PyTuple_GetItem(args, 0), *name;
-	PyFrameObject *frame;
-	const char *module, *file;
-	size_t top_len;
-	char top[256];
+	PyObject *code_obj = PyTuple_GetItem(args, 0), *name = NULL;
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	const struct import_ask ask = {.origin = FROM_RUN};
+	PyCodeObject *code;
+	const char *module = NULL, *file;
+	char own[256];
+	bool stdlib_body, as_main = false;
 	int r = 0;
 
 	if (!code_obj) {
@@ -326,32 +456,45 @@ static int on_exec(PyObject *args)
 	}
 	if (imports.import_all || !PyCode_Check(code_obj))
 		return 0;
-	frame = PyEval_GetFrame(); /* borrowed */
-	name = frame ? module_being_run(frame) : NULL;
-	if (!name)
-		return 0;
-	module = PyUnicode_AsUTF8(name);
-	if (!module) {
-		PyErr_Clear();
-		goto out;
-	}
-	top_len = strcspn(module, ".");
-	if (top_len == 0 || top_len >= sizeof(top)) {
-		r = deny_import(module, top_len ? top_len : strlen(module));
-		goto out;
-	}
-	memcpy(top, module, top_len);
-	top[top_len] = '\0';
-	if (top_level_allowed(top) || streq(top, "__main__"))
-		goto out;
-	file = PyUnicode_AsUTF8(((PyCodeObject *)code_obj)->co_filename);
+	code = (PyCodeObject *)code_obj;
+	file = PyUnicode_AsUTF8(code->co_filename);
 	if (!file)
 		PyErr_Clear();
-	if (!(is_stdlib_module(top) && file && sb_guard_is_runtime_file(file)) ||
-	    imported_for_the_program(FROM_RUN))
-		r = deny_import(module, top_len);
+	stdlib_body = file && PyUnicode_Check(code->co_name) &&
+		      PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0 &&
+		      sb_guard_stdlib_module(file, own, sizeof(own));
+	if (frame) {
+		PyObject *ns;
+
+		sb_guard_module_run_target(frame, &name, &ns, &as_main);
+		Py_XDECREF(ns);
+	}
+	if (name) {
+		module = PyUnicode_AsUTF8(name);
+		if (!module) {
+			PyErr_Clear();
+			goto out;
+		}
+	}
+	/* The interpreter's own `-m` runs the program, whatever its code. */
+	if (as_main)
+		goto out;
+	if (module && stdlib_body && !streq(module, own)) {
+		r = refuse_renamed(module, own);
+		goto out;
+	}
+	if (stdlib_body) {
+		r = check_import(own, &ask);
+		goto out;
+	}
+	if (!module || streq(module, "__main__"))
+		goto out;
+	/* Not the standard library's code: only a rule lets it run as a
+	 * module. */
+	if (!top_level_allowed_name(module))
+		r = deny_import(module, strcspn(module, "."));
 out:
-	Py_DECREF(name);
+	Py_XDECREF(name);
 	return r;
 }
 
@@ -359,10 +502,66 @@ static int on_import(PyObject *args)
 {
 	PyObject *module = PyTuple_GetItem(args, 0);
 	const char *name = module ? PyUnicode_AsUTF8(module) : NULL;
+	const struct import_ask ask = {.origin = FROM_EVENT};
 
 	if (!name)
 		return -1;
-	return check_import(name, FROM_EVENT);
+	return check_import(name, &ask);
+}
+
+int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t nargs,
+		       struct sb_import_request *r)
+{
+	bool reload = streq(function, "reload");
+	bool exec = reload || startswith(function, "exec_") != NULL;
+	const struct import_ask ask = {.origin = exec ? FROM_RUN : FROM_EVENT};
+	PyObject *name = NULL;
+	const char *module = NULL;
+	int ret = 0;
+
+	/* An argument _imp will refuse, or a module it will not execute:
+	 * nothing to judge, nothing runs. */
+	if (nargs < 1)
+		goto open;
+	if (streq(function, "init_frozen"))
+		name = PyUnicode_Check(args[0]) ? Py_NewRef(args[0]) : NULL;
+	else if (exec)
+		name = PyModule_Check(args[0]) ? PyModule_GetNameObject(args[0]) : NULL;
+	else
+		name = PyObject_GetAttrString(args[0], "name");
+	if (name && PyUnicode_Check(name))
+		module = PyUnicode_AsUTF8(name);
+	if (!module) {
+		PyErr_Clear();
+		goto open;
+	}
+	if (sb_guard_armed() && !imports.import_all)
+		ret = check_import(module, &ask);
+	if (ret == 0 && sb_guard_armed() && !exec)
+		ret = sb_guard_module_loading(module);
+open:
+	if (ret == 0)
+		sb_guard_request_enter(r, module, !reload);
+	Py_XDECREF(name);
+	return ret;
+}
+
+/* The interpreter is about to run the program: frameless imports from now
+ * on are callbacks the program may have planted (atexit, a thread's
+ * start), except the -m target's import of runpy, which comes next. */
+static int on_program_start(PyObject *args _unused_)
+{
+	sb_guard_note_program_start();
+	return 0;
+}
+
+static int on_run_module(PyObject *args _unused_)
+{
+	runpy_import_pending = !sb_guard_program_started();
+	if (runpy_import_pending)
+		sb_guard_note_main_module();
+	sb_guard_note_program_start();
+	return 0;
 }
 
 /* The "import" audit event only fires for modules that are not loaded yet;
@@ -435,12 +634,15 @@ static PyObject *guarded_import(PyObject *self _unused_, PyObject *const *args, 
 				PyObject *kwnames)
 {
 	PyObject *a[5], *module;
+	struct sb_import_request request;
+	const char *name = NULL;
 	int level;
 
 	if (import_arguments(args, nargs, kwnames, a, &level) < 0)
 		return NULL;
 	if (sb_guard_armed()) {
-		const char *name = NULL;
+		const struct import_ask ask = {
+		    .origin = FROM_STATEMENT, .name = a[0], .globals = a[1], .level = level};
 
 		if (level == 0) {
 			name = PyUnicode_AsUTF8(a[0]);
@@ -454,13 +656,16 @@ static PyObject *guarded_import(PyObject *self _unused_, PyObject *const *args, 
 			if (pkg && PyUnicode_Check(pkg))
 				name = PyUnicode_AsUTF8(pkg);
 		}
-		if (name && check_import(name, FROM_STATEMENT) < 0)
+		if (name && check_import(name, &ask) < 0)
 			return NULL;
 		if (!name && PyErr_Occurred())
 			return NULL;
 	}
-	/* What builtins.__import__ does once it has parsed its arguments. */
+	/* What builtins.__import__ does once it has parsed its arguments; what
+	 * the import machinery does meanwhile serves this request. */
+	sb_guard_request_enter(&request, name, false);
 	module = PyImport_ImportModuleLevelObject(a[0], a[1], a[2], a[3], level);
+	sb_guard_request_leave(&request);
 	if (module && sb_guard_armed() && sb_guard_after_import() < 0)
 		Py_CLEAR(module);
 	return module;
@@ -485,6 +690,9 @@ static PyObject *guarded_door(enum importlib_door door, PyObject *args, PyObject
 	static char *kw_module[] = {"name", "package", NULL};
 	static char *kw_import[] = {"name", "globals", "locals", "fromlist", "level", NULL};
 	PyObject *name = NULL, *package = NULL, *globals = NULL, *locals = NULL, *fromlist = NULL;
+	PyObject *result;
+	struct sb_import_request request;
+	const char *module = NULL;
 	int level = 0, ok;
 
 	if (door == DOOR_GCD_IMPORT)
@@ -499,7 +707,7 @@ static PyObject *guarded_door(enum importlib_door door, PyObject *args, PyObject
 	if (!ok)
 		return NULL;
 	if (sb_guard_armed()) {
-		const char *module;
+		const struct import_ask ask = {.origin = FROM_DOOR};
 
 		if (door == DOOR_BOOTSTRAP_IMPORT && level > 0 && globals &&
 		    PyDict_Check(globals)) {
@@ -508,12 +716,15 @@ static PyObject *guarded_door(enum importlib_door door, PyObject *args, PyObject
 				package = PyDict_GetItemString(globals, "__name__");
 		}
 		module = requested_module(name, package, level);
-		if (module && check_import(module, FROM_DOOR) < 0)
+		if (module && check_import(module, &ask) < 0)
 			return NULL;
 		if (!module && PyErr_Occurred())
 			return NULL;
 	}
-	return PyObject_Call(imports.door_original[door], args, kwds);
+	sb_guard_request_enter(&request, module, false);
+	result = PyObject_Call(imports.door_original[door], args, kwds);
+	sb_guard_request_leave(&request);
+	return result;
 }
 
 static PyObject *guarded_gcd_import(PyObject *self _unused_, PyObject *args, PyObject *kwds)
@@ -749,6 +960,12 @@ static void imports_release(void)
 }
 
 static const struct sb_audit_handler import_handlers[] = {
+    {"cpython.run_command", on_program_start},
+    {"cpython.run_file", on_program_start},
+    {"cpython.run_interactivehook", on_program_start},
+    {"cpython.run_module", on_run_module},
+    {"cpython.run_startup", on_program_start},
+    {"cpython.run_stdin", on_program_start},
     {"exec", on_exec},
     {"import", on_import},
 };

@@ -15,3 +15,16 @@
  * is left set. */
 void sb_guard_module_run_target(PyFrameObject *frame, PyObject **ret_name, PyObject **ret_ns,
 				bool *ret_as_main);
+
+#include "guard-runtime.h"
+
+/* _imp is about to create or execute a module (create_builtin(spec),
+ * create_dynamic(spec), exec_builtin(module), exec_dynamic(module),
+ * init_frozen(name)), or importlib.reload(module) to run one again: judged
+ * as an import asked by its caller (there is no "import" event for a
+ * built-in or frozen module, and the program can call _imp directly); then
+ * *r is the open request (of the module's C code, for _imp), to be left
+ * with sb_guard_request_leave() once the call returns. 0, or -1 with the
+ * refusal set (no request opened). */
+int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t nargs,
+		       struct sb_import_request *r);

@@ -25,6 +25,12 @@ struct sb_audit_handler {
 	int (*handle)(PyObject *args);
 };
 
+/* The events of a family (a name prefix) that no handler names. */
+struct sb_audit_prefix {
+	const char *prefix;
+	int (*handle)(const char *event, PyObject *args);
+};
+
 /* One part of the guard. prepare() runs before the interpreter exists and
  * must not touch Python (it compiles rules into C data); activate() runs after
  * initialisation, before the program (it may wrap functions that raise no
@@ -47,6 +53,17 @@ struct sb_guard_part {
 	 * built-in module, before anyone else sees it (guard-api.c's _imp
 	 * hooks), to wrap its functions. 0, or -1 with a Python exception. */
 	int (*module_loaded)(const char *name, PyObject *module);
+	/* Optional: called before _imp creates an extension or built-in module
+	 * the import guard let through, for a part whose rules govern the
+	 * module itself (_ctypes is native code). 0, or -1 with the refusal
+	 * set. */
+	int (*module_loading)(const char *name);
+	/* Optional: events this part handles by name prefix ("ctypes."), for
+	 * the events of a family that no handler names: a family the part
+	 * must refuse when it does not know the event (fail closed). Called
+	 * only for events no part has a handler for. */
+	const struct sb_audit_prefix *prefixes;
+	size_t n_prefixes;
 };
 
 /* The parts, in the order audit-guard.c prepares and activates them. */
@@ -62,3 +79,5 @@ extern const struct sb_guard_part sb_guard_eval_part;
 int sb_guard_after_import(void);
 /* Runs every part's module_loaded. */
 int sb_guard_module_loaded(const char *name, PyObject *module);
+/* Runs every part's module_loading. */
+int sb_guard_module_loading(const char *name);

@@ -2,6 +2,8 @@
 /* Whose code is running: the interpreter's or the program's (guard-runtime.h). */
 #include "guard-runtime.h"
 
+#include <opcode.h>
+
 #include "util.h"
 
 struct sb_guard_run_state sb_guard_run;
@@ -15,20 +17,17 @@ static struct {
 	/* The open runtime section (sb_guard_runtime_enter), if any. */
 	void *section_tstate;
 	void *section_frame;
+	bool program_started;
+	bool main_run_pending;
+	PyFrameObject *main_frame; /* strong: its address stays its own */
 } known;
+
+/* The import requests being served on each thread (sb_guard_request_enter). */
+static _Thread_local struct sb_import_request *requests;
 
 const char *sb_guard_profile_path(void)
 {
 	return known.profile_path ? known.profile_path : ".py-sandboxes";
-}
-
-static bool is_import_machinery(const char *file)
-{
-	if (startswith(file, "<frozen importlib"))
-		return true;
-	if (!known.stdlib_dir || strncmp(file, known.stdlib_dir, known.stdlib_dir_len) != 0)
-		return false;
-	return startswith(file + known.stdlib_dir_len, "/importlib/") != NULL;
 }
 
 const char *sb_guard_runtime_relative(const char *file)
@@ -199,9 +198,9 @@ PyObject *sb_guard_loaded_module(const char *name)
 	return m;
 }
 
-/* Only the innermost frame counts: when it is the import machinery itself (a
- * loader importing _io to read a source file, `from pkg import sub` loading a
- * submodule of an admitted package), the request is the runtime's. */
+/* Only the innermost frame counts: the interpreter's own code, or no frame
+ * at all. The API guard's exemptions ask this; the import decisions ask
+ * sb_guard_requester(). */
 bool sb_guard_caller_is_runtime(void)
 {
 	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
@@ -216,7 +215,7 @@ bool sb_guard_caller_is_runtime(void)
 		return true;
 	code = PyFrame_GetCode(frame);
 	file = PyUnicode_AsUTF8(code->co_filename);
-	runtime = file && (is_import_machinery(file) || sb_guard_is_runtime_file(file));
+	runtime = file && sb_guard_is_runtime_file(file);
 	if (!file)
 		PyErr_Clear();
 	Py_DECREF(code);
@@ -243,6 +242,296 @@ bool sb_guard_caller_is_import_bootstrap(void)
 		PyErr_Clear();
 	Py_DECREF(code);
 	return r;
+}
+
+/* The modules whose functions act on a module name, a spec or a loader
+ * handed to them: importlib's bootstrap and the parts of importlib that
+ * expose it (import_module, util, machinery, the loader ABCs), and
+ * zipimport's loader. Not importlib.metadata or importlib.resources, whose
+ * imports are their own. */
+static const char *const machinery_modules[] = {
+    "importlib",     "importlib._abc",	    "importlib._bootstrap", "importlib._bootstrap_external",
+    "importlib.abc", "importlib.machinery", "importlib.util",	    "zipimport",
+};
+
+bool sb_guard_is_import_machinery(const char *file)
+{
+	char name[64];
+
+	/* The common case, the frozen bootstrap, without making a name. */
+	if (startswith(file, "<frozen importlib._bootstrap"))
+		return true;
+	if (!sb_guard_stdlib_module(file, name, sizeof(name)))
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(machinery_modules); i++)
+		if (streq(name, machinery_modules[i]))
+			return true;
+	return false;
+}
+
+void sb_guard_request_enter(struct sb_import_request *r, const char *name, bool c_code)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n >= sizeof(r->name))
+		n = strcspn(name, ".");
+	if (n >= sizeof(r->name))
+		n = 0;
+	memcpy(r->name, name ? name : "", n);
+	r->name[n] = '\0';
+	r->outer = requests;
+	r->frame = PyEval_GetFrame();
+	r->c_code = c_code;
+	requests = r;
+}
+
+void sb_guard_request_leave(struct sb_import_request *r)
+{
+	requests = r->outer;
+}
+
+/* The code file of frame, borrowed from its code object (which the frame
+ * keeps alive), or NULL. */
+static const char *frame_file(PyFrameObject *frame)
+{
+	PyCodeObject *code = PyFrame_GetCode(frame);
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+
+	if (!file)
+		PyErr_Clear();
+	Py_DECREF(code);
+	return file;
+}
+
+/* From the innermost frame outwards, past the import machinery's frames:
+ * the first frame that is an open request's (the machinery serves it), or
+ * the first frame that is not the machinery's (it called the machinery
+ * directly), or none. Only the innermost request can be met first: the
+ * frames above an older request's are all newer than the request that
+ * followed it. Bounded: a stack deeper than the bound in machinery frames
+ * alone is charged to the program. */
+enum sb_requester sb_guard_requester(const struct sb_import_request **ret_request,
+				     PyFrameObject **ret_frame)
+{
+	struct sb_import_request *top = requests;
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	const char *file = NULL;
+	int depth;
+
+	*ret_request = NULL;
+	if (ret_frame)
+		*ret_frame = NULL;
+	Py_XINCREF(f);
+	for (depth = 0; f && depth < 256; depth++) {
+		PyFrameObject *back;
+
+		if (top && (void *)f == top->frame) {
+			Py_DECREF(f);
+			*ret_request = top;
+			return SB_ASKED_FOR_REQUEST;
+		}
+		file = frame_file(f);
+		if (!file || !sb_guard_is_import_machinery(file))
+			break;
+		back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	if (!f) {
+		if (top && !top->frame) {
+			*ret_request = top;
+			return SB_ASKED_FOR_REQUEST;
+		}
+		return SB_ASKED_BY_NOBODY;
+	}
+	if (ret_frame)
+		*ret_frame = f;
+	else
+		Py_DECREF(f);
+	if (depth < 256 && file && sb_guard_is_runtime_file(file))
+		return SB_ASKED_BY_STDLIB;
+	return SB_ASKED_BY_PROGRAM;
+}
+
+/* The instruction at byte offset lasti of code and its argument (with its
+ * EXTENDED_ARG prefixes), or false. CPython 3.11 runs the code from
+ * co_code_adaptive, where IMPORT_NAME is never specialised (its prefixes
+ * may be EXTENDED_ARG_QUICK): read there, with no copy. Later versions:
+ * the unspecialised copy, which the code object caches. */
+static bool instruction_at(PyCodeObject *code, int lasti, int *ret_op, unsigned *ret_arg)
+{
+#if PY_VERSION_HEX < 0x030C0000
+	const _Py_CODEUNIT *c = _PyCode_CODE(code);
+	Py_ssize_t i = lasti / (int)sizeof(_Py_CODEUNIT), n = Py_SIZE(code);
+	unsigned arg;
+
+	if (lasti < 0 || i >= n)
+		return false;
+	*ret_op = _Py_OPCODE(c[i]);
+	arg = _Py_OPARG(c[i]);
+	for (int k = 1, shift = 8; k <= 3 && i - k >= 0; k++, shift += 8) {
+		int op = _Py_OPCODE(c[i - k]);
+
+		if (op != EXTENDED_ARG && op != EXTENDED_ARG_QUICK)
+			break;
+		arg |= (unsigned)_Py_OPARG(c[i - k]) << shift;
+	}
+	*ret_arg = arg;
+	return true;
+#else
+	PyObject *bytes = lasti >= 0 ? PyCode_GetCode(code) : NULL;
+	const unsigned char *c;
+	Py_ssize_t n;
+	unsigned arg;
+
+	if (!bytes || !PyBytes_Check(bytes)) {
+		Py_XDECREF(bytes);
+		PyErr_Clear();
+		return false;
+	}
+	c = (const unsigned char *)PyBytes_AS_STRING(bytes);
+	n = PyBytes_GET_SIZE(bytes);
+	if (lasti + 1 >= n) {
+		Py_DECREF(bytes);
+		return false;
+	}
+	*ret_op = c[lasti];
+	arg = c[lasti + 1];
+	for (int k = lasti - 2, shift = 8; k >= 0 && shift < 32 && c[k] == EXTENDED_ARG;
+	     k -= 2, shift += 8)
+		arg |= (unsigned)c[k + 1] << shift;
+	*ret_arg = arg;
+	Py_DECREF(bytes);
+	return true;
+#endif
+}
+
+/* Whether the package a relative import in code resolves against (its
+ * globals' __package__, which CPython takes first) is the one code's file
+ * is in: the standard library's module that code is, or its parent for a
+ * module that is not a package. The program can write __package__ into a
+ * loaded module's namespace; `from .process import X` in concurrent.futures
+ * would then import a package of its choosing. */
+static bool relative_base_is_own(PyCodeObject *code, PyObject *globals)
+{
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+	PyObject *package;
+	char own[256];
+	size_t n;
+
+	if (!file || !PyDict_Check(globals) || !sb_guard_stdlib_module(file, own, sizeof(own)))
+		return false;
+	n = strlen(file);
+	if (!(n > 12 && streq(file + n - 12, "/__init__.py"))) {
+		char *dot = strrchr(own, '.');
+
+		if (!dot)
+			return false;
+		*dot = '\0';
+	}
+	package = PyDict_GetItemString(globals, "__package__"); /* borrowed */
+	return package && PyUnicode_Check(package) &&
+	       PyUnicode_CompareWithASCIIString(package, own) == 0;
+}
+
+bool sb_guard_frame_imports_literal(PyFrameObject *frame, PyObject *name, PyObject *globals,
+				    int level)
+{
+	PyCodeObject *code = PyFrame_GetCode(frame);
+	PyObject *literal, *own_globals = NULL;
+	unsigned oparg;
+	bool r = false;
+	int op;
+
+	if (!PyUnicode_Check(name) || !instruction_at(code, PyFrame_GetLasti(frame), &op, &oparg) ||
+	    op != IMPORT_NAME)
+		goto out;
+	literal =
+	    PyTuple_Check(code->co_names) && oparg < (unsigned)PyTuple_GET_SIZE(code->co_names)
+		? PyTuple_GET_ITEM(code->co_names, oparg)
+		: NULL;
+	if (!literal || PyUnicode_Compare(literal, name) != 0)
+		goto out;
+	/* A relative import resolves against the importer's globals: its own,
+	 * with its own package in them, or a name its code does not write. */
+	if (level > 0) {
+		own_globals = PyFrame_GetGlobals(frame);
+		if (own_globals != globals || !relative_base_is_own(code, globals))
+			goto out;
+	}
+	r = true;
+out:
+	Py_XDECREF(own_globals);
+	Py_DECREF(code);
+	PyErr_Clear();
+	return r;
+}
+
+bool sb_guard_program_started(void)
+{
+	return known.program_started;
+}
+
+void sb_guard_note_program_start(void)
+{
+	known.program_started = true;
+}
+
+void sb_guard_note_main_module(void)
+{
+	known.main_run_pending = !known.main_frame;
+}
+
+bool sb_guard_is_main_run_frame(PyFrameObject *frame)
+{
+	PyFrameObject *back;
+
+	if (!frame || (!known.main_frame && !known.main_run_pending))
+		return false;
+	if (known.main_frame)
+		return frame == known.main_frame;
+	if (!sb_guard_frame_is(frame, "/runpy.py", "_run_module_as_main"))
+		return false;
+	back = PyFrame_GetBack(frame);
+	Py_XDECREF(back);
+	if (back)
+		return false;
+	known.main_run_pending = false;
+	known.main_frame = (PyFrameObject *)Py_NewRef(frame);
+	return true;
+}
+
+bool sb_guard_in_main_run(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(), *back; /* borrowed */
+	bool main = false;
+
+	if (!f || (!known.main_frame && !known.main_run_pending))
+		return false;
+	Py_INCREF(f);
+	for (int depth = 0; f && depth < 256; depth++) {
+		const char *file = frame_file(f);
+
+		if (!file || !sb_guard_is_runtime_file(file))
+			break;
+		back = PyFrame_GetBack(f);
+		if (!back) {
+			main = sb_guard_is_main_run_frame(f);
+			break;
+		}
+		Py_DECREF(f);
+		f = back;
+	}
+	Py_XDECREF(f);
+	return main;
+}
+
+bool sb_guard_serving_import(void)
+{
+	const struct sb_import_request *req;
+
+	return sb_guard_requester(&req, NULL) == SB_ASKED_FOR_REQUEST ||
+	       sb_guard_in_runtime_section() || sb_guard_in_main_run();
 }
 
 int sb_guard_runtime_prepare(const char *profile_path)

@@ -45,6 +45,89 @@ bool sb_guard_caller_is_runtime(void);
  * probes and bytecode-cache writes). */
 bool sb_guard_caller_is_import_bootstrap(void);
 
+/* ---- Who asked ------------------------------------------------------------
+ *
+ * The import machinery (importlib's bootstrap, its loaders, zipimport) acts
+ * on a name or a spec handed to it: its frames say nothing about whose
+ * request it serves, and the program can call any of its functions
+ * directly (they are reachable through sys.modules). So what it does is
+ * charged to the request it serves: an import request made through one of
+ * the guard's doors (the __import__ wrapper, importlib's import functions,
+ * _imp's module creation), recorded here for the time it is served, or,
+ * when the machinery was not entered through a door, to the code that
+ * called it. */
+
+/* An import request being served on this thread, the innermost first. The
+ * struct lives on the stack of the door that was asked. */
+struct sb_import_request {
+	struct sb_import_request *outer;
+	void *frame; /* the frame that asked (identity only); NULL: none */
+	/* The absolute module name asked for (its top-level package alone
+	 * when the whole name does not fit), "" when none fits or none is
+	 * known: a copy, which nothing the request runs can change. */
+	char name[128];
+	/* An extension or built-in module's creation or execution: the names
+	 * its C code imports are written in it, its own. */
+	bool c_code;
+};
+
+/* Opens a request for name (copied; NULL: none known), asked by the
+ * innermost frame; closed in reverse order. */
+void sb_guard_request_enter(struct sb_import_request *r, const char *name, bool c_code);
+void sb_guard_request_leave(struct sb_import_request *r);
+
+enum sb_requester {
+	/* The program's code: the innermost frame, or the first frame past
+	 * the import machinery. */
+	SB_ASKED_BY_PROGRAM,
+	/* The standard library's code (not the import machinery): the first
+	 * frame past the machinery, or the innermost frame. What it asks for
+	 * is its own only when the name is written in its code; a name it
+	 * computes (__import__(name), importlib.import_module(name)) may be
+	 * the program's. */
+	SB_ASKED_BY_STDLIB,
+	/* The import machinery serving an open request (*ret_request). */
+	SB_ASKED_FOR_REQUEST,
+	/* No Python frame at all and no open request: the interpreter (its
+	 * start, a C callback such as atexit or a thread's start). */
+	SB_ASKED_BY_NOBODY,
+};
+
+/* Who asked for what is happening now: the innermost frame, or for the
+ * import machinery's frames the request they serve or the first frame past
+ * them. *ret_frame (a new reference, for SB_ASKED_BY_STDLIB and
+ * SB_ASKED_BY_PROGRAM) is that frame. No exception is left set. */
+enum sb_requester sb_guard_requester(const struct sb_import_request **ret_request,
+				     PyFrameObject **ret_frame);
+/* Whether code of this file (a co_filename) is the import machinery. */
+bool sb_guard_is_import_machinery(const char *file);
+/* Whether frame is executing an import statement (IMPORT_NAME) for name
+ * at this level, with globals its own: the name is written in its code. */
+bool sb_guard_frame_imports_literal(PyFrameObject *frame, PyObject *name, PyObject *globals,
+				    int level);
+/* Whether the program's own code has started (the interpreter raised
+ * cpython.run_file, run_command, run_module, run_stdin...): the frameless
+ * requests before that are the interpreter's start. */
+bool sb_guard_program_started(void);
+void sb_guard_note_program_start(void);
+/* The interpreter's `python-sb -m module`: cpython.run_module was raised
+ * and runpy's _run_module_as_main is about to be called from C. */
+void sb_guard_note_main_module(void);
+/* Whether frame is runpy's _run_module_as_main that the interpreter called
+ * for -m (the first one met with no frame below it after
+ * sb_guard_note_main_module(), kept alive so that no later frame takes its
+ * place), not one the program called or planted as a callback. */
+bool sb_guard_is_main_run_frame(PyFrameObject *frame);
+/* Whether every frame from the innermost out is the runtime's and the
+ * outermost is the interpreter's -m run: the interpreter loading the
+ * program's main module, as it does a script. */
+bool sb_guard_in_main_run(void);
+/* Whether the import machinery is at work for an import a door let through
+ * (the import guard judged it), for the interpreter's -m, or for a runtime
+ * section: what it does then (stat probes, compiling a module's source,
+ * reading its bytecode cache) is the runtime's own. */
+bool sb_guard_serving_import(void);
+
 /* A runtime section, entered and left only from C (the partial-mode worker's
  * own machinery: unpickling a request, importing the function's module). While
  * it is open, the imports it asks for and the globals an unpickler looks up

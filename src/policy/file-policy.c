@@ -57,6 +57,53 @@ int sb_file_policy_add_grant(struct sb_file_policy *p, const struct sb_expose_ru
 	return 0;
 }
 
+/* A rule file's path as the kernel would find it: resolved when it exists,
+ * else its resolved directory and its name (a file the program could
+ * create). path relative to the current directory. */
+static int add_rule_file(struct sb_file_policy *p, const char *path)
+{
+	_cleanup_free_ char *real = NULL, *dir = NULL, *dir_real = NULL, *joined = NULL;
+	const char *name;
+	char **v;
+
+	if (!path || !*path)
+		return 0;
+	real = realpath(path, NULL);
+	if (!real) {
+		name = strrchr(path, '/');
+		name = name ? name + 1 : path;
+		dir = sb_path_dirname(path);
+		if (!dir)
+			return -ENOMEM;
+		dir_real = realpath(dir, NULL);
+		joined = sb_path_join(dir_real ? dir_real : dir, name);
+		if (!joined)
+			return -ENOMEM;
+		real = sb_path_normalize(joined);
+		if (!real || real[0] != '/')
+			return real ? 0 : -ENOMEM;
+	}
+	v = realloc(p->rule_files, (p->n_rule_files + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->rule_files = v;
+	v[p->n_rule_files++] = TAKE_PTR(real);
+	return 0;
+}
+
+static int add_rule_files(struct sb_file_policy *p, const struct sb_profile *profile)
+{
+	int r = add_rule_file(p, profile->root_file);
+
+	for (char **f = profile->files; r >= 0 && f && *f; f++)
+		r = add_rule_file(p, *f);
+	for (char **f = profile->missing_files; r >= 0 && f && *f; f++)
+		r = add_rule_file(p, *f);
+	if (r >= 0)
+		r = add_rule_file(p, profile->learn_file);
+	return r;
+}
+
 int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profile)
 {
 	*p = (struct sb_file_policy){0};
@@ -94,7 +141,7 @@ int sb_file_policy_init(struct sb_file_policy *p, const struct sb_profile *profi
 		ig->absolute = ig->pattern[0] == '/';
 		p->n_ignores++;
 	}
-	return 0;
+	return add_rule_files(p, profile);
 }
 
 static int resolve_walk(const char *path, const char *base, bool follow_last, char out[PATH_MAX],
@@ -267,6 +314,9 @@ void sb_file_policy_done(struct sb_file_policy *p)
 		free(p->ignores[i].pattern);
 		free(p->ignores[i].origin);
 	}
+	for (size_t i = 0; i < p->n_rule_files; i++)
+		free(p->rule_files[i]);
+	free(p->rule_files);
 	free(p->grants);
 	free(p->implicit);
 	free(p->ignores);
@@ -605,6 +655,26 @@ static const char *raw_basename(const char *raw, char buf[NAME_MAX + 1])
 	return buf;
 }
 
+#define RULE_FILE_NAME ".py-sandboxes"
+
+const char *sb_file_policy_rule_file(const struct sb_file_policy *p, const char *resolved)
+{
+	const char *last = strrchr(resolved, '/');
+	size_t n = strlen(resolved);
+
+	if (last && streq(last + 1, RULE_FILE_NAME))
+		return resolved;
+	for (size_t i = 0; i < p->n_rule_files; i++) {
+		const char *f = p->rule_files[i];
+
+		/* The file itself, or a directory on its way. */
+		if (streq(f, resolved) ||
+		    (strncmp(f, resolved, n) == 0 && (f[n] == '/' || (n == 1 && f[0] == '/'))))
+			return f;
+	}
+	return NULL;
+}
+
 enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const char *raw,
 					 const char *abs, const char *resolved, bool write,
 					 const struct sb_fp_grant **ret_grant,
@@ -617,6 +687,9 @@ enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const c
 
 	*ret_grant = NULL;
 	*ret_ignore = NULL;
+	/* The rules themselves come before any grant or ignore rule. */
+	if (write && sb_file_policy_rule_file(p, resolved))
+		return SB_FP_RULE_FILE;
 	/* Ignore rules come before any grant. */
 	ig = p->n_ignores ? find_ignore(p, raw ? raw_basename(raw, base) : NULL, abs, resolved)
 			  : NULL;

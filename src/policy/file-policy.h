@@ -18,6 +18,7 @@ enum sb_fp_verdict {
 	SB_FP_NOT_EXPOSED, /* no grant covers the path: ENOENT */
 	SB_FP_IGNORED,	   /* an ignore= rule hides it: ENOENT */
 	SB_FP_READ_ONLY,   /* a write under a read-only grant: EACCES */
+	SB_FP_RULE_FILE,   /* a write to a file python-sb takes rules from: EACCES */
 };
 
 struct sb_fp_grant {
@@ -48,6 +49,11 @@ struct sb_file_policy {
 	 * link in them), to resolve the next ones with fewer system calls. */
 	char **canonical;
 	size_t n_canonical;
+	/* Every file python-sb takes rules from (the profile, its includes,
+	 * those it would read if they appeared, the learn file), resolved:
+	 * no grant lets the program change them. */
+	char **rule_files;
+	size_t n_rule_files;
 };
 
 /* Compiles the profile's expose-ro, expose-rw and ignore rules. 0 or -ENOMEM. */
@@ -92,6 +98,13 @@ enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const c
  * rule, for filtering listings; *ret_ignore as above. */
 bool sb_file_policy_entry_ignored(const struct sb_file_policy *p, const char *dir, const char *name,
 				  const struct sb_fp_ignore **ret_ignore);
+
+/* When a write to resolved would change a file python-sb takes rules from:
+ * that file (resolved itself, or the rule file below the directory resolved
+ * names, which a rename or removal of the directory would move). Any entry
+ * named .py-sandboxes counts: the rule-file lookup of a later run may find
+ * it. NULL otherwise. */
+const char *sb_file_policy_rule_file(const struct sb_file_policy *p, const char *resolved);
 
 /* The grant (explicit first, then implicit) that covers a resolved path, NULL
  * when none does. */

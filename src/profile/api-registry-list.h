@@ -102,6 +102,18 @@ SB_API(signal_pthread_kill, "signal.pthread_kill", PROCESS_CONTROL)
 SB_API(_signal_pthread_kill, "_signal.pthread_kill", PROCESS_CONTROL)
 SB_API(resource_setrlimit, "resource.setrlimit", PROCESS_CONTROL)
 SB_API(resource_prlimit, "resource.prlimit", PROCESS_CONTROL)
+/* Calls that name another process: its scheduling, a handle to it, a
+ * signal through that handle. */
+SB_API(os_sched_setaffinity, "os.sched_setaffinity", PROCESS_CONTROL)
+SB_API(posix_sched_setaffinity, "posix.sched_setaffinity", PROCESS_CONTROL)
+SB_API(os_sched_setscheduler, "os.sched_setscheduler", PROCESS_CONTROL)
+SB_API(posix_sched_setscheduler, "posix.sched_setscheduler", PROCESS_CONTROL)
+SB_API(os_sched_setparam, "os.sched_setparam", PROCESS_CONTROL)
+SB_API(posix_sched_setparam, "posix.sched_setparam", PROCESS_CONTROL)
+SB_API(os_pidfd_open, "os.pidfd_open", PROCESS_CONTROL)
+SB_API(posix_pidfd_open, "posix.pidfd_open", PROCESS_CONTROL)
+SB_API(signal_pidfd_send_signal, "signal.pidfd_send_signal", PROCESS_CONTROL)
+SB_API(_signal_pidfd_send_signal, "_signal.pidfd_send_signal", PROCESS_CONTROL)
 
 /* privileges; chroot is a file-system operation, judged by the file guard. */
 SB_API(os_setuid, "os.setuid", PRIVILEGES)

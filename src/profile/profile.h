@@ -96,7 +96,8 @@ struct sb_profile {
 	char **files; /* every rule file read, in order; origins point here */
 	/* Rule files that do not exist but would be read once created: missing
 	 * includes, a .py-sandboxes the lookup tries before the one it chose.
-	 * The kernel boundary keeps both kinds out of the program's reach. */
+	 * The kernel boundary and the guard keep both kinds out of the
+	 * program's reach. */
 	char **missing_files;
 	char *root_file;   /* the file named by the caller, NULL when none */
 	bool root_missing; /* the root file does not exist (learning trigger) */

@@ -11,6 +11,14 @@ import pytest
 
 PROBE = """\
 import pysandboxes
+def _try(fn):
+    # An OSError of the system call, not a refusal of the guard.
+    try:
+        return fn()
+    except pysandboxes.SandBoxError:
+        raise
+    except OSError as e:
+        return e
 def probe(label, fn):
     try:
         value = fn()
@@ -705,7 +713,10 @@ except AttributeError as e:
 
 def test_guarded_module_rerun_refused_even_with_reload_granted(sb):
     # The wrappers would be gone whatever the rules say: no grant allows it,
-    # while reload() of an unguarded module follows the rule.
+    # while reload() of an unguarded module follows the rule. (A loader or
+    # runpy called by the program reads the module's bytecode cache as the
+    # program's unmarshalling: deserialization is granted so that the rerun
+    # itself is what is refused.)
     r = run(sb, """\
 import importlib, inspect, json, runpy
 probe('x', lambda: importlib.reload(inspect))
@@ -713,11 +724,23 @@ probe('y', lambda: inspect.__spec__.loader.exec_module(inspect))
 probe('z', lambda: runpy.run_module('inspect', run_name='copy'))
 probe('j', lambda: importlib.reload(json))
 probe('f', lambda: inspect.currentframe())
-""", api=["ALLOW:importlib.reload"])
+""", api=["ALLOW:importlib.reload", "ALLOW:deserialization"])
     for label in "xyz":
         assert outcome(r, label) == "DENIED inspect introspection", r
     allowed(r, "j")
     denied(r, "inspect.currentframe", "introspection", "f")
+
+
+def test_loader_called_by_the_program_reads_bytecode_as_the_program(sb):
+    # Without a deserialization grant, a loader the program drives cannot
+    # unmarshal a module's bytecode cache: that is the program's unmarshalling.
+    r = run(sb, """\
+import inspect, runpy
+probe('y', lambda: inspect.__spec__.loader.exec_module(inspect))
+probe('z', lambda: runpy.run_module('inspect', run_name='copy'))
+""")
+    for label in "yz":
+        assert outcome(r, label).endswith("deserialization"), r
 
 
 def test_stdlib_module_run_as_main_still_works(sb):
@@ -726,3 +749,68 @@ def test_stdlib_module_run_as_main_still_works(sb):
     r = sb.run("-m", "inspect", "json")
     assert r.returncode == 0, r
     assert "JSON (JavaScript Object Notation)" in r.stdout, r
+
+
+# --- calls that name another process (issue 12) -------------------------------
+
+@pytest.mark.parametrize("call,qualname", [
+    ("os.sched_setaffinity(0, os.sched_getaffinity(0))", "os.sched_setaffinity"),
+    ("posix.sched_setaffinity(0, os.sched_getaffinity(0))", "posix.sched_setaffinity"),
+    ("os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))", "os.sched_setscheduler"),
+    ("os.sched_setparam(0, os.sched_param(0))", "os.sched_setparam"),
+    ("os.pidfd_open(os.getpid())", "os.pidfd_open"),
+    ("signal.pidfd_send_signal(-1, 0)", "signal.pidfd_send_signal"),
+    ("_signal.pidfd_send_signal(-1, 0)", "_signal.pidfd_send_signal"),
+])
+def test_calls_naming_a_process_refused_and_granted(sb, call, qualname):
+    code = f"import os, posix, signal, _signal\nprobe('x', lambda: {call})\n"
+    denied(run(sb, code), qualname, "process-control")
+    # Granted, the call itself runs (pidfd_send_signal(-1) then fails with
+    # EBADF, an OSError: no refusal of the guard).
+    r = run(sb, code.replace("probe('x', lambda: ", "probe('x', lambda: _try(lambda: ")
+            .rstrip("\n") + ")\n", api=[f"ALLOW:{qualname}"])
+    allowed(r)
+
+
+# --- ctypes and SQLite extensions without the native grant (issue 12) --------
+
+def test_every_ctypes_event_needs_the_native_grant(sb):
+    # _ctypes loads only with the grant; once loaded (the grant given), every
+    # ctypes event of 3.11 passes with it.
+    r = run(sb, "probe('x', lambda: __import__('_ctypes'))\n")
+    denied(r, "ctypes.CDLL", "native")
+    r = run(sb, """\
+import ctypes, _ctypes
+buf = ctypes.create_string_buffer(8)
+probe('a', lambda: ctypes.addressof(buf))
+probe('b', lambda: ctypes.c_int.from_address(ctypes.addressof(buf)))
+probe('c', lambda: _ctypes.call_function(_ctypes._memset_addr, (buf, 65, 1)))
+probe('d', lambda: ctypes.get_errno())
+""", api=["ALLOW:ctypes.CDLL"])
+    for label in "abcd":
+        allowed(r, label)
+
+
+def test_sqlite_extensions_need_the_native_grant(sb):
+    code = """\
+import sqlite3
+c = sqlite3.connect(':memory:')
+probe('x', lambda: c.enable_load_extension(True))
+probe('y', lambda: c.enable_load_extension(False))
+"""
+    r = run(sb, code)
+    denied(r, "ctypes.CDLL", "native")
+    allowed(r, "y")
+    allowed(run(sb, code, api=["ALLOW:native"]))
+
+
+def test_inspect_frame_functions_granted_alone(sb):
+    # The grant of inspect.currentframe is enough: its own sys._getframe is
+    # not charged to sys._getframe; inspect.stack, not granted, stays refused.
+    r = run(sb, """\
+import inspect
+probe('x', lambda: type(inspect.currentframe()).__name__)
+probe('y', lambda: inspect.stack())
+""", api=["ALLOW:inspect.currentframe"])
+    allowed(r, "x")
+    denied(r, "inspect.stack", "introspection", "y")

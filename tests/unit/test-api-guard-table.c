@@ -38,7 +38,8 @@ static void test_wraps_match_the_registry(void)
 		const char *q;
 
 		if (w->fn == SB_API_NO_FN) {
-			hooks = hooks && (w->flags & (SB_API_F_IMP_HOOK | SB_API_F_AFTER_IMPORT));
+			hooks = hooks && (w->flags & (SB_API_F_IMP_HOOK | SB_API_F_AFTER_IMPORT |
+						      SB_API_F_CODE_ORIGIN));
 			continue;
 		}
 		q = sb_api_registry[w->fn].qualname;

@@ -207,6 +207,53 @@ static void test_implicit_canonical(void)
 	sb_file_policy_done(&p);
 }
 
+/* The files python-sb takes rules from: no write to them, to a missing
+ * include, to any .py-sandboxes, or to a directory on their way, whatever
+ * the grants; reading stays the grants' business. */
+static void test_rule_files(void)
+{
+	struct sb_profile prof = {0};
+	_cleanup_free_ char *rw = NULL, *profile = NULL, *inc = NULL, *missing = NULL;
+	struct sb_expose_rule ex = {.path = "rw", .writable = true, .origin = {"p", 1}};
+	char *files[3] = {NULL}, *absent[2] = {NULL};
+	struct sb_file_policy p;
+
+	mkdir(at("rw/rules"), 0755);
+	touch("rw/rules/.py-sandboxes");
+	touch("rw/inc.profile");
+	/* at() hands out four buffers in turn: copies outlive it. */
+	rw = strdup(at("rw"));
+	profile = strdup(at("rw/rules/.py-sandboxes"));
+	inc = strdup(at("rw/inc.profile"));
+	missing = strdup(at("rw/later/absent.profile"));
+	if (!rw || !profile || !inc || !missing) {
+		tap_ok(false, "memory");
+		return;
+	}
+	ex.resolved = rw;
+	files[0] = profile;
+	files[1] = inc;
+	absent[0] = missing;
+	prof.exposes = &ex;
+	prof.n_exposes = 1;
+	prof.files = files;
+	prof.missing_files = absent;
+	prof.root_file = files[0];
+	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init with rule files");
+	TAP_IS_INT(decide(&p, "rw/rules/.py-sandboxes", true), SB_FP_RULE_FILE, "the profile");
+	TAP_IS_INT(decide(&p, "rw/rules/.py-sandboxes", false), SB_FP_ALLOW, "read as granted");
+	TAP_IS_INT(decide(&p, "rw/inc.profile", true), SB_FP_RULE_FILE, "an include");
+	TAP_IS_INT(decide(&p, "rw/later/absent.profile", true), SB_FP_RULE_FILE,
+		   "a missing include");
+	TAP_IS_INT(decide(&p, "rw/later", true), SB_FP_RULE_FILE, "a missing include's directory");
+	TAP_IS_INT(decide(&p, "rw/rules", true), SB_FP_RULE_FILE, "the profile's directory");
+	TAP_IS_INT(decide(&p, "rw/other/.py-sandboxes", true), SB_FP_RULE_FILE,
+		   "any .py-sandboxes");
+	TAP_IS_INT(decide(&p, "rw/rules/x", true), SB_FP_ALLOW, "a file beside it");
+	TAP_IS_INT(decide(&p, "rw/rules.old", true), SB_FP_ALLOW, "a sibling sharing the prefix");
+	sb_file_policy_done(&p);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/sb-fp-XXXXXX";
@@ -230,6 +277,7 @@ int main(void)
 	test_decide();
 	test_implicit_resolution();
 	test_implicit_canonical();
+	test_rule_files();
 
 	{
 		char cmd[PATH_MAX + 16];
