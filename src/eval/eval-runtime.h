@@ -13,7 +13,9 @@
 
 #include "eval-builtin.h"
 
-int sb_eval_runtime_activate(const char *profile_path, char **reterr);
+/* need_ast: the layer will check sources (eval-* keys, or learning); else
+ * sb_eval_ast_module() is NULL and the checks fail closed. */
+int sb_eval_runtime_activate(const char *profile_path, bool need_ast, char **reterr);
 void sb_eval_runtime_release(void);
 
 /* The builtins module's dict (borrowed). */
