@@ -221,6 +221,8 @@ static void report_learning(const struct sb_learn_outcome *o)
 		fprintf(stderr, "python-sb: warning: %s\n", sb_learn_native_warning());
 	if (o->warning)
 		fprintf(stderr, "python-sb: warning: %s\n", o->warning);
+	for (char *const *w = o->warnings; w && *w; w++)
+		fprintf(stderr, "python-sb: warning: %s\n", *w);
 	if (o->error) {
 		fprintf(stderr, "python-sb: the learned rules were not written: %s\n",
 			o->message ? o->message : strerror(-o->error));
@@ -241,11 +243,23 @@ static void report_learning(const struct sb_learn_outcome *o)
 		fprintf(stderr, "python-sb: the previous version is kept as '%s'\n", o->backup);
 }
 
+/* The program's own tree: the script's directory (resolved), else the cwd. */
+static char *program_directory(const struct sb_cli *cli, const char *cwd)
+{
+	char real[PATH_MAX];
+
+	if (cli->mode == SB_RUN_SCRIPT && cli->target && !streq(cli->target, "-") &&
+	    realpath(cli->target, real))
+		return sb_path_dirname(real);
+	return strdup(cwd);
+}
+
 /* Learning mode (spec §6): refused by a learn=false of the shared profiles
  * when the rule file is missing; says that it is permissive, and under which
  * provider it runs (sb_provider_select()'s choice and note). */
 static int start_learning(const struct sb_profile *profile, const struct sb_load_options *opts,
 			  const char *file, char **host_env, const char *cwd,
+			  const char *program_dir,
 			  const struct sb_provider *provider, const char *note, char **reterr)
 {
 	int r;
@@ -264,6 +278,7 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 	    .profile = profile,
 	    .file = file,
 	    .cwd = cwd,
+	    .program_dir = program_dir,
 	    .host_env = host_env,
 	    .native = true,
 	    .report = report_learning,
@@ -419,7 +434,12 @@ int sb_launcher_main(int argc, char **argv)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
 	report.provider = provider->name;
 	if (mode == SB_MODE_LEARN) {
-		r = start_learning(profile, &opts, learn_file, host_env, cwd, provider, note, &err);
+		_cleanup_free_ char *program_dir = program_directory(&cli, cwd);
+
+		if (!program_dir)
+			return fail("out of memory", NULL, -ENOMEM);
+		r = start_learning(profile, &opts, learn_file, host_env, cwd, program_dir, provider,
+				   note, &err);
 		if (r < 0)
 			return fail("cannot start learning mode", err, r);
 	}
