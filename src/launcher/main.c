@@ -259,8 +259,8 @@ static char *program_directory(const struct sb_cli *cli, const char *cwd)
  * provider it runs (sb_provider_select()'s choice and note). */
 static int start_learning(const struct sb_profile *profile, const struct sb_load_options *opts,
 			  const char *file, char **host_env, const char *cwd,
-			  const char *program_dir,
-			  const struct sb_provider *provider, const char *note, char **reterr)
+			  const char *program_dir, const struct sb_provider *provider,
+			  const char *note, char **reterr)
 {
 	int r;
 

@@ -103,7 +103,8 @@ static bool locale_probe(void)
 		if (!file)
 			PyErr_Clear();
 		Py_DECREF(code);
-		if (file && !is_module_file(file, "os") && !is_module_file(file, "_collections_abc")) {
+		if (file && !is_module_file(file, "os") &&
+		    !is_module_file(file, "_collections_abc")) {
 			result = is_module_file(file, "gettext");
 			break;
 		}

@@ -89,6 +89,11 @@ enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const c
 bool sb_file_policy_entry_ignored(const struct sb_file_policy *p, const char *dir, const char *name,
 				  const struct sb_fp_ignore **ret_ignore);
 
+/* Whether a read-write grant of dir would give away the system: '/', a
+ * top-level directory, or anything under /usr, /etc, /bin, /sbin, /lib*,
+ * /boot, /dev, /proc, /sys, /run. No message ever suggests one. */
+bool sb_file_policy_system_dir(const char *dir);
+
 /* The grant (explicit first, then implicit) that covers a resolved path, NULL
  * when none does. */
 const struct sb_fp_grant *sb_file_policy_grant_for(const struct sb_file_policy *p,
