@@ -8,6 +8,7 @@
 #include "learn.h"
 #include "report-alloc.h"
 #include "report-collector.h"
+#include "report-denials.h"
 #include "util.h"
 
 static int status_error(PyStatus status, char **reterr)
@@ -247,6 +248,14 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 	return 0;
 }
 
+/* A refusal while a Python frame runs is the program's: with none, the
+ * runtime's own (printing an uncaught exception's traceback compiles its
+ * lines, which the guard refuses). */
+static bool program_code_runs(void)
+{
+	return PyEval_GetFrame() != NULL;
+}
+
 int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp,
 		 int *ret_exit_code, char **reterr)
 {
@@ -310,7 +319,9 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 			*ret_exit_code = 120;
 	} else {
 		sb_report_collector_start();
+		sb_denials_start(program_code_runs);
 		*ret_exit_code = Py_RunMain();
+		sb_denials_stop();
 	}
 	sb_guard_release();
 	return 0;

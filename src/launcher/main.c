@@ -17,6 +17,7 @@
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
+#include "report-denials.h"
 #include "report-supervise.h"
 #include "resource-limits.h"
 #include "serve-exec.h"
@@ -140,9 +141,35 @@ static int mirror_child(const struct sb_supervise_result *res, const struct sb_l
 	return WEXITSTATUS(res->status);
 }
 
+/* At exit, when something was refused (a program that catches its refusals
+ * must not look as if it ran unrestricted): one line, the count and the
+ * first rule to add; with --denials every refusal. */
+static void print_denials(const struct sb_embed *e, bool summary)
+{
+	size_t n = sb_denials_count(), off, len;
+	char *const *messages = sb_denials_messages();
+	const char *first = messages ? messages[0] : NULL;
+
+	if (n == 0 || (!summary && !e->cli->denials))
+		return;
+	fprintf(stderr, "python-sb: %zu operation%s refused; ", n, n == 1 ? " was" : "s were");
+	if (first && sb_report_rule_in_message(first, &off, &len) && e->profile_path)
+		fprintf(stderr, "the first needs '%.*s' in '%s'", (int)len, first + off,
+			e->profile_path);
+	else
+		fprintf(stderr, "the first: %s", first ? first : "(no message)");
+	fprintf(stderr, " (--denials lists them all; --no-denials-summary or "
+			"PYSANDBOXES_NO_DENIALS_SUMMARY=1 turns this line off)\n");
+	for (char *const *m = messages; e->cli->denials && m && *m; m++)
+		fprintf(stderr, "python-sb: refused: %s\n", *m);
+	if (e->cli->denials && n > SB_DENIALS_KEPT)
+		fprintf(stderr, "python-sb: refused: ... and %zu more\n", n - SB_DENIALS_KEPT);
+}
+
 /* From the policy to the program: the interpreter's paths, the kernel
  * boundary, then the embedded run. */
-static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note)
+static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note,
+	       bool denials_summary)
 {
 	_cleanup_(sb_boundary_done) struct sb_boundary boundary = {0};
 	_cleanup_(sb_interp_paths_done) struct sb_interp_paths paths = {0};
@@ -212,6 +239,8 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	r = sb_embed_run(state, &paths, &exit_code, &err);
 	if (r < 0)
 		return fail("cannot run the program safely", err, r);
+	if (!e->worker)
+		print_denials(e, denials_summary);
 	return exit_code;
 }
 
@@ -300,7 +329,7 @@ int sb_launcher_main(int argc, char **argv)
 	enum sb_rules_mode mode = SB_MODE_ENFORCE;
 	struct sb_lookup_env lookup;
 	struct sb_load_options opts;
-	bool warn = false;
+	bool warn = false, denials_summary;
 	ssize_t n;
 	int r;
 
@@ -451,6 +480,11 @@ int sb_launcher_main(int argc, char **argv)
 	 * instead of realpath()'s one per component. */
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	self_exe[n > 0 ? n : 0] = '\0';
+	{
+		const char *off = host_getenv("PYSANDBOXES_NO_DENIALS_SUMMARY", host_env);
+
+		denials_summary = !cli.no_denials_summary && !(off && *off);
+	}
 	/* The caller's variables were needed for ${VAR} and the policy's
 	 * environment; nothing reads them from here on (learning shows the
 	 * program the whole environment anyway). */
@@ -471,5 +505,5 @@ int sb_launcher_main(int argc, char **argv)
 		.provider = provider,
 		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 	    },
-	    mode, note));
+	    mode, note, denials_summary));
 }
