@@ -576,6 +576,18 @@ static const struct sb_key_def key_table[] = {
 static const struct sb_key_def provider_param_key = {"<provider>.<key>", false, -1, false,
 						     parse_provider_param};
 
+const char *sb_key_closest(const char *key)
+{
+	const char *names[ELEMENTSOF(key_table)];
+	size_t n = 0, len = strlen(key);
+
+	for (size_t i = 0; i < ELEMENTSOF(key_table); i++)
+		if (!key_table[i].prefix)
+			names[n++] = key_table[i].name;
+	/* A third of the word, at least one edit: "bad" is no "port". */
+	return sb_closest_name(key, names, n, len / 3 > 1 ? len / 3 : 1);
+}
+
 const struct sb_key_def *sb_key_lookup(const char *key)
 {
 	for (size_t i = 0; i < ELEMENTSOF(key_table); i++) {
