@@ -114,10 +114,13 @@ static int fail(const char *what, const char *detail, int r)
 static int mirror_child(const struct sb_supervise_result *res, const struct sb_limits *limits)
 {
 	if (res->timed_out) {
+		/* As the profile most likely says it: timeout=2s, not 2000ms. */
+		bool whole = limits->timeout_ms % 1000 == 0;
+
 		fprintf(stderr,
-			"python-sb: timeout=%llums expired: the program and every process it "
+			"python-sb: timeout=%llu%s expired: the program and every process it "
 			"started were killed\n",
-			limits->timeout_ms);
+			whole ? limits->timeout_ms / 1000 : limits->timeout_ms, whole ? "s" : "ms");
 		return EXIT_TIMEOUT;
 	}
 	if (res->output_exceeded) {
