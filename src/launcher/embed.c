@@ -303,7 +303,8 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 	 * bare interpreter. */
 	if (e->self_exe && set_sys_str("executable", e->self_exe) < 0)
 		PyErr_Clear();
-	if (will_run_repl(e->cli)) {
+	/* The sandboxed REPL's prompt, also after `-i script.py`. */
+	if (will_run_repl(e->cli) || (e->cli->interactive && isatty(STDIN_FILENO))) {
 		if (set_sys_str("ps1", "\xe2\x9a\xa0 >>> ") < 0 ||
 		    set_sys_str("ps2", "\xe2\x9a\xa0 ... ") < 0)
 			PyErr_Clear();
