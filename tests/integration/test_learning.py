@@ -704,3 +704,16 @@ def test_learning_above_the_program_directory_warns(sb):
     assert (f"python-sb: warning: learned 'expose-ro={top}' is above the program's "
             f"directory '{sb.path('app')}': check that the program needs all of it") \
         in r.stderr, r
+
+
+def test_compile_and_exec_learn_no_category(sb):
+    # Issue 17, item 7: one eval/exec/compile never learns the whole
+    # dynamic-code category (the eval layer replays them under eval-* rules).
+    s = sb.script("c = compile('1+2', 'f', 'eval')\nprint(eval(c))\nexec('y = 1')\n")
+    r = sb.run("--learn", s)
+    assert r.returncode == 0 and "3" in r.stdout, r
+    prof = sb.path(".py-sandboxes")
+    assert block(prof, "learning_guard_api") == [], prof.read_text()
+    assert block(prof, "learning_guard_eval")[1:] == ["eval-syntax=Assign, BinOp"]
+    r = sb.run(s, env={"OS_SANDBOX": "subprocess"})
+    assert r.returncode == 0 and "3" in r.stdout, r
