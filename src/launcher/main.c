@@ -275,6 +275,18 @@ static void report_learning(const struct sb_learn_outcome *o)
 		fprintf(stderr, "python-sb: the previous version is kept as '%s'\n", o->backup);
 }
 
+/* Where a bare --learn writes: the --pysandboxes-config file, else the rule
+ * file in use (the one beside the script), never a module's resource (-m),
+ * else ./.py-sandboxes. */
+static const char *learn_default(const struct sb_cli *cli, const char *config)
+{
+	if (cli->config_path)
+		return cli->config_path;
+	if (cli->mode != SB_RUN_MODULE && config && access(config, F_OK) == 0)
+		return config;
+	return "./.py-sandboxes";
+}
+
 /* The program's own tree: the script's directory (resolved), else the cwd. */
 static char *program_directory(const struct sb_cli *cli, const char *cwd)
 {
@@ -424,7 +436,7 @@ int sb_launcher_main(int argc, char **argv)
 	    .getenv_userdata = host_env,
 	    .cwd = cwd,
 	    .home = host_getenv("HOME", host_env),
-	    .learn_default = cli.config_path ? cli.config_path : "./.py-sandboxes",
+	    .learn_default = learn_default(&cli, config),
 	};
 	r = sb_profile_load(&opts, &profile, &diags);
 	/* Check even a profile with syntax errors: every problem is reported in

@@ -387,6 +387,24 @@ static size_t prefix_len(const char *path, const char *value, char *real_buf)
 	return 0;
 }
 
+/* Whether the learn file's directory is the run's cwd (true when unknown). */
+static bool learn_file_in_cwd(const struct sb_learn_context *ctx)
+{
+	_cleanup_free_ char *dir = NULL, *joined = NULL;
+	char a[PATH_MAX], b[PATH_MAX];
+
+	if (!ctx->learn_file || !ctx->cwd)
+		return true;
+	dir = sb_path_dirname(ctx->learn_file);
+	if (!dir)
+		return true;
+	if (dir[0] != '/' && asprintf(&joined, "%s/%s", ctx->cwd, dir) < 0)
+		return true;
+	if (!realpath(joined ? joined : dir, a) || !realpath(ctx->cwd, b))
+		return true;
+	return streq(a, b);
+}
+
 char *sb_learn_rewrite_path(const char *path, const struct sb_learn_context *ctx)
 {
 	/* Tool locations (spec §6), as ${NAME}/... so that the profile follows
@@ -421,9 +439,14 @@ char *sb_learn_rewrite_path(const char *path, const struct sb_learn_context *ctx
 			prefix = name;
 		}
 	}
-	/* The run's own places; a longer match is the more precise one. */
-	n = ctx->cwd && !streq(ctx->cwd, "/") && sb_path_under(path, ctx->cwd) ? strlen(ctx->cwd)
-									       : 0;
+	/* The run's own places; a longer match is the more precise one. "./"
+	 * is the cwd's, which the profile's relative paths start from: only
+	 * when the learn file sits there (a profile beside the script is found
+	 * from any cwd, so its paths must not depend on the one of this run). */
+	n = ctx->cwd && !streq(ctx->cwd, "/") && sb_path_under(path, ctx->cwd) &&
+		    learn_file_in_cwd(ctx)
+		? strlen(ctx->cwd)
+		: 0;
 	if (n > best) {
 		best = n;
 		prefix = ".";

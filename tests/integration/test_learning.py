@@ -717,3 +717,39 @@ def test_compile_and_exec_learn_no_category(sb):
     assert block(prof, "learning_guard_eval")[1:] == ["eval-syntax=Assign, BinOp"]
     r = sb.run(s, env={"OS_SANDBOX": "subprocess"})
     assert r.returncode == 0 and "3" in r.stdout, r
+
+
+def test_bare_learn_writes_the_profile_in_use(sb):
+    # Issue 17, item 7: `--learn` edits the profile the lookup chose (here
+    # the one beside the script), and what it learns works from any cwd.
+    sb.write("app/data/in.txt", "IN")
+    prof = sb.profile("os-sandbox=${OS_SANDBOX:-auto}\npython-import=os\n" + TEMPLATE_BLOCKS,
+                      rel="app/.py-sandboxes")
+    s = sb.script("import os\nprint(open(os.path.join(os.path.dirname(__file__), 'data', "
+                  "'in.txt')).read())\n", rel="app/main.py")
+    r = sb.run("--learn", s)
+    assert r.returncode == 0 and "IN" in r.stdout, r
+    assert not sb.path(".py-sandboxes").exists(), r
+    assert WRITTEN.format(prof) in r.stderr, r
+    # The cwd is not the profile's directory: "./app/data" would name
+    # another directory from app/ itself (HOME is the sandbox root here).
+    assert block(prof, "learning_guard_files")[1:] == ["expose-ro=~/app/data"], \
+        prof.read_text()
+    for cwd in (sb.path(), sb.path("app")):
+        r = sb.run(s, cwd=cwd, env={"OS_SANDBOX": "subprocess"})
+        assert r.returncode == 0 and "IN" in r.stdout, r
+
+
+def test_learned_paths_in_the_cwd_profile_stay_relative(sb):
+    sb.write("data/in.txt", "IN")
+    s = sb.script("print(open('data/in.txt').read())\n")
+    r = sb.run(s)
+    assert r.returncode == 0, r
+    assert block(sb.path(".py-sandboxes"), "learning_guard_files")[1:] == ["expose-ro=./data"]
+
+
+TEMPLATE_BLOCKS = "".join(f"# <{m}>\n# </{m}>\n" for m in (
+    "learning_guard_envs", "learning_guard_files", "learning_guard_socket",
+    "learning_guard_import", "learning_guard_api", "learning_guard_eval",
+    "learning_remote_result"))
+
