@@ -333,6 +333,9 @@ static int parse_env(struct sb_profile *p, const struct sb_key_context *ctx,
 	rule->value = TAKE_PTR(value);
 	rule->host_name = rule->kind == SB_ENV_FORWARD ? TAKE_PTR(ref) : NULL;
 	rule->fallback = TAKE_PTR(fallback);
+	rule->written = strdup(eq + 1);
+	if (!rule->written)
+		return -ENOMEM;
 	rule->origin = origin;
 	return 0;
 }

@@ -500,6 +500,7 @@ struct sb_profile *sb_profile_free(struct sb_profile *p)
 		free(p->envs[i].value);
 		free(p->envs[i].host_name);
 		free(p->envs[i].fallback);
+		free(p->envs[i].written);
 	}
 	free(p->envs);
 	for (size_t i = 0; i < p->n_unenvs; i++)
