@@ -56,8 +56,8 @@ struct sb_learn_options {
 	const char *file;		  /* the learn file */
 	const char *cwd;
 	const char *program_dir; /* the script's directory, or the cwd: the program's tree */
-	char *const *host_env; /* KEY=VALUE of the launching process */
-	bool native;	       /* observe native code (seccomp notify) */
+	char *const *host_env;	 /* KEY=VALUE of the launching process */
+	bool native;		 /* observe native code (seccomp notify) */
 	/* Called once with the outcome (main() prints it). */
 	void (*report)(const struct sb_learn_outcome *outcome);
 };
