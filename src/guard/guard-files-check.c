@@ -103,7 +103,35 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 			     ig->pattern, ig->origin);
 		break;
 	case SB_FP_READ_ONLY:
-		if (g->implicit)
+		/* Never a read-write grant of '/' or a system directory: the
+		 * file's own directory when it is one of the program's, else
+		 * nothing to add. */
+		if (sb_file_policy_system_dir(g->dir)) {
+			_cleanup_free_ char *by = NULL;
+
+			dir = sb_path_dirname(resolved);
+			if (!dir ||
+			    (g->implicit
+				 ? asprintf(&by, "it is exposed read-only without a rule (%s)",
+					    g->why)
+				 : asprintf(&by, "rule 'expose-ro=%s' from %s grants reading only",
+					    g->written, g->origin)) < 0) {
+				by = NULL;
+				break;
+			}
+			if (sb_file_policy_system_dir(dir))
+				r = asprintf(
+				    &text,
+				    "Cannot write to '%s': %s, and no rule should grant "
+				    "writing in the system directory '%s': write elsewhere",
+				    abs, by, dir);
+			else
+				r = asprintf(
+				    &text,
+				    "Cannot write to '%s': %s. Add 'expose-rw=%s' to '%s' to "
+				    "allow writing",
+				    abs, by, dir, sb_guard_profile_path());
+		} else if (g->implicit)
 			r = asprintf(&text,
 				     "Cannot write to '%s%s'. It is exposed read-only without a "
 				     "rule (%s). Add 'expose-rw=%s' to '%s' to allow writing",
@@ -141,9 +169,18 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 				  : sb_path_dirname(resolved);
 			if (!dir)
 				break;
-			r = asprintf(
-			    &text, "Access to '%s' must be accepted by a rule. Add '%s=%s' to '%s'",
-			    abs, key, dir, sb_guard_profile_path());
+			if (write && sb_file_policy_system_dir(dir))
+				r = asprintf(
+				    &text,
+				    "Access to '%s' must be accepted by a rule, and no rule "
+				    "should grant writing in the system directory '%s': write "
+				    "elsewhere",
+				    abs, dir);
+			else
+				r = asprintf(&text,
+					     "Access to '%s' must be accepted by a rule. Add "
+					     "'%s=%s' to '%s'",
+					     abs, key, dir, sb_guard_profile_path());
 		}
 		break;
 	}

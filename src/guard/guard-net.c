@@ -18,6 +18,7 @@
 
 #include "guard-files-check.h"
 #include "guard-observer.h"
+#include "profile.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
 #include "net-policy.h"
@@ -38,6 +39,10 @@ static struct {
 	PyObject *wrappers[3]; /* getaddrinfo, gethostbyname, gethostbyname_ex */
 	PyObject *gaierror;
 	PyObject *seen_modules[2]; /* the _socket and socket modules last patched */
+	/* What seccomp refuses at socket() (kernel/boundary.c): AF_INET/AF_INET6
+	 * without any ALLOW rule, SOCK_DGRAM without a udp one; every provider
+	 * but none loads it. The guard refuses first, naming the rule. */
+	bool seccomp, inet_allowed, udp_allowed;
 } net;
 
 /* One endpoint to decide on: what the program wrote and what it resolves to. */
@@ -1026,6 +1031,14 @@ int sb_guard_net_resolve(const struct sb_profile *profile, char ***ret_warnings,
 {
 	if (net.policy)
 		return 0;
+	net.seccomp = profile->os_sandbox != SB_OS_NONE;
+	for (size_t i = 0; i < profile->n_nets; i++) {
+		if (profile->nets[i].action != SB_NET_ALLOW)
+			continue;
+		net.inet_allowed = true;
+		if (profile->nets[i].protocols & SB_NET_UDP)
+			net.udp_allowed = true;
+	}
 	return sb_net_policy_build(profile->nets, profile->n_nets, NULL, &net.policy, ret_warnings,
 				   reterr);
 }
@@ -1058,7 +1071,44 @@ static void net_release(void)
 	memset(&net, 0, sizeof(net));
 }
 
+/* socket.socket(AF_INET...): what seccomp would refuse with a bare EPERM
+ * is refused here with the rule (spec #28). A socket built on an existing
+ * descriptor (fileno=) makes no socket() call: socket.py leaves its family
+ * at -1 unless the caller names one. Learning lets it go: its filter is
+ * relaxed, and the connect is what it records. */
+static int on_socket_new(PyObject *args)
+{
+	int family = -1, type = -1;
+	bool udp;
+
+	if (!net.seccomp || sb_guard_observed() || !PyTuple_Check(args) ||
+	    PyTuple_GET_SIZE(args) < 3)
+		return 0;
+	family = PyLong_Check(PyTuple_GET_ITEM(args, 1))
+		     ? (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 1))
+		     : -1;
+	type = PyLong_Check(PyTuple_GET_ITEM(args, 2))
+		   ? (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 2))
+		   : -1;
+	if (PyErr_Occurred()) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	udp = (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_DGRAM;
+	if (net.inet_allowed && (!udp || net.udp_allowed))
+		return 0;
+	return raise_refused("Guard network socket(%s, %s) DENIED by implicit default policy: "
+			     "no net= rule allows %s. Add 'net=ALLOW|%s|<host>|<port>|OUT' to "
+			     "'%s'",
+			     family == AF_INET ? "AF_INET" : "AF_INET6",
+			     udp ? "SOCK_DGRAM" : "SOCK_STREAM", udp ? "udp" : "any address",
+			     udp ? "udp" : "tcp", sb_guard_profile_path());
+}
+
 static const struct sb_audit_handler net_handlers[] = {
+    {"socket.__new__", on_socket_new},
     {"socket.bind", on_bind},
     {"socket.connect", on_connect},
     {"socket.getaddrinfo", on_getaddrinfo},

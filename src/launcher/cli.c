@@ -34,9 +34,11 @@ enum {
 	OPT_INTERACTIVE = 1u << 12,
 	OPT_QUIET = 1u << 13,
 	OPT_NO_SITE = 1u << 14,
-	OPT_REPORT = 1u << 15,	  /* --report=FILE: the run report (docs/report.md) */
-	OPT_REPORT_FD = 1u << 16, /* --report-fd=N: the same, to a descriptor */
-	OPT_ZYGOTE = 1u << 17,	  /* --pysandboxes-zygote=FD: python-sb serve's fork server */
+	OPT_REPORT = 1u << 15,		   /* --report=FILE: the run report (docs/report.md) */
+	OPT_REPORT_FD = 1u << 16,	   /* --report-fd=N: the same, to a descriptor */
+	OPT_ZYGOTE = 1u << 17,		   /* --pysandboxes-zygote=FD: python-sb serve's fork server */
+	OPT_DENIALS = 1u << 18,		   /* --denials: every refusal listed at exit */
+	OPT_NO_DENIALS_SUMMARY = 1u << 19, /* --no-denials-summary */
 };
 
 /* CPython's SHORT_OPTS ("bBc:dEhiIJm:OPqRsStuvVW:xX:?"). 't' is still accepted, and ignored, by
@@ -88,6 +90,8 @@ static const struct long_opt {
     {"pysandboxes-zygote", OPT_ARG | OPT_OURS | OPT_ZYGOTE},
     {"report", OPT_ARG | OPT_OURS | OPT_REPORT},
     {"report-fd", OPT_ARG | OPT_OURS | OPT_REPORT_FD},
+    {"denials", OPT_OURS | OPT_DENIALS},
+    {"no-denials-summary", OPT_OURS | OPT_NO_DENIALS_SUMMARY},
 };
 
 static const struct {
@@ -451,6 +455,8 @@ int sb_cli_parse(int argc, char *const *argv, struct sb_cli *ret, char **reterr)
 			*(bool *)((char *)&p.cli + flag_fields[k].offset) = true;
 	p.cli.help = p.flags & OPT_HELP;
 	p.cli.explain = p.flags & OPT_EXPLAIN;
+	p.cli.denials = p.flags & OPT_DENIALS;
+	p.cli.no_denials_summary = p.flags & OPT_NO_DENIALS_SUMMARY;
 	p.cli.version = p.cli.version_level > 0;
 
 	*ret = p.cli;

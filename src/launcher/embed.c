@@ -8,6 +8,7 @@
 #include "learn.h"
 #include "report-alloc.h"
 #include "report-collector.h"
+#include "report-denials.h"
 #include "util.h"
 
 static int status_error(PyStatus status, char **reterr)
@@ -254,6 +255,14 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 	return 0;
 }
 
+/* A refusal while a Python frame runs is the program's: with none, the
+ * runtime's own (printing an uncaught exception's traceback compiles its
+ * lines, which the guard refuses). */
+static bool program_code_runs(void)
+{
+	return PyEval_GetFrame() != NULL;
+}
+
 /* Everything before the program: the guard prepared, the interpreter
  * initialised, the collector installed, the guard armed. *ret_done with
  * *ret_exit_code when the interpreter decided the outcome (--help-like
@@ -342,7 +351,8 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 	r = start(st, interp, &done, ret_exit_code, reterr);
 	if (r < 0 || done)
 		return r;
-	if (will_run_repl(e->cli)) {
+	/* The sandboxed REPL's prompt, also after `-i script.py`. */
+	if (will_run_repl(e->cli) || (e->cli->interactive && isatty(STDIN_FILENO))) {
 		if (set_sys_str("ps1", "\xe2\x9a\xa0 >>> ") < 0 ||
 		    set_sys_str("ps2", "\xe2\x9a\xa0 ... ") < 0)
 			PyErr_Clear();
@@ -358,7 +368,9 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 			*ret_exit_code = 120;
 	} else {
 		sb_report_collector_start();
+		sb_denials_start(program_code_runs);
 		*ret_exit_code = Py_RunMain();
+		sb_denials_stop();
 	}
 	sb_guard_release();
 	return 0;

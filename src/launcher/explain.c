@@ -68,7 +68,11 @@ static int explain_env(const struct sb_profile *p, char *const *envp, struct sb_
 		const struct sb_env_rule *e = &p->envs[i];
 		_cleanup_free_ char *text = NULL;
 
-		if (e->kind == SB_ENV_LITERAL)
+		/* As written: an expansion may hold a secret (env=AUTH=Bearer
+		 * ${TOKEN}), which the policy's explanation must not print. */
+		if (e->written)
+			r = asprintf(&text, "env=%s=%s", e->name, e->written);
+		else if (e->kind == SB_ENV_LITERAL)
 			r = asprintf(&text, "env=%s=%s", e->name, e->value);
 		else if (e->fallback)
 			r = asprintf(&text, "env=%s=${%s:-%s}", e->name, e->host_name, e->fallback);
@@ -155,7 +159,8 @@ static int explain_files(const struct sb_profile *p, const struct sb_provider *p
 static int explain_net(const struct sb_profile *p, const struct sb_provider *provider,
 		       struct sb_buf *out)
 {
-	int r = sb_buf_puts(out, "\n# Network (no rule: every socket refused)\n");
+	int r = sb_buf_puts(out, p->n_nets ? "\n# Network (what no rule allows is refused)\n"
+					   : "\n# Network (no rule: every socket refused)\n");
 
 	for (size_t i = 0; r >= 0 && i < p->n_nets; i++) {
 		_cleanup_free_ char *text = NULL;

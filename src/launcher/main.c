@@ -18,6 +18,7 @@
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
+#include "report-denials.h"
 #include "report-supervise.h"
 #include "resource-limits.h"
 #include "serve-exec.h"
@@ -144,10 +145,13 @@ static int fail(const char *what, const char *detail, int r)
 static int mirror_child(const struct sb_supervise_result *res, const struct sb_limits *limits)
 {
 	if (res->timed_out) {
+		/* As the profile most likely says it: timeout=2s, not 2000ms. */
+		bool whole = limits->timeout_ms % 1000 == 0;
+
 		fprintf(stderr,
-			"python-sb: timeout=%llums expired: the program and every process it "
+			"python-sb: timeout=%llu%s expired: the program and every process it "
 			"started were killed\n",
-			limits->timeout_ms);
+			whole ? limits->timeout_ms / 1000 : limits->timeout_ms, whole ? "s" : "ms");
 		return EXIT_TIMEOUT;
 	}
 	if (res->output_exceeded) {
@@ -171,9 +175,35 @@ static int mirror_child(const struct sb_supervise_result *res, const struct sb_l
 	return WEXITSTATUS(res->status);
 }
 
+/* At exit, when something was refused (a program that catches its refusals
+ * must not look as if it ran unrestricted): one line, the count and the
+ * first rule to add; with --denials every refusal. */
+static void print_denials(const struct sb_embed *e, bool summary)
+{
+	size_t n = sb_denials_count(), off, len;
+	char *const *messages = sb_denials_messages();
+	const char *first = messages ? messages[0] : NULL;
+
+	if (n == 0 || (!summary && !e->cli->denials))
+		return;
+	fprintf(stderr, "python-sb: %zu operation%s refused; ", n, n == 1 ? " was" : "s were");
+	if (first && sb_report_rule_in_message(first, &off, &len) && e->profile_path)
+		fprintf(stderr, "the first needs '%.*s' in '%s'", (int)len, first + off,
+			e->profile_path);
+	else
+		fprintf(stderr, "the first: %s", first ? first : "(no message)");
+	fprintf(stderr, " (--denials lists them all; --no-denials-summary or "
+			"PYSANDBOXES_NO_DENIALS_SUMMARY=1 turns this line off)\n");
+	for (char *const *m = messages; e->cli->denials && m && *m; m++)
+		fprintf(stderr, "python-sb: refused: %s\n", *m);
+	if (e->cli->denials && n > SB_DENIALS_KEPT)
+		fprintf(stderr, "python-sb: refused: ... and %zu more\n", n - SB_DENIALS_KEPT);
+}
+
 /* From the policy to the program: the interpreter's paths, the kernel
  * boundary, then the embedded run. */
-static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note)
+static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note,
+	       bool denials_summary)
 {
 	_cleanup_(sb_boundary_done) struct sb_boundary boundary = {0};
 	_cleanup_(sb_interp_paths_done) struct sb_interp_paths paths = {0};
@@ -249,6 +279,8 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	r = sb_embed_run(state, &paths, &exit_code, &err);
 	if (r < 0)
 		return fail("cannot run the program safely", err, r);
+	if (!e->worker)
+		print_denials(e, denials_summary);
 	return exit_code;
 }
 
@@ -258,6 +290,8 @@ static void report_learning(const struct sb_learn_outcome *o)
 		fprintf(stderr, "python-sb: warning: %s\n", sb_learn_native_warning());
 	if (o->warning)
 		fprintf(stderr, "python-sb: warning: %s\n", o->warning);
+	for (char *const *w = o->warnings; w && *w; w++)
+		fprintf(stderr, "python-sb: warning: %s\n", *w);
 	if (o->error) {
 		fprintf(stderr, "python-sb: the learned rules were not written: %s\n",
 			o->message ? o->message : strerror(-o->error));
@@ -278,12 +312,36 @@ static void report_learning(const struct sb_learn_outcome *o)
 		fprintf(stderr, "python-sb: the previous version is kept as '%s'\n", o->backup);
 }
 
+/* Where a bare --learn writes: the --pysandboxes-config file, else the rule
+ * file in use (the one beside the script), never a module's resource (-m),
+ * else ./.py-sandboxes. */
+static const char *learn_default(const struct sb_cli *cli, const char *config)
+{
+	if (cli->config_path)
+		return cli->config_path;
+	if (cli->mode != SB_RUN_MODULE && config && access(config, F_OK) == 0)
+		return config;
+	return "./.py-sandboxes";
+}
+
+/* The program's own tree: the script's directory (resolved), else the cwd. */
+static char *program_directory(const struct sb_cli *cli, const char *cwd)
+{
+	char real[PATH_MAX];
+
+	if (cli->mode == SB_RUN_SCRIPT && cli->target && !streq(cli->target, "-") &&
+	    realpath(cli->target, real))
+		return sb_path_dirname(real);
+	return strdup(cwd);
+}
+
 /* Learning mode (spec §6): refused by a learn=false of the shared profiles
  * when the rule file is missing; says that it is permissive, and under which
  * provider it runs (sb_provider_select()'s choice and note). */
 static int start_learning(const struct sb_profile *profile, const struct sb_load_options *opts,
 			  const char *file, char **host_env, const char *cwd,
-			  const struct sb_provider *provider, const char *note, char **reterr)
+			  const char *program_dir, const struct sb_provider *provider,
+			  const char *note, char **reterr)
 {
 	int r;
 
@@ -301,6 +359,7 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 	    .profile = profile,
 	    .file = file,
 	    .cwd = cwd,
+	    .program_dir = program_dir,
 	    .host_env = host_env,
 	    .native = true,
 	    .report = report_learning,
@@ -324,7 +383,7 @@ int sb_launcher_main(int argc, char **argv)
 	enum sb_rules_mode mode = SB_MODE_ENFORCE;
 	struct sb_lookup_env lookup;
 	struct sb_load_options opts;
-	bool warn = false;
+	bool warn = false, denials_summary;
 	ssize_t n;
 	int r;
 
@@ -443,7 +502,7 @@ int sb_launcher_main(int argc, char **argv)
 	    .getenv_userdata = host_env,
 	    .cwd = cwd,
 	    .home = host_getenv("HOME", host_env),
-	    .learn_default = cli.config_path ? cli.config_path : "./.py-sandboxes",
+	    .learn_default = learn_default(&cli, config),
 	};
 	r = sb_profile_load(&opts, &profile, &diags);
 	/* Check even a profile with syntax errors: every problem is reported in
@@ -485,7 +544,12 @@ int sb_launcher_main(int argc, char **argv)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
 	report.provider = provider->name;
 	if (mode == SB_MODE_LEARN) {
-		r = start_learning(profile, &opts, learn_file, host_env, cwd, provider, note, &err);
+		_cleanup_free_ char *program_dir = program_directory(&cli, cwd);
+
+		if (!program_dir)
+			return fail("out of memory", NULL, -ENOMEM);
+		r = start_learning(profile, &opts, learn_file, host_env, cwd, program_dir, provider,
+				   note, &err);
 		if (r < 0)
 			return fail("cannot start learning mode", err, r);
 	}
@@ -497,6 +561,11 @@ int sb_launcher_main(int argc, char **argv)
 	 * instead of realpath()'s one per component. */
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	self_exe[n > 0 ? n : 0] = '\0';
+	{
+		const char *off = host_getenv("PYSANDBOXES_NO_DENIALS_SUMMARY", host_env);
+
+		denials_summary = !cli.no_denials_summary && !(off && *off);
+	}
 	/* The caller's variables were needed for ${VAR} and the policy's
 	 * environment; nothing reads them from here on (learning shows the
 	 * program the whole environment anyway). */
@@ -540,5 +609,5 @@ int sb_launcher_main(int argc, char **argv)
 		.provider = provider,
 		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 	    },
-	    mode, note));
+	    mode, note, denials_summary));
 }

@@ -85,6 +85,37 @@ static bool bulk_lookup(void)
 	return result;
 }
 
+/* Whether the lookup comes from gettext's search for a catalog (LANGUAGE,
+ * LC_ALL, LC_MESSAGES, LANG): a locale probe, which finds nothing in most
+ * runs and then needs no rule; a program that wants its translations says so
+ * with env=LANG=${LANG}. */
+static bool locale_probe(void)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	bool result = false;
+
+	Py_XINCREF(frame);
+	while (frame) {
+		PyCodeObject *code = PyFrame_GetCode(frame);
+		const char *file = PyUnicode_AsUTF8(code->co_filename);
+		PyFrameObject *back;
+
+		if (!file)
+			PyErr_Clear();
+		Py_DECREF(code);
+		if (file && !is_module_file(file, "os") &&
+		    !is_module_file(file, "_collections_abc")) {
+			result = is_module_file(file, "gettext");
+			break;
+		}
+		back = PyFrame_GetBack(frame);
+		Py_DECREF(frame);
+		frame = back;
+	}
+	Py_XDECREF(frame);
+	return result;
+}
+
 /* The key as text: os.environ has str keys, os.environb bytes. */
 static bool key_text(PyObject *key, char *buf, size_t size)
 {
@@ -118,7 +149,7 @@ static PyObject *environ_getitem(PyObject *unused _unused_, PyObject *const *arg
 	/* Only a variable that exists: reading an absent one behaves the same
 	 * without a rule. */
 	if (result && nargs == 2 && sb_guard_armed() && key_text(args[1], name, sizeof(name)) &&
-	    !copy_lookup() && !bulk_lookup())
+	    !copy_lookup() && !bulk_lookup() && !locale_probe())
 		lp.sink->read(name);
 	return result;
 }

@@ -364,13 +364,6 @@ static bool exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
-static bool parent_is_dir(const char *path)
-{
-	_cleanup_free_ char *dir = sb_path_dirname(path);
-
-	return dir && is_dir(dir);
-}
-
 struct learned_dir {
 	char *dir;
 	bool rw, native, dropped;
@@ -392,6 +385,24 @@ static size_t prefix_len(const char *path, const char *value, char *real_buf)
 	if (sb_path_under(path, value))
 		return strlen(value);
 	return 0;
+}
+
+/* Whether the learn file's directory is the run's cwd (true when unknown). */
+static bool learn_file_in_cwd(const struct sb_learn_context *ctx)
+{
+	_cleanup_free_ char *dir = NULL, *joined = NULL;
+	char a[PATH_MAX], b[PATH_MAX];
+
+	if (!ctx->learn_file || !ctx->cwd)
+		return true;
+	dir = sb_path_dirname(ctx->learn_file);
+	if (!dir)
+		return true;
+	if (dir[0] != '/' && asprintf(&joined, "%s/%s", ctx->cwd, dir) < 0)
+		return true;
+	if (!realpath(joined ? joined : dir, a) || !realpath(ctx->cwd, b))
+		return true;
+	return streq(a, b);
 }
 
 char *sb_learn_rewrite_path(const char *path, const struct sb_learn_context *ctx)
@@ -428,9 +439,14 @@ char *sb_learn_rewrite_path(const char *path, const struct sb_learn_context *ctx
 			prefix = name;
 		}
 	}
-	/* The run's own places; a longer match is the more precise one. */
-	n = ctx->cwd && !streq(ctx->cwd, "/") && sb_path_under(path, ctx->cwd) ? strlen(ctx->cwd)
-									       : 0;
+	/* The run's own places; a longer match is the more precise one. "./"
+	 * is the cwd's, which the profile's relative paths start from: only
+	 * when the learn file sits there (a profile beside the script is found
+	 * from any cwd, so its paths must not depend on the one of this run). */
+	n = ctx->cwd && !streq(ctx->cwd, "/") && sb_path_under(path, ctx->cwd) &&
+		    learn_file_in_cwd(ctx)
+		? strlen(ctx->cwd)
+		: 0;
 	if (n > best) {
 		best = n;
 		prefix = ".";
@@ -474,10 +490,44 @@ static bool same_file(const char *a, const char *b)
 	return realpath(a, ra) && realpath(b, rb) && streq(ra, rb);
 }
 
+static int push_warning(struct sb_learn_rules *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int push_warning(struct sb_learn_rules *r, const char *fmt, ...)
+{
+	char *text;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	return sb_strv_consume(&r->warnings, text);
+}
+
+/* Once per run: the comment in the file and the warning. */
+static int warn_root(struct sb_learn_rules *r, const char *path, bool write)
+{
+	for (char **w = r->warnings; w && *w; w++)
+		if (startswith(*w, "'/' is never learned"))
+			return 0;
+	if (push_fmt(r, SB_LEARN_FILES, false,
+		     "# '/' is never learned ('%s' was %s): grant what the program needs there "
+		     "by hand",
+		     path, write ? "written" : "read") < 0)
+		return -ENOMEM;
+	return push_warning(r,
+			    "'/' is never learned ('%s' was %s): grant what the program needs "
+			    "there by hand",
+			    path, write ? "written" : "read");
+}
+
 static int emit_dir(struct sb_learn_rules *r, const struct learned_dir *d,
 		    const struct sb_learn_context *ctx)
 {
 	_cleanup_free_ char *spelled = sb_learn_rewrite_path(d->dir, ctx);
+	const char *key = d->rw ? "rw" : "ro";
 
 	if (!spelled)
 		return -ENOMEM;
@@ -485,7 +535,22 @@ static int emit_dir(struct sb_learn_rules *r, const struct learned_dir *d,
 		return push_fmt(r, SB_LEARN_FILES, false,
 				"# '%s' was used, but its name cannot be written in a rule",
 				d->dir);
-	return push_fmt(r, SB_LEARN_FILES, true, "expose-%s=%s", d->rw ? "rw" : "ro", spelled);
+	/* A directory above the program's own grants its neighbours too (a
+	 * tool probing every parent for its configuration): learned, but for
+	 * the user to check. */
+	if (ctx->program_dir && !streq(d->dir, ctx->program_dir) &&
+	    sb_path_under(ctx->program_dir, d->dir)) {
+		if (push_fmt(r, SB_LEARN_FILES, false,
+			     "# above the program's directory '%s': check that the program needs "
+			     "all of it",
+			     ctx->program_dir) < 0 ||
+		    push_warning(r,
+				 "learned 'expose-%s=%s' is above the program's directory '%s': "
+				 "check that the program needs all of it",
+				 key, spelled, ctx->program_dir) < 0)
+			return -ENOMEM;
+	}
+	return push_fmt(r, SB_LEARN_FILES, true, "expose-%s=%s", key, spelled);
 }
 
 /* The profiles a learned rule is compared with: the loaded one, and the
@@ -511,11 +576,12 @@ static int build_files(const struct sb_learn_set *set, const struct sb_learn_con
 
 		if (skipped(p->path, ctx) || (p->native && native_system_path(p->path)))
 			continue;
-		/* A probe for a file whose directory does not exist either: the
-		 * guard's refusal (ENOENT) answers it as the file system would,
-		 * and walking up to an existing directory would grant far more
-		 * than the program read (~ for ~/.cache/app/x). */
-		if (!p->write && !exists(p->path) && !parent_is_dir(p->path))
+		/* A lookup that found nothing (os.path.exists(), a probe for a
+		 * configuration file, gettext's catalogs) needs no grant: the
+		 * guard's refusal answers ENOENT as the file system did, and a
+		 * grant of the directory would give far more than the program
+		 * read ('/' for os.path.exists("/x.ini")). */
+		if (!p->write && !exists(p->path))
 			continue;
 		dir = rule_dir(p->path);
 		if (!dir) {
@@ -524,6 +590,14 @@ static int build_files(const struct sb_learn_set *set, const struct sb_learn_con
 		}
 		if (skipped(dir, ctx) || (p->native && native_system_path(dir))) {
 			free(dir);
+			continue;
+		}
+		/* '/' would expose the whole machine: said, never learned. */
+		if (streq(dir, "/")) {
+			free(dir);
+			ret = warn_root(r, p->path, p->write);
+			if (ret < 0)
+				goto out;
 			continue;
 		}
 		for (size_t j = 0; j < n; j++)
@@ -1066,5 +1140,6 @@ void sb_learn_rules_done(struct sb_learn_rules *r)
 		sb_strv_free(r->lines[i]);
 	free(r->replaced_lines);
 	free(r->warning);
+	sb_strv_free(r->warnings);
 	*r = (struct sb_learn_rules){0};
 }

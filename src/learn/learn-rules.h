@@ -79,6 +79,7 @@ void sb_learn_set_done(struct sb_learn_set *s);
 /* Where the run happened. */
 struct sb_learn_context {
 	const char *cwd;
+	const char *program_dir;     /* the script's directory (or the cwd); NULL: unknown */
 	const char *home;	     /* NULL or "/": no "~/" rewriting */
 	const char *tmpdir;	     /* TMPDIR, or NULL for /tmp */
 	char *const *env;	     /* host environment (KEY=VALUE): the tool variables */
@@ -112,6 +113,9 @@ struct sb_learn_rules {
 	/* For the learning report: a result needed remote-result-mode=objects
 	 * (written, or refused by the profile's data-only). NULL when none. */
 	char *warning;
+	/* For the learning report: grants to check ('/' refused, a directory
+	 * above the program's own). NULL when none. */
+	char **warnings;
 };
 
 /* The lines that are missing from profile for what set observed: expose-*

@@ -25,6 +25,7 @@ static struct {
 	const struct sb_profile *profile;
 	char *file;
 	char *cwd;
+	char *program_dir;
 	char **host_env;
 	char **skip_dirs;
 	char **stdlib_modules;
@@ -122,7 +123,8 @@ int sb_learn_configure(const struct sb_learn_options *o)
 	learn.native = o->native;
 	learn.file = strdup(o->file);
 	learn.cwd = strdup(o->cwd);
-	if (!learn.file || !learn.cwd)
+	learn.program_dir = strdup(o->program_dir ? o->program_dir : o->cwd);
+	if (!learn.file || !learn.cwd || !learn.program_dir)
 		return -ENOMEM;
 	for (char *const *e = o->host_env; r >= 0 && e && *e; e++) {
 		r = sb_strv_push(&learn.host_env, *e);
@@ -580,6 +582,7 @@ void sb_learn_finish(void)
 	    &learn.set,
 	    &(struct sb_learn_context){
 		.cwd = learn.cwd,
+		.program_dir = learn.program_dir,
 		.home = home,
 		.tmpdir = tmpdir,
 		.env = learn.host_env,
@@ -601,6 +604,7 @@ void sb_learn_finish(void)
 	out.created = res.created;
 	out.changed = res.changed;
 	out.warning = rules.warning;
+	out.warnings = rules.warnings;
 	if (r < 0)
 		out.rules_text = text = rules_text(&rules);
 	if (learn.report)

@@ -48,14 +48,16 @@ struct sb_learn_outcome {
 	bool created, changed;
 	const char *rules_text; /* on error: the lines that could not be written */
 	const char *warning;	/* about a learned line (remote-result-mode), NULL if none */
+	char *const *warnings;	/* about learned grants ('/', above the program), NULL if none */
 };
 
 struct sb_learn_options {
 	const struct sb_profile *profile; /* must outlive the run */
 	const char *file;		  /* the learn file */
 	const char *cwd;
-	char *const *host_env; /* KEY=VALUE of the launching process */
-	bool native;	       /* observe native code (seccomp notify) */
+	const char *program_dir; /* the script's directory, or the cwd: the program's tree */
+	char *const *host_env;	 /* KEY=VALUE of the launching process */
+	bool native;		 /* observe native code (seccomp notify) */
 	/* Called once with the outcome (main() prints it). */
 	void (*report)(const struct sb_learn_outcome *outcome);
 };

@@ -700,10 +700,15 @@ enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const c
 	for (size_t i = 0; i < p->n_grants; i++)
 		if (covers(&p->grants[i], resolved, n)) {
 			*ret_grant = &p->grants[i];
-			return !write || p->grants[i].writable ? SB_FP_ALLOW : SB_FP_READ_ONLY;
+			if (!write || p->grants[i].writable)
+				return SB_FP_ALLOW;
+			ro = &p->grants[i];
+			break;
 		}
-	/* Implicit grants only add reading (and /dev/null): they never take
-	 * away what an explicit rule gives, whatever their length. */
+	/* Implicit grants only add (reading, and writing /dev/null): they never
+	 * take away what an explicit rule gives, whatever their length, and a
+	 * broader read-only rule (expose-ro=/, /dev) does not take away what
+	 * works without a rule either. */
 	for (size_t i = 0; i < p->n_implicit; i++)
 		if (covers(&p->implicit[i], resolved, n)) {
 			if (!write || p->implicit[i].writable) {
@@ -718,6 +723,24 @@ enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const c
 		return SB_FP_READ_ONLY;
 	}
 	return SB_FP_NOT_EXPOSED;
+}
+
+bool sb_file_policy_system_dir(const char *dir)
+{
+	static const char *const trees[] = {"/usr",   "/etc",	"/bin",	   "/sbin", "/lib",
+					    "/lib32", "/lib64", "/libx32", "/boot", "/dev",
+					    "/proc",  "/sys",	"/run"};
+	const char *slash;
+
+	if (!dir || dir[0] != '/' || !dir[1])
+		return true;
+	slash = strchr(dir + 1, '/');
+	if (!slash || !slash[1])
+		return true;
+	for (size_t i = 0; i < ELEMENTSOF(trees); i++)
+		if (sb_path_under(dir, trees[i]))
+			return true;
+	return false;
 }
 
 bool sb_file_policy_entry_ignored(const struct sb_file_policy *p, const char *dir, const char *name,

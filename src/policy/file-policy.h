@@ -106,6 +106,11 @@ bool sb_file_policy_entry_ignored(const struct sb_file_policy *p, const char *di
  * it. NULL otherwise. */
 const char *sb_file_policy_rule_file(const struct sb_file_policy *p, const char *resolved);
 
+/* Whether a read-write grant of dir would give away the system: '/', a
+ * top-level directory, or anything under /usr, /etc, /bin, /sbin, /lib*,
+ * /boot, /dev, /proc, /sys, /run. No message ever suggests one. */
+bool sb_file_policy_system_dir(const char *dir);
+
 /* The grant (explicit first, then implicit) that covers a resolved path, NULL
  * when none does. */
 const struct sb_fp_grant *sb_file_policy_grant_for(const struct sb_file_policy *p,

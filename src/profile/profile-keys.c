@@ -333,6 +333,9 @@ static int parse_env(struct sb_profile *p, const struct sb_key_context *ctx,
 	rule->value = TAKE_PTR(value);
 	rule->host_name = rule->kind == SB_ENV_FORWARD ? TAKE_PTR(ref) : NULL;
 	rule->fallback = TAKE_PTR(fallback);
+	rule->written = strdup(eq + 1);
+	if (!rule->written)
+		return -ENOMEM;
 	rule->origin = origin;
 	return 0;
 }
@@ -575,6 +578,18 @@ static const struct sb_key_def key_table[] = {
 
 static const struct sb_key_def provider_param_key = {"<provider>.<key>", false, -1, false,
 						     parse_provider_param};
+
+const char *sb_key_closest(const char *key)
+{
+	const char *names[ELEMENTSOF(key_table)];
+	size_t n = 0, len = strlen(key);
+
+	for (size_t i = 0; i < ELEMENTSOF(key_table); i++)
+		if (!key_table[i].prefix)
+			names[n++] = key_table[i].name;
+	/* A third of the word, at least one edit: "bad" is no "port". */
+	return sb_closest_name(key, names, n, len / 3 > 1 ? len / 3 : 1);
+}
 
 const struct sb_key_def *sb_key_lookup(const char *key)
 {

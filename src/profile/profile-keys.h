@@ -28,3 +28,7 @@ struct sb_key_def {
 /* The row for a key; provider parameters ("bwrap.share-net") get their own
  * row. NULL for an unknown key. */
 const struct sb_key_def *sb_key_lookup(const char *key);
+
+/* The known key closest to an unknown one ("expose_ro" -> "expose-ro",
+ * "python-imports" -> "python-import"), NULL when none is close. */
+const char *sb_key_closest(const char *key);

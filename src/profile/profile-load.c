@@ -369,7 +369,8 @@ static int check_learn_lock_in_files(struct sb_loader *l)
 static int apply_records(struct sb_loader *l)
 {
 	struct sb_profile *p = l->profile;
-	bool seen_file[SB_SCALAR__N] = {false}, seen_cli[SB_SCALAR__N] = {false};
+	const struct sb_origin *first_file[SB_SCALAR__N] = {NULL},
+			       *first_cli[SB_SCALAR__N] = {NULL};
 	int r;
 
 	for (size_t i = 0; i < l->n_records; i++) {
@@ -380,23 +381,37 @@ static int apply_records(struct sb_loader *l)
 		_cleanup_free_ char *value = NULL, *err = NULL;
 
 		if (!def) {
-			r = sb_diags_error(l->diags, rec->origin, "Invalid rule '%s%s=%s'",
-					   rec->from_cli ? "--" : "", rec->key, rec->value);
+			const char *closest = sb_key_closest(rec->key);
+
+			if (closest)
+				r = sb_diags_error(
+				    l->diags, rec->origin,
+				    "Invalid rule '%s%s=%s': unknown key '%s', closest "
+				    "known key is '%s'",
+				    rec->from_cli ? "--" : "", rec->key, rec->value, rec->key,
+				    closest);
+			else
+				r = sb_diags_error(l->diags, rec->origin, "Invalid rule '%s%s=%s'",
+						   rec->from_cli ? "--" : "", rec->key, rec->value);
 			if (r < 0)
 				return r;
 			continue;
 		}
 		if (def->scalar >= 0) {
-			bool *seen = rec->from_cli ? seen_cli : seen_file;
+			const struct sb_origin **first = rec->from_cli ? first_cli : first_file;
 
-			if (seen[def->scalar]) {
-				r = sb_diags_error(l->diags, rec->origin, "Multiple %s parameters",
-						   rec->key);
+			if (first[def->scalar]) {
+				r = sb_diags_error(
+				    l->diags, rec->origin,
+				    "Multiple %s parameters (first at %s:%u)", rec->key,
+				    first[def->scalar]->file ? first[def->scalar]->file
+							     : SB_ORIGIN_CLI,
+				    first[def->scalar]->line);
 				if (r < 0)
 					return r;
 				continue;
 			}
-			seen[def->scalar] = true;
+			first[def->scalar] = &rec->origin;
 			/* The lock is kept even when the command line names another
 			 * learn value: it exists to refuse exactly that. */
 			if (!rec->from_cli && scalar_has_cli(l, rec->key) &&
@@ -485,6 +500,7 @@ struct sb_profile *sb_profile_free(struct sb_profile *p)
 		free(p->envs[i].value);
 		free(p->envs[i].host_name);
 		free(p->envs[i].fallback);
+		free(p->envs[i].written);
 	}
 	free(p->envs);
 	for (size_t i = 0; i < p->n_unenvs; i++)

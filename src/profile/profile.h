@@ -57,6 +57,7 @@ struct sb_env_rule {
 	char *value;	 /* LITERAL: the expanded text */
 	char *host_name; /* FORWARD: host variable (a pattern for a pattern rule) */
 	char *fallback;	 /* FORWARD: expanded default of ${X:-d}, NULL if none */
+	char *written;	 /* the value as written (--explain: no expanded secret) */
 	struct sb_origin origin;
 };
 

@@ -66,10 +66,71 @@ static PyObject *unpickling_error(void)
 	return cls;
 }
 
+/* RuleApiPermissionError(qualname, category), built by hand (spec #9): the
+ * guard's message and attributes. The guard itself builds it as (errno,
+ * message) and sets the attributes after. A subclass of OSError with its own
+ * __init__ has its arguments parsed by OSError's __init__, not __new__: it is
+ * called here with (EPERM, message) or the arguments as given. */
+static PyObject *api_error_init(PyObject *unused _unused_, PyObject *args)
+{
+	PyObject *self, *qualname = NULL, *category = NULL, *rest;
+	Py_ssize_t n = PyTuple_GET_SIZE(args);
+	int r;
+
+	if (n < 1)
+		return PyErr_Format(PyExc_TypeError, "__init__ needs self");
+	self = PyTuple_GET_ITEM(args, 0);
+	if (n == 3 && PyUnicode_Check(PyTuple_GET_ITEM(args, 1)) &&
+	    PyUnicode_Check(PyTuple_GET_ITEM(args, 2))) {
+		PyObject *message;
+
+		qualname = PyTuple_GET_ITEM(args, 1);
+		category = PyTuple_GET_ITEM(args, 2);
+		message = PyUnicode_FromFormat(
+		    "%U() is denied by the API guard (category: %U). Add `python-api=ALLOW:%U` to "
+		    "allow this function, or `python-api=ALLOW:%U` for the whole category",
+		    qualname, category, qualname, category);
+		rest = message ? Py_BuildValue("(iN)", EPERM, message) : NULL;
+	} else {
+		rest = PyTuple_GetSlice(args, 1, n);
+	}
+	if (!rest)
+		return NULL;
+	r = ((PyTypeObject *)PyExc_OSError)->tp_init(self, rest, NULL);
+	Py_DECREF(rest);
+	if (r < 0)
+		return NULL;
+	if (qualname && (PyObject_SetAttrString(self, "qualname", qualname) < 0 ||
+			 PyObject_SetAttrString(self, "category", category) < 0))
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef api_error_init_def = {"__init__", api_error_init, METH_VARARGS, NULL};
+
+/* The class dict of RuleApiPermissionError: __init__, and the attributes'
+ * defaults. NULL with the exception set. */
+static PyObject *api_error_dict(void)
+{
+	PyObject *dict = PyDict_New(), *fn = NULL, *method = NULL;
+
+	if (dict)
+		fn = PyCFunction_New(&api_error_init_def, NULL);
+	if (fn)
+		method = PyInstanceMethod_New(fn);
+	if (!method || PyDict_SetItemString(dict, "__init__", method) < 0 ||
+	    PyDict_SetItemString(dict, "qualname", Py_None) < 0 ||
+	    PyDict_SetItemString(dict, "category", Py_None) < 0)
+		Py_CLEAR(dict);
+	Py_XDECREF(fn);
+	Py_XDECREF(method);
+	return dict;
+}
+
 static PyObject *make_class(size_t i)
 {
 	PyObject *sandbox_error = classes_made[SB_EXC_SANDBOX_ERROR];
-	PyObject *base = NULL, *bases, *cls;
+	PyObject *base = NULL, *bases, *cls, *dict = NULL;
 	char qualified[128];
 
 	if (classes[i].id == SB_EXC_RESTRICTED_UNPICKLING) {
@@ -87,8 +148,16 @@ static PyObject *make_class(size_t i)
 	Py_XDECREF(base);
 	if (!bases)
 		return NULL;
-	cls = PyErr_NewExceptionWithDoc(qualified, classes[i].doc, bases, NULL);
+	if (classes[i].id == SB_EXC_API_PERMISSION) {
+		dict = api_error_dict();
+		if (!dict) {
+			Py_DECREF(bases);
+			return NULL;
+		}
+	}
+	cls = PyErr_NewExceptionWithDoc(qualified, classes[i].doc, bases, dict);
 	Py_DECREF(bases);
+	Py_XDECREF(dict);
 	return cls;
 }
 

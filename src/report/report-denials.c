@@ -5,6 +5,8 @@
 
 #include "report-collector.h"
 
+#include <stdlib.h>
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -50,11 +52,62 @@ static void network_subject(const char *message, const char **ret, size_t *ret_l
 	*ret_len = (size_t)(end - start);
 }
 
+static struct {
+	size_t count;
+	char **messages;
+	size_t n_messages;
+	bool started, stopped;
+	bool (*in_program)(void);
+} tally;
+
+size_t sb_denials_count(void)
+{
+	return tally.count;
+}
+
+char *const *sb_denials_messages(void)
+{
+	return tally.messages;
+}
+
+void sb_denials_start(bool (*in_program)(void))
+{
+	tally.in_program = in_program;
+	tally.started = true;
+}
+
+void sb_denials_stop(void)
+{
+	tally.stopped = true;
+}
+
+/* Out of memory loses a message, never the count. */
+static void tally_add(const char *message)
+{
+	char **grown;
+
+	if (!tally.started || tally.stopped || (tally.in_program && !tally.in_program()))
+		return;
+	tally.count++;
+	if (!message || tally.n_messages >= SB_DENIALS_KEPT)
+		return;
+	grown = realloc(tally.messages, (tally.n_messages + 2) * sizeof(*grown));
+	if (!grown)
+		return;
+	tally.messages = grown;
+	grown[tally.n_messages] = strdup(message);
+	if (grown[tally.n_messages])
+		tally.n_messages++;
+	grown[tally.n_messages] = NULL;
+}
+
 void sb_report_denial(enum sb_report_denial_kind kind, const char *subject, const char *message)
 {
 	struct sb_report_shm *shm = sb_report_region;
 	struct sb_report_denial *d;
 	size_t off, len, subject_len;
+
+	tally_add(message);
 
 	/* Before the program starts, and while no code of it runs (CPython
 	 * printing an uncaught exception parses the line for its carets, and

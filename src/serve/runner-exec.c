@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The `exec` runner (runner.h): a fresh python-sb per run.
  *
- *   python-sb --pysandboxes-config PROFILE --report-fd=3 --expose-ro=RUNDIR
+ *   python-sb --pysandboxes-config PROFILE --report-fd=3 --no-denials-summary --expose-ro=RUNDIR
  *             --timeout=Nms [--limit-cpu=Nms] [--limit-memory=N] main.py ARGS...
  *
  * started in the run's directory, in a session of its own, as the run's user,
@@ -140,6 +140,9 @@ static int build_argv(const struct sb_runner *runner, const struct sb_run_spec *
 		r = sb_strv_push(&argv, runner->profile);
 	if (r >= 0)
 		r = sb_strv_push(&argv, "--report-fd=3");
+	/* The report carries the denials: the program's stderr stays its own. */
+	if (r >= 0)
+		r = sb_strv_push(&argv, "--no-denials-summary");
 	if (r >= 0)
 		r = sb_strv_consume(&argv, expose);
 	else

@@ -175,3 +175,27 @@ def test_provider_parameters_are_checked(sb):
     assert r.returncode == 0, r
     assert "bwrap.share_net is passed to bwrap as it is: did you mean bwrap.share-net?" in r.stderr
     assert rule(r.stdout, "qemu.memory=4096")[1] == PENDING
+
+
+def test_env_values_are_shown_as_written_not_expanded(sb):
+    # Issue 17, item 7: --explain must not print a secret the rule expands.
+    sb.profile("os-sandbox=subprocess\nenv=AUTH=Bearer ${SB_TOKEN}\n"
+               "env=DFLT=${SB_UNSET:-${SB_TOKEN}}\nenv=PLAIN=hello\n")
+    r = sb.run("--explain", "-c", "pass", env={"SB_TOKEN": "s3cr3t"})
+    assert r.returncode == 0, r
+    assert "s3cr3t" not in r.stdout, r.stdout
+    lines = [line.split("  #")[0].strip() for line in r.stdout.splitlines()]
+    assert "env=AUTH=Bearer ${SB_TOKEN}" in lines, r.stdout
+    assert "env=DFLT=${SB_UNSET:-${SB_TOKEN}}" in lines, r.stdout
+    assert "env=PLAIN=hello" in lines, r.stdout
+
+
+def test_network_header_with_rules(sb):
+    sb.profile("os-sandbox=subprocess\nnet=ALLOW|tcp|127.0.0.1|80|OUT\n")
+    r = sb.run("--explain", "-c", "pass")
+    assert r.returncode == 0, r
+    assert "# Network (what no rule allows is refused)" in r.stdout, r.stdout
+    assert "no rule: every socket refused" not in r.stdout
+    sb.profile("os-sandbox=subprocess\n")
+    r = sb.run("--explain", "-c", "pass")
+    assert "# Network (no rule: every socket refused)" in r.stdout, r.stdout

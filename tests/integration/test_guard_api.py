@@ -814,3 +814,22 @@ probe('y', lambda: inspect.stack())
 """, api=["ALLOW:inspect.currentframe"])
     allowed(r, "x")
     denied(r, "inspect.stack", "introspection", "y")
+def test_spec_9_built_directly(sb):
+    # Issue 17, item 7: the class built by hand says what the guard says.
+    sb.profile("os-sandbox=subprocess\npython-import=pysandboxes\n")
+    s = sb.script("""\
+import pysandboxes
+e = pysandboxes.RuleApiPermissionError('os.system', 'process-exec')
+print(isinstance(e, PermissionError), isinstance(e, pysandboxes.SandBoxError))
+print(e.qualname, e.category, e.errno)
+print(e)
+""")
+    r = sb.run(s)
+    assert r.returncode == 0, r
+    assert r.stdout.splitlines() == [
+        "True True",
+        "os.system process-exec 1",
+        "[Errno 1] os.system() is denied by the API guard (category: process-exec). Add "
+        "`python-api=ALLOW:os.system` to allow this function, or "
+        "`python-api=ALLOW:process-exec` for the whole category",
+    ], r

@@ -674,7 +674,10 @@ def test_implicit_grants(fx):
     """)
     assert ok(res[0]) == "True"
     msg = read_only(res[1])
-    assert "expose-rw=" in msg
+    # The interpreter's tree is a system directory: no grant is offered.
+    assert "it is exposed read-only without a rule (the interpreter's files), and no rule " \
+        "should grant writing in the system directory" in msg, msg
+    assert "expose-rw=" not in msg
     ok(res[2])
     not_found(res[3])
     ok(res[4])
@@ -1001,3 +1004,69 @@ def test_nobody_symlink_escape_refused(fxn):
     not_found(res[0])
     read_only(res[1])
     assert sorted(os.listdir(fxn.rw)) == []
+
+
+# ---- broad read grants (issue 17, item 2) ------------------------------------
+
+DEVNULL = """\
+import os, sys
+with open('/dev/null', 'w') as f:
+    f.write('x')
+fd = os.open('/dev/null', os.O_WRONLY)
+os.write(fd, b'x')
+os.close(fd)
+print('WROTE')
+try:
+    open(sys.argv[1], 'w')
+except PermissionError as e:
+    print('REFUSED', e)
+"""
+
+
+@pytest.mark.parametrize("who", ["root", "nobody"])
+# Not os-sandbox=subprocess: without Landlock, seccomp cannot tell /dev/null
+# from other paths and refuses every write open without an expose-rw rule.
+@pytest.mark.parametrize("provider", ["none", "landlock"])
+@pytest.mark.parametrize("grant", ["/", "/dev"])
+def test_dev_null_stays_writable_under_a_broad_read_grant(request, who, provider, grant):
+    from conftest import LANDLOCK_ABI
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    sb.profile(f"os-sandbox={provider}\nexpose-ro={grant}\npython-import=os, sys\n")
+    s = sb.script(DEVNULL)
+    target = "/etc/sb-never-written" if grant == "/" else "/dev/sb-never-written"
+    r = sb.run(s, target)
+    assert r.returncode == 0, r
+    assert "WROTE" in r.stdout, r
+    # The refusal of another write under the grant names no read-write grant
+    # of '/' or of a system directory.
+    line = next(x for x in r.stdout.splitlines() if x.startswith("REFUSED"))
+    assert f"rule 'expose-ro={grant}' from" in line, line
+    assert "system directory" in line, line
+    assert "expose-rw=/" not in line, line
+    assert not os.path.exists(target)
+
+
+@pytest.mark.parametrize("raw", ["/etc/sb-x", "/usr/sb-x", "/sb-x"])
+def test_no_hint_offers_writing_a_system_directory(sb, raw):
+    sb.profile("os-sandbox=subprocess\npython-import=sys\n")
+    s = sb.script("import sys\nopen(sys.argv[1], 'w')\n")
+    r = sb.run(s, raw)
+    assert r.returncode == 1, r
+    assert f"Access to '{raw}' must be accepted by a rule" in r.stderr, r
+    assert "system directory" in r.stderr, r
+    assert "expose-rw=" not in r.stderr, r
+
+
+def test_write_under_a_broad_read_grant_names_the_file_directory(sb):
+    sb.mkdir("rw2")
+    sb.profile("os-sandbox=subprocess\nexpose-ro=/\npython-import=sys\n")
+    s = sb.script("import sys\nopen(sys.argv[1], 'w')\n")
+    target = sb.path("rw2/x")
+    r = sb.run(s, target)
+    assert r.returncode == 1, r
+    prof = sb.path('.py-sandboxes')
+    assert (f"Cannot write to '{target}': rule 'expose-ro=/' from {prof}:2 grants reading "
+            f"only. Add 'expose-rw={sb.path('rw2')}' to '{prof}' to allow writing") \
+        in r.stderr, r

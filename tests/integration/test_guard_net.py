@@ -146,10 +146,28 @@ def test_item_28_no_rule_name_refused_at_resolution(sb):
 
 
 def test_item_28_no_rule_no_inet_socket_at_all(sb):
-    """Without any ALLOW rule, seccomp refuses the socket itself (EPERM)."""
+    """Without any ALLOW rule, seccomp refuses the socket itself; the guard
+    refuses it first, naming the rule (issue 17, item 3)."""
     r, o = run(sb, [], 'attempt("socket", socket.socket)\n'
-                       'attempt("udp", socket.socket, socket.AF_INET, socket.SOCK_DGRAM)\n')
-    assert o == {"socket": "PermissionError EPERM", "udp": "PermissionError EPERM"}, r
+                       'attempt("udp", socket.socket, socket.AF_INET, socket.SOCK_DGRAM)\n'
+                       'attempt("conn", socket.create_connection, ("127.0.0.1", 9), 2)\n')
+    prof = sb.path(".py-sandboxes")
+    tcp = ("REFUSED Guard network socket(AF_INET, SOCK_STREAM) DENIED by implicit default "
+           "policy: no net= rule allows any address. Add 'net=ALLOW|tcp|<host>|<port>|OUT' "
+           f"to '{prof}'")
+    assert o == {"socket": tcp, "conn": tcp,
+                 "udp": "REFUSED Guard network socket(AF_INET, SOCK_DGRAM) DENIED by implicit "
+                        "default policy: no net= rule allows udp. Add "
+                        f"'net=ALLOW|udp|<host>|<port>|OUT' to '{prof}'"}, r
+    assert "python-sb: 3 operations were refused" in r.stderr, r
+
+
+def test_item_28_udp_socket_without_a_udp_rule(sb):
+    r, o = run(sb, ["ALLOW|tcp|127.0.0.1|1|OUT"],
+               'attempt("udp", socket.socket, socket.AF_INET, socket.SOCK_DGRAM)\n'
+               'attempt("tcp", socket.socket)\n')
+    assert o["udp"].startswith("REFUSED Guard network socket(AF_INET, SOCK_DGRAM) DENIED"), r
+    assert o["tcp"].startswith("OK <socket.socket"), r
 
 
 def test_item_28_numeric_refused_by_implicit_default(sb):

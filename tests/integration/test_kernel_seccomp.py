@@ -67,16 +67,21 @@ def test_inet_socket_control_under_none(sb, listener):
 
 
 def test_filter_holds_with_the_guard_on(sb, listener):
-    """py-sandbox=true with every import allowed: the kernel still refuses."""
+    """py-sandbox=true with every import allowed: the guard refuses first,
+    naming the rule (issue 17, item 3), and the kernel still refuses native
+    code."""
     port = listener.getsockname()[1]
-    r = sb.run_code("os-sandbox=subprocess\npython-import=*\n", f'''
-        import socket
+    r = sb.run_code("os-sandbox=subprocess\npython-import=*\npython-api=ALLOW:native\n", f'''
+        import ctypes, socket
         try:
             socket.create_connection(("127.0.0.1", {port}), timeout=2)
-        except PermissionError as e:
-            print("refused", e.errno)
+        except ConnectionRefusedError as e:
+            print("guard", type(e).__name__, "net=ALLOW|tcp|" in str(e))
+        libc = ctypes.CDLL(None, use_errno=True)
+        print("kernel", libc.socket(socket.AF_INET, socket.SOCK_STREAM, 0), ctypes.get_errno())
         ''')
-    assert (r.returncode, r.stdout) == (0, "refused 1\n"), r
+    assert (r.returncode, r.stdout) == (
+        0, "guard RuleSocketConnectionRefusedError True\nkernel -1 1\n"), r
     assert received(listener) is None
 
 

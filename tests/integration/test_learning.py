@@ -631,3 +631,125 @@ def test_native_syscalls_outside_the_allowlist_are_noted_and_refused(sb):
     # Replayed with the learned rules, the same program runs the same way.
     r = sb.run(s)
     assert (r.returncode, r.stdout) == (0, "sethostname -1 1\nmodify_ldt -1 1\nforked True\n"), r
+
+
+# ---- what learning must not grant (issue 17, item 1) -------------------------
+
+PROBES = '''\
+import gettext, os, sys
+print("exists", os.path.exists("/sb-no-such.ini"), os.path.isfile("/no-such-dir/x.cfg"))
+try:
+    open("/sb-no-such.cfg")
+except FileNotFoundError:
+    print("missing")
+t = gettext.translation("sb-no-such-domain", fallback=True)
+print("gettext", type(t).__name__)
+print(open(sys.argv[1]).read())
+'''
+
+
+def _probe_run(sb, env):
+    sb.write("app/data/in.txt", "IN")
+    s = sb.script(PROBES, rel="app/main.py")
+    return s, sb.run(s, sb.path("app/data/in.txt"), env=env)
+
+
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_lookups_that_found_nothing_are_not_learned(request, who):
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    env = {"LANG": "de_DE.UTF-8", "LANGUAGE": "fr:de"}
+    s, r = _probe_run(sb, env)
+    assert r.returncode == 0, r
+    prof = sb.path(".py-sandboxes")
+    files = rules_in(prof, "learning_guard_files")
+    # Only the data file's directory: no '/', no locale directory.
+    assert files == ["expose-ro=./app/data"], prof.read_text()
+    assert rules_in(prof, "learning_guard_envs") == [], prof.read_text()
+    # The replay gets the same "not found" answers, and the same output.
+    r2 = sb.run(s, sb.path("app/data/in.txt"), env=dict(env, OS_SANDBOX="subprocess"))
+    assert r2.returncode == 0, r2
+    assert r2.stdout == r.stdout, (r, r2)
+    assert "exists False False" in r2.stdout and "missing" in r2.stdout
+
+
+def rules_in(path, marker):
+    return [line for line in block(path, marker) if line and not line.startswith("#")]
+
+
+def test_root_is_never_learned(sb):
+    s = sb.script("import os\nprint(sorted(os.listdir('/'))[:1])\n")
+    r = sb.run(s)
+    assert r.returncode == 0, r
+    prof = sb.path(".py-sandboxes")
+    text = prof.read_text()
+    assert "expose-ro=/\n" not in text and "expose-rw=/\n" not in text, text
+    assert "# '/' is never learned ('/' was read): grant what the program needs there by hand" \
+        in block(prof, "learning_guard_files"), text
+    assert "python-sb: warning: '/' is never learned ('/' was read)" in r.stderr, r
+
+
+def test_learning_above_the_program_directory_warns(sb):
+    sb.write("settings.ini", "x=1\n")
+    s = sb.script("print(open('../settings.ini').read())\n", rel="app/main.py")
+    r = sb.run(s, cwd=sb.path("app"), env={"HOME": "/nonexistent"})
+    assert r.returncode == 0, r
+    prof = sb.path("app/.py-sandboxes")
+    lines = block(prof, "learning_guard_files")
+    top = str(sb.path())
+    if top.startswith("/tmp/"):
+        top = "${TMPDIR:-/tmp}" + top[len("/tmp"):]
+    i = lines.index(f"expose-ro={top}")
+    assert lines[i - 1] == (f"# above the program's directory '{sb.path('app')}': "
+                            "check that the program needs all of it"), lines
+    assert (f"python-sb: warning: learned 'expose-ro={top}' is above the program's "
+            f"directory '{sb.path('app')}': check that the program needs all of it") \
+        in r.stderr, r
+
+
+def test_compile_and_exec_learn_no_category(sb):
+    # Issue 17, item 7: one eval/exec/compile never learns the whole
+    # dynamic-code category (the eval layer replays them under eval-* rules).
+    s = sb.script("c = compile('1+2', 'f', 'eval')\nprint(eval(c))\nexec('y = 1')\n")
+    r = sb.run("--learn", s)
+    assert r.returncode == 0 and "3" in r.stdout, r
+    prof = sb.path(".py-sandboxes")
+    assert block(prof, "learning_guard_api") == [], prof.read_text()
+    assert block(prof, "learning_guard_eval")[1:] == ["eval-syntax=Assign, BinOp"]
+    r = sb.run(s, env={"OS_SANDBOX": "subprocess"})
+    assert r.returncode == 0 and "3" in r.stdout, r
+
+
+def test_bare_learn_writes_the_profile_in_use(sb):
+    # Issue 17, item 7: `--learn` edits the profile the lookup chose (here
+    # the one beside the script), and what it learns works from any cwd.
+    sb.write("app/data/in.txt", "IN")
+    prof = sb.profile("os-sandbox=${OS_SANDBOX:-auto}\npython-import=os\n" + TEMPLATE_BLOCKS,
+                      rel="app/.py-sandboxes")
+    s = sb.script("import os\nprint(open(os.path.join(os.path.dirname(__file__), 'data', "
+                  "'in.txt')).read())\n", rel="app/main.py")
+    r = sb.run("--learn", s)
+    assert r.returncode == 0 and "IN" in r.stdout, r
+    assert not sb.path(".py-sandboxes").exists(), r
+    assert WRITTEN.format(prof) in r.stderr, r
+    # The cwd is not the profile's directory: "./app/data" would name
+    # another directory from app/ itself (HOME is the sandbox root here).
+    assert block(prof, "learning_guard_files")[1:] == ["expose-ro=~/app/data"], \
+        prof.read_text()
+    for cwd in (sb.path(), sb.path("app")):
+        r = sb.run(s, cwd=cwd, env={"OS_SANDBOX": "subprocess"})
+        assert r.returncode == 0 and "IN" in r.stdout, r
+
+
+def test_learned_paths_in_the_cwd_profile_stay_relative(sb):
+    sb.write("data/in.txt", "IN")
+    s = sb.script("print(open('data/in.txt').read())\n")
+    r = sb.run(s)
+    assert r.returncode == 0, r
+    assert block(sb.path(".py-sandboxes"), "learning_guard_files")[1:] == ["expose-ro=./data"]
+
+
+TEMPLATE_BLOCKS = "".join(f"# <{m}>\n# </{m}>\n" for m in (
+    "learning_guard_envs", "learning_guard_files", "learning_guard_socket",
+    "learning_guard_import", "learning_guard_api", "learning_guard_eval",
+    "learning_remote_result"))
+

@@ -168,7 +168,7 @@ def test_timeout_kills_a_busy_loop(box):
     elapsed = time.monotonic() - t0
     assert r.returncode == EXIT_TIMEOUT, r
     assert r.stdout == "STARTED\n"
-    assert ("python-sb: timeout=1000ms expired: the program and every process it started "
+    assert ("python-sb: timeout=1s expired: the program and every process it started "
             "were killed") in r.stderr
     assert 0.9 < elapsed < HANG_BOUND, elapsed
 

@@ -50,6 +50,26 @@ def test_unknown_key_is_invalid_rule(sb):
     assert errs == ["P:3: Invalid rule 'colour=blue'"]
 
 
+@pytest.mark.parametrize("line,closest", [
+    ("expose_ro=/tmp", "expose-ro"),
+    ("python-imports=json", "python-import"),
+    ("os_sandbox=none", "os-sandbox"),
+])
+def test_unknown_key_names_the_closest_key(sb, line, closest):
+    # Issue 17, item 7.
+    key, value = line.split("=", 1)
+    _, errs = refused(sb, BASE + line + "\n")
+    assert errs == [f"P:3: Invalid rule '{line}': unknown key '{key}', closest known key is "
+                    f"'{closest}'"]
+
+
+def test_unknown_key_on_the_command_line_names_the_closest_key(sb):
+    sb.profile(BASE)
+    r = sb.run("--python-imports=json", "-c", "pass")
+    assert r.errors == ["<command line>:1: Invalid rule '--python-imports=json': unknown key "
+                        "'python-imports', closest known key is 'python-import'"], r
+
+
 def test_comments_blank_and_template_lines_are_ignored(sb):
     accepted(sb, "# a comment\n\n   \n{{ template line }}\n" + BASE
              + "python-import=json # trailing comment\n")
@@ -74,13 +94,14 @@ def test_hash_inside_quotes_is_not_a_comment(sb):
 def test_multiple_scalar_across_includes(sb, key, v1, v2):
     profile = f"python-import=*\n{key}={v1}\ninclude \"inc.prof\"\n"
     _, errs = refused(sb, profile, files={"inc.prof": f"{key}={v2}\n"})
-    assert errs == [f"W/inc.prof:1: Multiple {key} parameters"]
+    # Issue 17, item 7: where the first one is.
+    assert errs == [f"W/inc.prof:1: Multiple {key} parameters (first at P:2)"]
 
 
 def test_multiple_learn_across_includes(sb):
     _, errs = refused(sb, BASE + "learn=a.txt\ninclude \"inc.prof\"\n",
                       files={"inc.prof": "learn=b.txt\n"})
-    assert errs == ["W/inc.prof:1: Multiple learn parameters"]
+    assert errs == ["W/inc.prof:1: Multiple learn parameters (first at P:3)"]
 
 
 def test_command_line_scalar_overrides_file_without_error(sb):
@@ -407,7 +428,7 @@ def test_all_syntax_errors_reported_together_sorted(sb):
                                           "a-inc.prof": "also bogus\n"})
     assert errs == sorted(errs, key=sort_key)
     assert len(errs) == 9, errs
-    assert errs[-1] == "W/z-inc.prof:3: Multiple os-sandbox parameters"
+    assert errs[-1] == "W/z-inc.prof:3: Multiple os-sandbox parameters (first at P:1)"
     assert "W/a-inc.prof:1: Invalid rule 'also bogus'" in errs
     assert [e.split(":")[1] for e in errs if e.startswith("P:")] == \
         ["4", "5", "6", "7", "8", "9", "10"]

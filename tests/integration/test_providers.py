@@ -136,3 +136,16 @@ def test_repl_banner_names_the_provider(sb, py_sandbox, provider):
     assert BANNERS[py_sandbox, provider].format(rules=rules) in out, proc
     assert "(null)" not in out
     assert "42" in out
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="script(1) is needed for a terminal")
+def test_prompt_after_a_script_with_dash_i_is_marked(sb):
+    # Issue 17, item 7: `-i script.py` ends in the sandboxed REPL too.
+    sb.profile("os-sandbox=subprocess\n")
+    s = sb.script("X = 6\n")
+    proc = subprocess.run(["script", "-qec", f"{sb.binary} -i {s}", "/dev/null"], cwd=sb.root,
+                          env=dict(sb.env(), **SANITIZER_ENV), input="print(X*7)\nexit()\n",
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    out = proc.stdout.replace("\r\n", "\n")
+    assert "42" in out, proc
+    assert "\u26a0 >>> " in out, proc

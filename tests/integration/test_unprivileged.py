@@ -45,7 +45,7 @@ def test_config_errors_sorted_and_program_not_run(sb_nobody):
     assert len(errs) == 3, errs
     assert errs[0] == f"{p}:2: Invalid rule 'bogus'"
     assert errs[1].startswith(f"{p}:4: Invalid net rule")
-    assert errs[2] == f"{sb.path('inc.prof')}:1: Multiple os-sandbox parameters"
+    assert errs[2] == f"{sb.path('inc.prof')}:1: Multiple os-sandbox parameters (first at {p}:1)"
     assert not marker.exists()
 
 
