@@ -140,8 +140,8 @@ static int mirror_child(const struct sb_supervise_result *res, const struct sb_l
 	return WEXITSTATUS(res->status);
 }
 
-/* From the policy to the program: the interpreter's paths, the kernel
- * boundary, then the embedded run. */
+/* From the policy to the program: the kernel boundary's plain data, the
+ * supervisor, the interpreter's paths, then the embedded run. */
 static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note)
 {
 	_cleanup_(sb_boundary_done) struct sb_boundary boundary = {0};
@@ -154,16 +154,23 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	bool is_child = true;
 	int r, exit_code = 0;
 
-	r = sb_embed_prepare(e, &state, &paths, &err);
-	if (r < 0)
-		return fail("cannot prepare the interpreter", err, r);
-	r = sb_boundary_build(e->profile, e->provider, &paths, mode, &boundary);
+	r = sb_boundary_build_base(e->profile, e->provider, mode, &boundary);
 	if (r < 0)
 		return fail("cannot build the kernel policy", NULL, r);
+	r = sb_embed_set_environment(e);
+	if (r < 0)
+		return fail("cannot set the sandbox environment", NULL, r);
 
 	if (e->cli->explain) {
 		struct sb_buf out = {0};
 
+		r = sb_embed_prepare(e, &state, &paths, &err);
+		if (r < 0)
+			return fail("cannot prepare the interpreter", err, r);
+		sb_embed_discard(state);
+		r = sb_boundary_build_provider(&boundary, e->profile, &paths);
+		if (r < 0)
+			return fail("cannot build the kernel policy", NULL, r);
 		r = sb_explain(e->profile, e->profile_path, e->provider, note, e->envp, &out);
 		if (r >= 0)
 			r = sb_boundary_explain(&boundary, &out);
@@ -187,6 +194,10 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 			return EXIT_CONFIG;
 		}
 	}
+	/* The supervisor forks before CPython is pre-initialised: every page
+	 * the parent has written by the fork costs the program a copy-on-write
+	 * fault when it writes it again, and the interpreter's pre-initialisation
+	 * and configuration write a few hundred (bench/README.md, issue 19). */
 	if (sb_boundary_supervise(&boundary, &supervise) || e->report) {
 		r = e->report ? sb_report_supervise(e->report, &supervise, &boundary.limits,
 						    &is_child, &res, &err)
@@ -198,14 +209,26 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		if (!is_child)
 			return mirror_child(&res, &boundary.limits);
 	}
+	r = sb_embed_prepare(e, &state, &paths, &err);
+	if (r < 0)
+		return fail("cannot prepare the interpreter", err, r);
+	r = sb_boundary_build_provider(&boundary, e->profile, &paths);
+	if (r < 0) {
+		sb_embed_discard(state);
+		return fail("cannot build the kernel policy", NULL, r);
+	}
 	/* The native observer's helper is forked now: before the boundary,
 	 * and in the process that runs the program (after the supervisor). */
 	r = sb_learn_begin(&paths, &boundary, &err);
-	if (r < 0)
+	if (r < 0) {
+		sb_embed_discard(state);
 		return fail("cannot start learning mode", err, r);
+	}
 	r = sb_boundary_enter(&boundary, &kernel_warnings, &err);
-	if (r < 0)
+	if (r < 0) {
+		sb_embed_discard(state);
 		return fail("the sandbox cannot be applied", err, r);
+	}
 	for (char **w = kernel_warnings; w && *w; w++)
 		fprintf(stderr, "python-sb: warning: %s\n", *w);
 
