@@ -100,6 +100,12 @@ if [[ ${CALLGRIND:-1} != 0 ]]; then
 fi
 
 echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs" >&2
+# A run queue longer than the CPUs makes every start wait for a CPU: the wall
+# times are then mostly that wait, and their ratios (and the gate) say little.
+if awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v n="$(nproc)" 'BEGIN { exit !(l > n) }'; then
+    echo "$bench_name: warning: load average above the number of CPUs: read the CPU-time" \
+        "ratios and the instruction counts, not the wall-clock ratios or the gate" >&2
+fi
 status=0
 for w in $WORKLOADS; do
     args=$(wl_args "$w")
