@@ -17,7 +17,10 @@ do), stdout and stderr to /dev/null; a non-zero exit stops the measurement.
 The first command is the baseline of the ratios. Prints, per command, the
 median, the mean, the 10th percentile, the mean user and system CPU time of
 the child, the median of the per-round ratios to the baseline (the two ran in
-the same round) with its bootstrap 95 % interval, and the ratio of the medians.
+the same round) with its bootstrap 95 % interval, and the ratio of the medians;
+then the same paired ratio of the CPU time (user + system, the child and every
+process it reaped): on a loaded machine wall time is mostly waiting for a CPU,
+while the CPU time a run consumes moves much less with the load.
 """
 
 import argparse
@@ -94,6 +97,12 @@ def main():
               f"{statistics.mean(samples[name]['sys']):7.3f}   "
               f"{r:.4f} [{lo:.4f}, {hi:.4f}]   "
               f"{statistics.median(w) / statistics.median(bw):.4f}")
+    print(f"{'command':16} {'cpu ms':>8}   paired cpu ratio [95 %]   (user + sys, median)")
+    bc = [u + s for u, s in zip(samples[base]["user"], samples[base]["sys"])]
+    for name, _ in cmds:
+        c = [u + s for u, s in zip(samples[name]["user"], samples[name]["sys"])]
+        r, lo, hi = paired_ratio(c, bc)
+        print(f"{name:16} {statistics.median(c):8.3f}   {r:.4f} [{lo:.4f}, {hi:.4f}]")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"commands": {n: " ".join(c) for n, c in cmds}, "samples": samples}, f)

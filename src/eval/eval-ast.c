@@ -65,14 +65,13 @@ static size_t type_slot(const void *t)
 
 static int ast_ready(void)
 {
-	PyObject *mod = sb_eval_ast_module();
+	PyObject *mod;
 
 	if (ast.ready)
 		return 0;
-	if (!mod) {
-		PyErr_SetString(PyExc_SystemError, "the eval guard has no _ast module");
+	mod = sb_eval_ast_module();
+	if (!mod)
 		return -1;
-	}
 	ast.types = calloc(sb_eval_n_nodes, sizeof(PyObject *));
 	ast.fields = calloc(sb_eval_n_nodes, sizeof(PyObject *));
 	if (!ast.types || !ast.fields) {

@@ -10,11 +10,12 @@
  * index is data. */
 static int check_field_name(struct sb_eval_rules *r, PyObject *field_name)
 {
-	PyObject *split, *rest, *item;
+	PyObject *string = sb_eval_string_module(), *split, *rest, *item;
 	int e = 0;
 
-	split = PyObject_CallMethod(sb_eval_string_module(), "formatter_field_name_split", "O",
-				    field_name);
+	if (!string)
+		return -1;
+	split = PyObject_CallMethod(string, "formatter_field_name_split", "O", field_name);
 	if (!split)
 		return -1;
 	if (!PyTuple_Check(split) || PyTuple_GET_SIZE(split) != 2) {
@@ -41,12 +42,15 @@ static int check_field_name(struct sb_eval_rules *r, PyObject *field_name)
  * whose width only the arguments tell. */
 static int check_template(struct sb_eval_state *s, PyObject *template, bool *nested, int depth)
 {
-	PyObject *it, *item;
+	PyObject *string, *it, *item;
 	int e = 0;
 
 	if (depth > 2)
 		return 0; /* str.format itself refuses deeper nesting */
-	it = PyObject_CallMethod(sb_eval_string_module(), "formatter_parser", "O", template);
+	string = sb_eval_string_module();
+	if (!string)
+		return -1;
+	it = PyObject_CallMethod(string, "formatter_parser", "O", template);
 	if (!it)
 		return -1;
 	while (e == 0 && (item = PyIter_Next(it))) {

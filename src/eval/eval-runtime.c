@@ -36,7 +36,7 @@ static PyObject *unwrapped(PyObject *module, const char *name)
 	return NULL;
 }
 
-int sb_eval_runtime_activate(const char *profile_path, bool need_ast, char **reterr)
+int sb_eval_runtime_activate(const char *profile_path, char **reterr)
 {
 	static const char *const names[SB_EVAL_BUILTIN__N] = {
 	    [SB_EVAL_BUILTIN_EVAL] = "eval",
@@ -55,19 +55,64 @@ int sb_eval_runtime_activate(const char *profile_path, bool need_ast, char **ret
 		if (!(rt.original[i] = unwrapped(builtins, names[i])))
 			goto fail;
 	Py_CLEAR(builtins);
-	/* Both are built into the interpreter: importing them reads no file,
-	 * and the guard is not armed yet, so the import is the runtime's. _ast
-	 * makes its hundred node classes on import (7.7 M instructions, a
-	 * quarter of `-c pass`): only a layer that will check sources pays. */
-	rt.string_module = PyImport_ImportModule("_string");
-	rt.ast_module = need_ast ? PyImport_ImportModule("_ast") : NULL;
-	if (!rt.string_module || (need_ast && !rt.ast_module))
-		goto fail;
 	return 0;
 fail:
 	Py_XDECREF(builtins);
 	PyErr_Clear();
-	return sb_error(reterr, -EIO, "cannot set up the eval guard (builtins, _ast, _string)");
+	return sb_error(reterr, -EIO, "cannot set up the eval guard (builtins)");
+}
+
+/* _ast and _string are built into the interpreter. The layer makes instances
+ * of its own from their init functions, as the import machinery does for a
+ * built-in module, but outside sys.modules (whatever the program puts there,
+ * the layer's are the interpreter's) and raising no audit event (no
+ * python-import= decision, whoever's frame is current). Made at their first
+ * use, not at start-up: _ast's exec creates the interpreter's hundred-odd
+ * node types, 8.5M instructions, a quarter of a `python -c pass` (issue 19).
+ * The types belong to the interpreter, so every instance holds the same
+ * ones. */
+PyMODINIT_FUNC PyInit__ast(void);
+PyMODINIT_FUNC PyInit__string(void);
+
+static PyObject *builtin_module(PyObject **slot, const char *name, PyObject *(*init)(void))
+{
+	PyObject *m, *spec, *def;
+
+	if (*slot)
+		return *slot;
+	def = init();
+	if (!def)
+		return NULL;
+	if (!PyObject_TypeCheck(def, &PyModuleDef_Type)) {
+		m = def; /* single-phase initialisation: the module itself */
+	} else {
+		/* Multi-phase: the spec only needs a name. */
+		spec = PyModule_New(name);
+		if (!spec)
+			return NULL;
+		if (PyModule_AddStringConstant(spec, "name", name) < 0) {
+			Py_DECREF(spec);
+			return NULL;
+		}
+		m = PyModule_FromDefAndSpec((PyModuleDef *)def, spec);
+		Py_DECREF(spec);
+		if (m && PyModule_ExecDef(m, (PyModuleDef *)def) < 0)
+			Py_CLEAR(m);
+	}
+	if (m && !PyModule_Check(m))
+		Py_CLEAR(m);
+	if (!m) {
+		if (!PyErr_Occurred())
+			PyErr_Format(PyExc_SystemError, "the eval guard cannot create %s", name);
+		return NULL;
+	}
+	/* Another thread may have made one meanwhile (the init may release the
+	 * GIL): keep the first. */
+	if (*slot)
+		Py_DECREF(m);
+	else
+		*slot = m;
+	return *slot;
 }
 
 void sb_eval_runtime_release(void)
@@ -89,12 +134,12 @@ PyObject *sb_eval_original(enum sb_eval_builtin which)
 
 PyObject *sb_eval_string_module(void)
 {
-	return rt.string_module;
+	return builtin_module(&rt.string_module, "_string", PyInit__string);
 }
 
 PyObject *sb_eval_ast_module(void)
 {
-	return rt.ast_module;
+	return builtin_module(&rt.ast_module, "_ast", PyInit__ast);
 }
 
 const char *sb_eval_profile_path(void)

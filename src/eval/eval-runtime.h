@@ -23,9 +23,10 @@ PyObject *sb_eval_builtins_dict(void);
 /* compile/eval/exec as CPython defines them, made from the builtins module's
  * method table: no wrapper of the guard in front (borrowed). */
 PyObject *sb_eval_original(enum sb_eval_builtin which);
-/* The _string module (formatter_parser, formatter_field_name_split). */
+/* The layer's own _string module (formatter_parser, formatter_field_name_split),
+ * made at the first call (borrowed; NULL with an exception if it cannot be). */
 PyObject *sb_eval_string_module(void);
-/* The _ast module. */
+/* The layer's own _ast module, the same way: the interpreter's node types. */
 PyObject *sb_eval_ast_module(void);
 /* The rule file, for "add ... to '<file>'". */
 const char *sb_eval_profile_path(void);

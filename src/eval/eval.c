@@ -42,7 +42,7 @@ int sb_eval_activate(const char *profile_path, char **reterr)
 
 	if (!ev.prepared)
 		return 0;
-	r = sb_eval_runtime_activate(profile_path, ev.keys || sb_eval_learning(), reterr);
+	r = sb_eval_runtime_activate(profile_path, reterr);
 	if (r < 0)
 		return r;
 	/* The allocation budget counts what evaluations allocate: only a

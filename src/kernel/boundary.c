@@ -61,9 +61,8 @@ static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p,
 	}
 }
 
-int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *provider,
-		      const struct sb_interp_paths *interp, enum sb_rules_mode mode,
-		      struct sb_boundary *ret)
+int sb_boundary_build_base(const struct sb_profile *p, const struct sb_provider *provider,
+			   enum sb_rules_mode mode, struct sb_boundary *ret)
 {
 	struct sb_boundary b = {
 	    .provider = provider,
@@ -78,12 +77,10 @@ int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *prov
 		b.user = p->user;
 	if (b.use_seccomp)
 		build_seccomp(&b, p, mode);
-	if (provider->prepare)
-		r = provider->prepare(&b, p, interp);
 	/* A cgroup v2 memory limit for the whole tree, where one can be made
 	 * (cgroup.h); RLIMIT_AS applies anyway. Not with a provider that
 	 * confines nothing (no seccomp: os-sandbox=none). */
-	if (r >= 0 && b.limits.memory_bytes && b.use_seccomp) {
+	if (b.limits.memory_bytes && b.use_seccomp) {
 		r = sb_cgroup_probe("/", &b.cgroup_parent, &b.cgroup_note);
 		if (r == -EOPNOTSUPP)
 			r = 0;
@@ -113,6 +110,31 @@ int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable,
 		return -ENOMEM;
 	}
 	b->paths[b->n_paths++] = (struct sb_landlock_path){.path = copy, .writable = writable};
+	return 0;
+}
+
+int sb_boundary_build_provider(struct sb_boundary *b, const struct sb_profile *p,
+			       const struct sb_interp_paths *interp)
+{
+	return b->provider->prepare ? b->provider->prepare(b, p, interp) : 0;
+}
+
+int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *provider,
+		      const struct sb_interp_paths *interp, enum sb_rules_mode mode,
+		      struct sb_boundary *ret)
+{
+	struct sb_boundary b;
+	int r;
+
+	r = sb_boundary_build_base(p, provider, mode, &b);
+	if (r < 0)
+		return r;
+	r = sb_boundary_build_provider(&b, p, interp);
+	if (r < 0) {
+		sb_boundary_done(&b);
+		return r;
+	}
+	*ret = b;
 	return 0;
 }
 

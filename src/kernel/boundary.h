@@ -65,6 +65,17 @@ struct sb_boundary {
 int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *provider,
 		      const struct sb_interp_paths *interp, enum sb_rules_mode mode,
 		      struct sb_boundary *ret);
+/* sb_boundary_build() in two steps, for the launcher: everything but the
+ * provider's own part (the seccomp policy, the limits, the identity, the
+ * cgroup), which needs no interpreter paths, so that the supervisor
+ * (sb_boundary_supervise()) can be forked before the interpreter is
+ * pre-initialised; then the provider's part (its prepare hook: the Landlock
+ * grants name the interpreter's paths). On failure of the second step the
+ * caller still owns *b. */
+int sb_boundary_build_base(const struct sb_profile *p, const struct sb_provider *provider,
+			   enum sb_rules_mode mode, struct sb_boundary *ret);
+int sb_boundary_build_provider(struct sb_boundary *b, const struct sb_profile *p,
+			       const struct sb_interp_paths *interp);
 void sb_boundary_done(struct sb_boundary *b);
 
 /* One more file grant (path absolute and resolved, a directory), as an

@@ -23,12 +23,12 @@ static int status_error(PyStatus status, char **reterr)
 /* The program sees exactly the policy's environment: CPython reads PYTHON*
  * variables from it too, so a PYTHONPATH the profile did not pass has no
  * effect, as in the original. */
-static int replace_environment(char **envp)
+int sb_embed_set_environment(const struct sb_embed *e)
 {
 	if (clearenv() != 0)
 		return -ENOMEM;
-	for (char **e = envp; e && *e; e++)
-		if (putenv(*e) != 0)
+	for (char **v = e->envp; v && *v; v++)
+		if (putenv(*v) != 0)
 			return -errno;
 	return 0;
 }
@@ -217,12 +217,6 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 	st->e = e;
 	st->own_banner = will_run_repl(e->cli) && !e->cli->quiet;
 
-	r = replace_environment(e->envp);
-	if (r < 0) {
-		*reterr = strdup("cannot set the sandbox environment");
-		return r;
-	}
-
 	PyPreConfig_InitPythonConfig(&preconfig);
 	preconfig.parse_argv = 1;
 	/* Locale coercion would add LC_CTYPE to the environment behind the
@@ -261,6 +255,15 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 static bool program_code_runs(void)
 {
 	return PyEval_GetFrame() != NULL;
+}
+
+void sb_embed_discard(struct sb_embed_state *st)
+{
+	if (!st)
+		return;
+	if (!st->exit_now)
+		PyConfig_Clear(&st->config);
+	free(st);
 }
 
 /* Everything before the program: the guard prepared, the interpreter

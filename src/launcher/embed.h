@@ -27,12 +27,16 @@ struct sb_embed {
 	bool fork_server;
 };
 
-/* Two steps around the kernel boundary. sb_embed_prepare() sets the program's
- * environment, pre-initialises CPython and reads its configuration, and says
- * which paths the interpreter needs (for Landlock); nothing of Python runs
- * yet. sb_embed_run() registers the guard, initialises the interpreter and
- * runs the program as `python` would. Between the two the caller enters the
- * boundary: no thread exists yet, and no program code has run. */
+/* The process environment becomes the policy's (e->envp): before
+ * sb_embed_prepare(), which reads PYTHON* variables from it. 0 or -errno. */
+int sb_embed_set_environment(const struct sb_embed *e);
+
+/* Two steps around the kernel boundary. sb_embed_prepare() pre-initialises
+ * CPython and reads its configuration, and says which paths the interpreter
+ * needs (for Landlock); nothing of Python runs yet. sb_embed_run() registers
+ * the guard, initialises the interpreter and runs the program as `python`
+ * would. Between the two the caller enters the boundary: no thread exists
+ * yet, and no program code has run. */
 struct sb_embed_state;
 
 int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state,
@@ -48,5 +52,8 @@ int sb_embed_run(struct sb_embed_state *state, const struct sb_interp_paths *int
  * while it started. Frees the state; the interpreter stays. */
 int sb_embed_start(struct sb_embed_state *state, const struct sb_interp_paths *interp,
 		   bool *ret_done, int *ret_exit_code, char **reterr);
+/* Frees a state sb_embed_run() will not be given (--explain, a failure in
+ * between). NULL is fine. */
+void sb_embed_discard(struct sb_embed_state *state);
 
 void sb_interp_paths_done(struct sb_interp_paths *paths);

@@ -200,8 +200,8 @@ static void print_denials(const struct sb_embed *e, bool summary)
 		fprintf(stderr, "python-sb: refused: ... and %zu more\n", n - SB_DENIALS_KEPT);
 }
 
-/* From the policy to the program: the interpreter's paths, the kernel
- * boundary, then the embedded run. */
+/* From the policy to the program: the kernel boundary's plain data, the
+ * supervisor, the interpreter's paths, then the embedded run. */
 static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note,
 	       bool denials_summary)
 {
@@ -215,16 +215,23 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	bool is_child = true;
 	int r, status = 0, exit_code = 0;
 
-	r = sb_embed_prepare(e, &state, &paths, &err);
-	if (r < 0)
-		return fail("cannot prepare the interpreter", err, r);
-	r = sb_boundary_build(e->profile, e->provider, &paths, mode, &boundary);
+	r = sb_boundary_build_base(e->profile, e->provider, mode, &boundary);
 	if (r < 0)
 		return fail("cannot build the kernel policy", NULL, r);
+	r = sb_embed_set_environment(e);
+	if (r < 0)
+		return fail("cannot set the sandbox environment", NULL, r);
 
 	if (e->cli->explain) {
 		struct sb_buf out = {0};
 
+		r = sb_embed_prepare(e, &state, &paths, &err);
+		if (r < 0)
+			return fail("cannot prepare the interpreter", err, r);
+		sb_embed_discard(state);
+		r = sb_boundary_build_provider(&boundary, e->profile, &paths);
+		if (r < 0)
+			return fail("cannot build the kernel policy", NULL, r);
 		r = sb_explain(e->profile, e->profile_path, e->provider, note, e->envp, &out);
 		if (r >= 0)
 			r = sb_boundary_explain(&boundary, &out);
@@ -250,6 +257,10 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		}
 		boundary.net_policy = sb_guard_net_policy();
 	}
+	/* The supervisor forks before CPython is pre-initialised: every page
+	 * the parent has written by the fork costs the program a copy-on-write
+	 * fault when it writes it again, and the interpreter's pre-initialisation
+	 * and configuration write a few hundred (bench/README.md, issue 19). */
 	if (sb_boundary_supervise(&boundary, &supervise) || e->report) {
 		r = e->report ? sb_report_supervise(e->report, &supervise, &boundary.limits,
 						    &is_child, &res, &err)
@@ -261,18 +272,32 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		if (!is_child)
 			return mirror_child(&res, &boundary.limits);
 	}
+	r = sb_embed_prepare(e, &state, &paths, &err);
+	if (r < 0)
+		return fail("cannot prepare the interpreter", err, r);
+	r = sb_boundary_build_provider(&boundary, e->profile, &paths);
+	if (r < 0) {
+		sb_embed_discard(state);
+		return fail("cannot build the kernel policy", NULL, r);
+	}
 	/* The native observer's helper is forked now: before the boundary,
 	 * and in the process that runs the program (after the supervisor). */
 	r = sb_learn_begin(&paths, &boundary, &err);
-	if (r < 0)
+	if (r < 0) {
+		sb_embed_discard(state);
 		return fail("cannot start learning mode", err, r);
+	}
 	r = sb_boundary_enter(&boundary, &kernel_warnings, &status, &err);
-	if (r < 0)
+	if (r < 0) {
+		sb_embed_discard(state);
 		return fail("the sandbox cannot be applied", err, r);
+	}
 	/* The provider ran the program in a child and left us outside. */
-	if (r > 0)
+	if (r > 0) {
+		sb_embed_discard(state);
 		return mirror_child(&(struct sb_supervise_result){.status = status},
 				    &boundary.limits);
+	}
 	for (char **w = kernel_warnings; w && *w; w++)
 		fprintf(stderr, "python-sb: warning: %s\n", *w);
 

@@ -467,3 +467,25 @@ def test_run_report_lists_eval_refusals(sb):
     assert "eval-attribute=real" in rules and "eval-syntax=comprehension" in rules, denials
     assert outcome(r, "getattr") == "RuleEvalPermissionError 'imag' eval-attribute", r
     assert {"subject": "imag", "rule_to_add": "eval-attribute=imag"}.items() <= denials[-1].items()
+
+
+def test_layer_modules_are_its_own_and_made_on_first_use(sb):
+    # _ast and _string are not imported at start-up (the node types cost a
+    # quarter of a start, issue 19), and what the program puts in sys.modules
+    # under their names is not what the layer checks with: its modules are
+    # made from the interpreter's init functions.
+    r = run(sb, "eval-namespace=closed\neval-syntax=arith\neval-attribute=format\n",
+            "import sys, types\n"
+            "print('at start', '_ast' in sys.modules, '_string' in sys.modules, flush=True)\n"
+            "fake = types.ModuleType('_ast')\n"
+            "fake.AST = object\n"
+            "sys.modules['_ast'] = sys.modules['_string'] = fake\n"
+            "probe('walk', lambda: eval('().__class__', {'__builtins__': {}}, {}))\n"
+            "probe('sum', lambda: eval('40 + 2', {'__builtins__': {}}, {}))\n"
+            "probe('format', lambda: eval(\"'{0.__class__}'.format(())\", {'__builtins__': {}}, {}))\n"
+            "print('after', sys.modules['_ast'] is fake, flush=True)\n")
+    assert "at start False False" in r.stdout, r
+    assert outcome(r, "walk") == "EvalSyntaxRejected ['eval-magic=__class__']", r
+    assert outcome(r, "sum") == "OK 42", r
+    assert outcome(r, "format") == "RuleEvalPermissionError '__class__' eval-magic", r
+    assert "after True" in r.stdout, r
