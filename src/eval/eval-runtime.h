@@ -13,9 +13,7 @@
 
 #include "eval-builtin.h"
 
-/* need_ast: the layer will check sources (eval-* keys, or learning); else
- * sb_eval_ast_module() is NULL and the checks fail closed. */
-int sb_eval_runtime_activate(const char *profile_path, bool need_ast, char **reterr);
+int sb_eval_runtime_activate(const char *profile_path, char **reterr);
 void sb_eval_runtime_release(void);
 
 /* The builtins module's dict (borrowed). */
