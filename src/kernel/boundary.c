@@ -122,11 +122,12 @@ int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **rete
 	const struct sb_provider *provider = b->provider;
 	int r;
 
-	/* A wrapper confines the program it runs, not this process. */
-	if (provider->flags & SB_PROVIDER_WRAPS_EXEC)
+	/* A wrapper confines the program it runs, not this process: only
+	 * python-sb re-entered under it goes on. */
+	if ((provider->flags & SB_PROVIDER_WRAPS_EXEC) && !b->entered_by_wrapper)
 		return sb_error(reterr, -EOPNOTSUPP,
-				"os-sandbox=%s runs the program under another program, which "
-				"this version of python-sb cannot do yet",
+				"os-sandbox=%s runs the program under another program: its "
+				"boundary cannot be entered by this process",
 				provider->name);
 	if (provider->enter) {
 		r = provider->enter(b, warnings, reterr);

@@ -32,7 +32,11 @@ struct sb_boundary {
 	bool restrict_bind, restrict_connect;
 	uint16_t *bind_ports, *connect_ports;
 	size_t n_bind_ports, n_connect_ports;
-	char **notes;	  /* what the provider leaves to the Python guard */
+	char **notes; /* what the provider leaves to the Python guard */
+	/* A wrapper provider (SB_PROVIDER_WRAPS_EXEC) already confines this
+	 * process: python-sb re-entered under it; entering applies the seccomp
+	 * filter and the limits only. */
+	bool entered_by_wrapper;
 	bool use_seccomp; /* SB_PROVIDER_SECCOMP */
 	struct sb_seccomp_policy seccomp;
 	struct sb_limits limits; /* SB_PROVIDER_LIMITS */

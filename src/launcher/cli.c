@@ -25,6 +25,7 @@ enum {
 	OPT_CONFIG = 1u << 5,  /* --pysandboxes-config */
 	OPT_EXPLAIN = 1u << 6, /* --explain */
 	OPT_WORKER = 1u << 7,  /* --pysandboxes-worker: the pysandboxes package's worker */
+	OPT_INSIDE = 1u << 15, /* --pysandboxes-inside: re-entered under a wrapper provider */
 
 	/* CPython flags the launcher must know before the interpreter parses them. */
 	OPT_ISOLATED = 1u << 8,
@@ -82,6 +83,7 @@ static const struct long_opt {
     {"pysandboxes-config", OPT_ARG | OPT_OURS | OPT_CONFIG},
     {"explain", OPT_OURS | OPT_EXPLAIN},
     {"pysandboxes-worker", OPT_ARG | OPT_OURS | OPT_WORKER},
+    {"pysandboxes-inside", OPT_ARG | OPT_OURS | OPT_INSIDE},
 };
 
 static const struct {
@@ -325,6 +327,14 @@ static int scan_long(struct parser *p)
 		return p->cli.worker ? 0 : -ENOMEM;
 	}
 
+	if (o->flags & OPT_INSIDE) {
+		if (!value || !*value)
+			return usage_error(p, "--pysandboxes-inside requires a descriptor number");
+		free(p->cli.inside);
+		p->cli.inside = strdup(value);
+		return p->cli.inside ? 0 : -ENOMEM;
+	}
+
 	/* --check-hash-based-pycs: CPython's own messages, including its "options" plural. */
 	if (!value)
 		return usage_error(p, "Argument expected for the %s options", tok);
@@ -439,6 +449,7 @@ void sb_cli_done(struct sb_cli *cli)
 	sb_strv_free(cli->rules);
 	free(cli->config_path);
 	free(cli->worker);
+	free(cli->inside);
 	sb_strv_free(cli->python_argv);
 	free(cli->target);
 	*cli = (struct sb_cli){0};

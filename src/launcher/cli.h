@@ -21,6 +21,9 @@ struct sb_cli {
 	char *config_path; /* --pysandboxes-config FILE / --pysandboxes-config=FILE */
 	bool explain;	   /* --explain: print the effective policy and exit */
 	char *worker;	   /* --pysandboxes-worker=FD: serve partial-mode calls (hidden) */
+	/* --pysandboxes-inside=FD: started by python-sb itself under a wrapper
+	 * provider, FD being the handover record (wrap.h; hidden). */
+	char *inside;
 	bool help;	   /* -h, -?, --help */
 	bool version;	   /* -V or --version (count in version_level) */
 	int version_level; /* -V once: 1, -VV: 2 */

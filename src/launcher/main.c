@@ -20,6 +20,7 @@
 #include "usage.h"
 #include "worker.h"
 #include "util.h"
+#include "wrap.h"
 
 #define EXIT_USAGE 2
 /* What the original returns (-1) for a configuration error: distinct from any
@@ -80,10 +81,12 @@ static bool wants_cpython_help(const struct sb_cli *cli)
 	return false;
 }
 
-static int report_diags(struct sb_diags *d)
+/* warnings: false under a wrapper provider, where the launching python-sb
+ * already showed them. */
+static int report_diags(struct sb_diags *d, bool warnings)
 {
 	sb_diags_sort(d);
-	for (size_t i = 0; i < d->n; i++)
+	for (size_t i = 0; warnings && i < d->n; i++)
 		if (d->items[i].warning)
 			fprintf(stderr, "python-sb: warning: %s:%u: %s\n", d->items[i].file,
 				d->items[i].line, d->items[i].message);
@@ -134,16 +137,78 @@ static int mirror_child(int status, bool timed_out, unsigned long long timeout_m
 	return WEXITSTATUS(status);
 }
 
+/* What a wrapper provider needs besides the embedding: python-sb's own
+ * command line and the host's environment, to start itself under the wrapper
+ * (wrap.h); inside: set in the python-sb so started. */
+struct wrapping {
+	char *const *argv;
+	char *const *host_env;
+	const char *cwd;
+	const struct sb_wrap_inside *inside;
+};
+
+/* The launching side of a wrapper provider: the program's exit status as
+ * `python` would give it. */
+static int run_wrapped(const struct sb_wrap_launch *l)
+{
+	_cleanup_free_ char *err = NULL;
+	struct sb_wrap_outcome o;
+	int r, code;
+
+	r = sb_wrap_run(l, &o, &err);
+	if (r < 0)
+		return fail("the sandbox cannot be applied", err, r);
+	if (WIFSIGNALED(o.wait_status))
+		return mirror_child(o.wait_status, false, 0);
+	code = WEXITSTATUS(o.wait_status);
+	if (!o.started) {
+		fprintf(stderr,
+			"python-sb: the sandbox cannot be applied: %s could not start the "
+			"program (exit status %d)\n",
+			l->provider->name, code);
+		return EXIT_CONFIG;
+	}
+	if (o.exited)
+		return o.exit_code;
+	/* The program died without python-sb's exit: the wrapper's 128+N is
+	 * the signal N, raised again here as `python` would have died. */
+	if (code > 128 && code - 128 < NSIG)
+		return mirror_child(code - 128 /* a wait status: killed by it */, false, 0);
+	return code;
+}
+
+/* The command line a run would use: without the first --explain, which is
+ * this option (a program's own --explain comes after python-sb's options). */
+static int explain_wrapper(const struct sb_wrap_launch *l, struct sb_buf *out, char **reterr)
+{
+	_cleanup_strv_free_ char **argv = NULL;
+	struct sb_wrap_launch run_as = *l;
+	bool dropped = false;
+	int r = 0;
+
+	for (char *const *a = l->argv; r >= 0 && *a; a++)
+		if (dropped || !streq(*a, "--explain") || a == l->argv)
+			r = sb_strv_push(&argv, *a);
+		else
+			dropped = true;
+	if (r < 0)
+		return r;
+	run_as.argv = argv;
+	return sb_wrap_explain(&run_as, out, reterr);
+}
+
 /* From the policy to the program: the interpreter's paths, the kernel
  * boundary, then the embedded run. */
-static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note)
+static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note,
+	       const struct wrapping *wrapping)
 {
 	_cleanup_(sb_boundary_done) struct sb_boundary boundary = {0};
 	_cleanup_(sb_interp_paths_done) struct sb_interp_paths paths = {0};
 	_cleanup_strv_free_ char **kernel_warnings = NULL;
 	_cleanup_free_ char *err = NULL;
 	struct sb_embed_state *state = NULL;
-	bool is_child = true, timed_out = false;
+	struct sb_wrap_launch launch;
+	bool is_child = true, timed_out = false, wrapper;
 	int r, status = 0, exit_code = 0;
 
 	r = sb_embed_prepare(e, &state, &paths, &err);
@@ -152,6 +217,17 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	r = sb_boundary_build(e->profile, e->provider, &paths, mode, &boundary);
 	if (r < 0)
 		return fail("cannot build the kernel policy", NULL, r);
+	wrapper = (e->provider->flags & SB_PROVIDER_WRAPS_EXEC) && !wrapping->inside;
+	launch = (struct sb_wrap_launch){
+	    .provider = e->provider,
+	    .boundary = &boundary,
+	    .profile = e->profile,
+	    .self_exe = e->self_exe,
+	    .argv = wrapping->argv,
+	    .host_env = wrapping->host_env,
+	    .cwd = wrapping->cwd,
+	    .worker = e->worker,
+	};
 
 	if (e->cli->explain) {
 		struct sb_buf out = {0};
@@ -159,12 +235,19 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		r = sb_explain(e->profile, e->profile_path, e->provider, note, e->envp, &out);
 		if (r >= 0)
 			r = sb_boundary_explain(&boundary, &out);
+		if (r >= 0 && wrapper && explain_wrapper(&launch, &out, &err) < 0)
+			r = sb_buf_printf(&out, "#   the command line cannot be built: %s\n",
+					  err ? err : "out of memory");
 		if (r < 0)
 			return fail("cannot explain the policy", NULL, r);
 		fputs(out.data, stdout);
 		sb_buf_reset(&out);
 		return 0;
 	}
+	/* The inner python-sb does the rest, under the wrapper. */
+	if (wrapper)
+		return run_wrapped(&launch);
+	boundary.entered_by_wrapper = wrapping->inside != NULL;
 
 	if (e->profile->py_sandbox) {
 		_cleanup_strv_free_ char **warnings = NULL;
@@ -261,6 +344,8 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 
 int sb_launcher_main(int argc, char **argv)
 {
+	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside_state = {.status_fd = -1};
+	struct sb_wrap_inside *inside = &inside_state;
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
 	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
 	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
@@ -277,6 +362,11 @@ int sb_launcher_main(int argc, char **argv)
 	int r;
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
+	if (r >= 0 && cli.inside) {
+		r = sb_wrap_inside_open(cli.inside, inside, &err);
+		if (r < 0)
+			return fail("cannot start inside the sandbox", err, r);
+	}
 	if (r < 0) {
 		fprintf(stderr,
 			"%s\nusage: python-sb [option] ... [-c cmd | -m mod | file | -] "
@@ -300,7 +390,12 @@ int sb_launcher_main(int argc, char **argv)
 		if (sb_worker_parse_fd(cli.worker, &fd) < 0)
 			return fail("--pysandboxes-worker expects a descriptor number", cli.worker,
 				    -EINVAL);
-		r = sb_worker_setup(fd, &worker, &err);
+		/* Under a wrapper, the launching python-sb read the configuration. */
+		if (cli.inside && !inside->has_worker_config)
+			return fail("--pysandboxes-worker", "no configuration handed over",
+				    -EPROTO);
+		r = sb_worker_setup(fd, cli.inside ? inside->worker_config : NULL,
+				    inside->worker_config_len, &worker, &err);
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 	}
@@ -309,11 +404,21 @@ int sb_launcher_main(int argc, char **argv)
 	if (wants_cpython_help(&cli))
 		return Py_BytesMain((int)sb_strv_length(cli.python_argv), cli.python_argv);
 
-	for (char **e = environ; e && *e; e++)
+	/* Under a wrapper: what the launching python-sb saw (the wrapper gives
+	 * the program neither). */
+	for (char **e = cli.inside ? inside->env : environ; e && *e; e++)
 		if (sb_strv_push(&host_env, *e) < 0)
 			return fail("out of memory", NULL, -ENOMEM);
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (cli.inside) {
+		if (strlen(inside->cwd) >= sizeof(cwd))
+			return fail("cannot read the current directory", NULL, -ENAMETOOLONG);
+		strcpy(cwd, inside->cwd);
+		if (chdir(cwd) < 0)
+			return fail("cannot enter the current directory inside the sandbox", cwd,
+				    -errno);
+	} else if (!getcwd(cwd, sizeof(cwd))) {
 		return fail("cannot read the current directory", NULL, -errno);
+	}
 	venv = detect_venv(host_env);
 	site_dirs = site_dirs_for(venv);
 	r = sb_config_locate(
@@ -353,12 +458,24 @@ int sb_launcher_main(int argc, char **argv)
 	}
 	if (r < 0 && r != -EINVAL)
 		return fail("cannot load the rules", NULL, r);
-	if (report_diags(&diags) < 0)
+	if (report_diags(&diags, !cli.inside) < 0)
 		return EXIT_CONFIG;
 
 	if (sb_learn_wanted(profile, config, &learn_file))
 		mode = SB_MODE_LEARN;
-	r = sb_provider_select(profile->os_sandbox, mode, &provider, &note, &warn, &err);
+	if (cli.inside) {
+		/* The wrapper named in the rules already runs: nothing to probe
+		 * (its binary is not even in here). */
+		provider = sb_provider_get(profile->os_sandbox);
+		r = provider && mode == SB_MODE_ENFORCE
+			? sb_wrap_inside_check(inside, provider, profile, &err)
+			: sb_error(&err, -EINVAL,
+				   "started under os-sandbox=%s, but the rules "
+				   "now ask for no wrapper",
+				   inside->provider);
+	} else {
+		r = sb_provider_select(profile->os_sandbox, mode, &provider, &note, &warn, &err);
+	}
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
 	if (warn)
@@ -389,5 +506,11 @@ int sb_launcher_main(int argc, char **argv)
 		.worker = cli.worker ? &worker : NULL,
 		.provider = provider,
 	    },
-	    mode, note));
+	    mode, note,
+	    &(struct wrapping){
+		.argv = argv,
+		.host_env = host_env,
+		.cwd = cwd,
+		.inside = cli.inside ? inside : NULL,
+	    }));
 }

@@ -17,15 +17,21 @@ struct sb_worker {
 	char *main_module; /* the parent's __main__ module (-m), or NULL */
 	char *init_module; /* init_fn, or NULL */
 	char *init_qualname;
+	/* The configuration frame as the parent sent it, for a python-sb that
+	 * hands the worker over to itself under a wrapper provider. */
+	char *config;
+	size_t config_len;
 };
 
 /* Parses "FD" from --pysandboxes-worker=FD. 0 or -EINVAL. */
 int sb_worker_parse_fd(const char *text, int *ret_fd);
 
 /* Before the interpreter and the boundary: checks the descriptor, reads the
- * parent's configuration frame and arranges to die with the parent. 0 or
- * -errno with *reterr. */
-int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr);
+ * parent's configuration frame (or takes config, when a python-sb under a
+ * wrapper provider already read it: NULL otherwise) and arranges to die with
+ * the parent. 0 or -errno with *reterr. */
+int sb_worker_setup(int fd, const char *config, size_t config_len, struct sb_worker *ret,
+		    char **reterr);
 void sb_worker_done(struct sb_worker *w);
 
 /* After the guard is active: the call loop. Returns the process exit code. */
