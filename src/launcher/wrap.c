@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -479,6 +480,7 @@ int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **
 {
 	struct sb_wrap_inside in = {.status_fd = -1};
 	_cleanup_free_ char *data = NULL;
+	struct pollfd pfd;
 	unsigned long long v;
 	struct stat st;
 	ssize_t n;
@@ -510,6 +512,24 @@ int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **
 		sb_wrap_inside_done(&in);
 		return r;
 	}
+	/* The status pipe is also the lifeline: when the launching python-sb
+	 * is gone (killed: it waits for the wrapper otherwise), its end is
+	 * released and the kernel signals the writers, here SIGKILL, which
+	 * nothing can catch. firejail has no --die-with-parent, and a setuid
+	 * firejail drops a parent-death signal set before its exec. */
+	if (fcntl(in.status_fd, F_SETOWN, getpid()) < 0 ||
+	    fcntl(in.status_fd, F_SETSIG, SIGKILL) < 0 ||
+	    fcntl(in.status_fd, F_SETFL, fcntl(in.status_fd, F_GETFL) | O_ASYNC) < 0) {
+		r = -errno;
+		sb_wrap_inside_done(&in);
+		return sb_error(reterr, r,
+				"--pysandboxes-inside: cannot watch the launching side: %s",
+				strerror(-r));
+	}
+	/* Gone already, before the watch was set: nobody to run for. */
+	pfd = (struct pollfd){.fd = in.status_fd, .events = POLLOUT};
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLERR))
+		_exit(EXIT_FAILURE);
 	status_fd = in.status_fd;
 	status_owner = getpid();
 	if (on_exit(report_exit, NULL) != 0) {
