@@ -269,6 +269,21 @@ static void read_status(int fd, struct sb_wrap_outcome *o)
 
 int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, char **reterr)
 {
+#ifdef SB_HAVE_ASAN
+	/* A sanitizer build reads its options before main(): the inner one
+	 * needs them from its own environment (LeakSanitizer cannot run under
+	 * the seccomp filter, which refuses ptrace). */
+	char *tool_env[] = {NULL, NULL, NULL, NULL};
+	size_t n_env = 0;
+
+	for (char *const *e = l->host_env; e && *e; e++)
+		if (startswith(*e, "ASAN_OPTIONS=") || startswith(*e, "UBSAN_OPTIONS=") ||
+		    startswith(*e, "LSAN_OPTIONS="))
+			if (n_env < ELEMENTSOF(tool_env) - 1)
+				tool_env[n_env++] = *e;
+#else
+	char *tool_env[] = {NULL};
+#endif
 	_cleanup_(prepared_done) struct prepared p = {-1, -1, -1, NULL};
 	struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = forward_signal};
 	struct sigaction saved_terminal[ELEMENTSOF(terminal_signals)];
@@ -291,8 +306,8 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 		sigaction(forwarded_signals[i], &forward, &saved_forwarded[i]);
 	/* Nothing of the host's environment on the way: the inner python-sb
 	 * has it from the record, and the program's /proc/self/environ then
-	 * holds none of it (firejail passes its environment on). */
-	r = -posix_spawn(&pid, p.argv[0], NULL, NULL, p.argv, (char *[]){NULL});
+	 * holds none of it (the tools pass their environment on). */
+	r = -posix_spawn(&pid, p.argv[0], NULL, NULL, p.argv, tool_env);
 	if (r == 0) {
 		wrapper_pid = pid;
 		/* Only the wrapper's side may hold the pipe: its end is EOF

@@ -244,6 +244,7 @@ static int build_binds(struct builder *bd, const struct sb_boundary *b, const st
 	for (size_t i = 0; r >= 0 && i < b->n_paths + n_files; i++) {
 		const char *path = i < b->n_paths ? b->paths[i].path : p->files[i - b->n_paths];
 		char resolved[PATH_MAX];
+		struct stat st;
 
 		if (sb_path_under(path, "/dev") || sb_path_under(path, "/proc"))
 			continue;
@@ -255,6 +256,10 @@ static int build_binds(struct builder *bd, const struct sb_boundary *b, const st
 		}
 		if (r < 0)
 			break;
+		/* An optional grant this user cannot reach (another user's
+		 * site-packages): bwrap's -try binds skip a missing one only. */
+		if ((i >= b->n_paths || b->paths[i].optional) && stat(resolved, &st) < 0)
+			continue;
 		binds[n].path = strdup(resolved);
 		if (!binds[n].path) {
 			r = -ENOMEM;
@@ -274,7 +279,9 @@ static int build_binds(struct builder *bd, const struct sb_boundary *b, const st
 }
 
 /* ignore=: an empty read-only directory over a directory, /dev/null over a
- * file (reads succeed and return nothing, spec section 8). */
+ * file (reads succeed and return nothing, spec section 8; writes are
+ * discarded). --dev-bind: bwrap's other binds are nodev, where opening a
+ * device fails with EACCES. */
 static int build_masks(struct builder *bd, const struct sb_boundary *b, const struct sb_profile *p,
 		       char **reterr)
 {
@@ -283,10 +290,10 @@ static int build_masks(struct builder *bd, const struct sb_boundary *b, const st
 
 	r = sb_wrap_collect_ignored(b, p, &set, reterr);
 	for (size_t i = 0; r >= 0 && i < set.n; i++)
-		r = set.items[i].dir
-			? sb_argv_add(&bd->argv, "--tmpfs", set.items[i].path, "--remount-ro",
-				      set.items[i].path, NULL)
-			: sb_argv_add(&bd->argv, "--ro-bind", "/dev/null", set.items[i].path, NULL);
+		r = set.items[i].dir ? sb_argv_add(&bd->argv, "--tmpfs", set.items[i].path,
+						   "--remount-ro", set.items[i].path, NULL)
+				     : sb_argv_add(&bd->argv, "--dev-bind", "/dev/null",
+						   set.items[i].path, NULL);
 	return r;
 }
 
@@ -356,10 +363,10 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 			/* Every namespace bwrap knows (user where it can, cgroup
 			 * where it can); network below. */
 			"--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-			/* The inner python-sb reads the environment from the
-			 * handover record and filters it; nothing of the host's
-			 * on the way. */
-			"--clearenv", "--proc", "/proc", "--dev", "/dev", NULL);
+			/* No --clearenv: bwrap gets no environment of the host's
+			 * (the inner python-sb reads it from the handover record)
+			 * but a sanitizer build's options. */
+			"--proc", "/proc", "--dev", "/dev", NULL);
 	if (r >= 0)
 		r = build_net(&bd, p, reterr);
 	if (r >= 0)
