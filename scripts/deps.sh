@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev libseccomp-dev)
 if [ "${1:-build}" = test ]; then
-	packages+=(python3-pytest clang clang-format util-linux)
+	# bubblewrap and firejail: the wrapper providers' tools (os-sandbox=bwrap, firejail).
+	packages+=(python3-pytest clang clang-format util-linux bubblewrap firejail)
 fi
 
 missing=()
