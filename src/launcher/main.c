@@ -177,26 +177,6 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 	return code;
 }
 
-/* The command line a run would use: without the first --explain, which is
- * this option (a program's own --explain comes after python-sb's options). */
-static int explain_wrapper(const struct sb_wrap_launch *l, struct sb_buf *out, char **reterr)
-{
-	_cleanup_strv_free_ char **argv = NULL;
-	struct sb_wrap_launch run_as = *l;
-	bool dropped = false;
-	int r = 0;
-
-	for (char *const *a = l->argv; r >= 0 && *a; a++)
-		if (dropped || !streq(*a, "--explain") || a == l->argv)
-			r = sb_strv_push(&argv, *a);
-		else
-			dropped = true;
-	if (r < 0)
-		return r;
-	run_as.argv = argv;
-	return sb_wrap_explain(&run_as, out, reterr);
-}
-
 /* From the policy to the program: the interpreter's paths, the kernel
  * boundary, then the embedded run. */
 static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note,
@@ -235,7 +215,7 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		r = sb_explain(e->profile, e->profile_path, e->provider, note, e->envp, &out);
 		if (r >= 0)
 			r = sb_boundary_explain(&boundary, &out);
-		if (r >= 0 && wrapper && explain_wrapper(&launch, &out, &err) < 0)
+		if (r >= 0 && wrapper && sb_wrap_explain(&launch, &out, &err) < 0)
 			r = sb_buf_printf(&out, "#   the command line cannot be built: %s\n",
 					  err ? err : "out of memory");
 		if (r < 0)
@@ -344,8 +324,7 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 
 int sb_launcher_main(int argc, char **argv)
 {
-	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside_state = {.status_fd = -1};
-	struct sb_wrap_inside *inside = &inside_state;
+	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside = {.status_fd = -1};
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
 	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
 	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
@@ -363,7 +342,7 @@ int sb_launcher_main(int argc, char **argv)
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r >= 0 && cli.inside) {
-		r = sb_wrap_inside_open(cli.inside, inside, &err);
+		r = sb_wrap_inside_open(cli.inside, &inside, &err);
 		if (r < 0)
 			return fail("cannot start inside the sandbox", err, r);
 	}
@@ -391,11 +370,11 @@ int sb_launcher_main(int argc, char **argv)
 			return fail("--pysandboxes-worker expects a descriptor number", cli.worker,
 				    -EINVAL);
 		/* Under a wrapper, the launching python-sb read the configuration. */
-		if (cli.inside && !inside->has_worker_config)
+		if (cli.inside && !inside.has_worker_config)
 			return fail("--pysandboxes-worker", "no configuration handed over",
 				    -EPROTO);
-		r = sb_worker_setup(fd, cli.inside ? inside->worker_config : NULL,
-				    inside->worker_config_len, &worker, &err);
+		r = sb_worker_setup(fd, cli.inside ? inside.worker_config : NULL,
+				    inside.worker_config_len, &worker, &err);
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 	}
@@ -406,16 +385,19 @@ int sb_launcher_main(int argc, char **argv)
 
 	/* Under a wrapper: what the launching python-sb saw (the wrapper gives
 	 * the program neither). */
-	for (char **e = cli.inside ? inside->env : environ; e && *e; e++)
+	for (char **e = cli.inside ? inside.env : environ; e && *e; e++)
 		if (sb_strv_push(&host_env, *e) < 0)
 			return fail("out of memory", NULL, -ENOMEM);
 	if (cli.inside) {
-		if (strlen(inside->cwd) >= sizeof(cwd))
+		if (strlen(inside.cwd) >= sizeof(cwd))
 			return fail("cannot read the current directory", NULL, -ENAMETOOLONG);
-		strcpy(cwd, inside->cwd);
+		strcpy(cwd, inside.cwd);
+		/* bwrap makes it; firejail shows it when it holds a grant. */
 		if (chdir(cwd) < 0)
-			return fail("cannot enter the current directory inside the sandbox", cwd,
-				    -errno);
+			return fail(
+			    "the sandbox does not show the current directory (expose it, or "
+			    "run from a directory the rules expose)",
+			    cwd, -errno);
 	} else if (!getcwd(cwd, sizeof(cwd))) {
 		return fail("cannot read the current directory", NULL, -errno);
 	}
@@ -468,11 +450,11 @@ int sb_launcher_main(int argc, char **argv)
 		 * (its binary is not even in here). */
 		provider = sb_provider_get(profile->os_sandbox);
 		r = provider && mode == SB_MODE_ENFORCE
-			? sb_wrap_inside_check(inside, provider, profile, &err)
+			? sb_wrap_inside_check(&inside, provider, profile, &err)
 			: sb_error(&err, -EINVAL,
 				   "started under os-sandbox=%s, but the rules "
 				   "now ask for no wrapper",
-				   inside->provider);
+				   inside.provider);
 	} else {
 		r = sb_provider_select(profile->os_sandbox, mode, &provider, &note, &warn, &err);
 	}
@@ -511,6 +493,6 @@ int sb_launcher_main(int argc, char **argv)
 		.argv = argv,
 		.host_env = host_env,
 		.cwd = cwd,
-		.inside = cli.inside ? inside : NULL,
+		.inside = cli.inside ? &inside : NULL,
 	    }));
 }

@@ -352,9 +352,22 @@ static int put_quoted(struct sb_buf *out, const char *arg)
 int sb_wrap_explain(const struct sb_wrap_launch *l, struct sb_buf *out, char **reterr)
 {
 	_cleanup_(prepared_done) struct prepared p = {-1, -1, -1, NULL};
-	int r;
+	_cleanup_strv_free_ char **argv = NULL;
+	struct sb_wrap_launch run_as = *l;
+	bool dropped = false;
+	int r = 0;
 
-	r = prepare(l, &p, reterr);
+	/* The command line a run would use: without the first --explain, this
+	 * option (a program's own --explain comes after python-sb's options). */
+	for (char *const *a = l->argv; r >= 0 && a && *a; a++)
+		if (dropped || a == l->argv || !streq(*a, "--explain"))
+			r = sb_strv_push(&argv, *a);
+		else
+			dropped = true;
+	if (r < 0)
+		return r;
+	run_as.argv = argv;
+	r = prepare(&run_as, &p, reterr);
 	if (r < 0)
 		return r;
 	r = sb_buf_puts(out, "#   command line (descriptors as they would be now):\n#    ");

@@ -53,8 +53,8 @@ struct sb_wrap_outcome {
  * the wrapper. 0 with *ret, or -errno with *reterr (nothing ran). */
 int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, char **reterr);
 
-/* The wrapper's command line as it would run now, shell-quoted, for
- * --explain. */
+/* The wrapper's command line as a run would use it (this --explain left out),
+ * shell-quoted, for --explain. */
 int sb_wrap_explain(const struct sb_wrap_launch *l, struct sb_buf *out, char **reterr);
 
 /* The inner side. */
