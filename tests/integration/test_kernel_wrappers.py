@@ -760,11 +760,13 @@ def test_ctrl_c_reaches_the_program(sb, w):
     assert (proc.returncode, out) == (5, "CAUGHT\n"), err
 
 
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 @pytest.mark.parametrize("w", WRAPPERS)
-def test_launching_side_killed_ends_the_sandbox(sb, w):
-    """SIGKILL leaves python-sb no chance to stop the tool: the sandbox ends
-    anyway (bwrap --die-with-parent; for firejail, the inner python-sb's
-    lifeline, wrap.c)."""
+def test_launching_side_killed_ends_the_sandbox(sb, w, sig):
+    """SIGTERM is passed to the tool, which ends the sandbox, and python-sb
+    dies of it as python would. SIGKILL leaves python-sb no chance to stop
+    the tool: the sandbox ends anyway (bwrap --die-with-parent; for firejail,
+    the inner python-sb's lifeline, wrap.c)."""
     marker = sb.path("rw/LATE")
     sb.mkdir("rw")
     sb.profile(base(w) + "expose-rw=./rw\n")
@@ -778,8 +780,8 @@ def test_launching_side_killed_ends_the_sandbox(sb, w):
                             text=True, env=dict(sb.env(), **SANITIZER_ENV),
                             stdin=subprocess.DEVNULL)
     assert proc.stdout.readline() == "READY\n"
-    proc.kill()
-    proc.wait()
+    proc.send_signal(sig)
+    assert proc.wait(timeout=TIMEOUT) == -sig
     time.sleep(2.5)
     assert not marker.exists(), "the program outlived python-sb"
 
