@@ -3,9 +3,9 @@
  * root that holds only the grants (the interpreter, the shared libraries,
  * what any CPython needs, the expose-* rules and the rule files), read-only
  * except expose-rw, with ignore= masked by empty placeholders, fresh /proc
- * and /dev, its own IPC, PID, UTS, cgroup and user namespaces, every
- * capability dropped, killed with its parent, and a network namespace of its
- * own (loopback only) unless bwrap.share-net. Inside, python-sb loads the
+ * and /dev, its own IPC, PID, UTS, cgroup (and, unprivileged, user)
+ * namespaces, every capability dropped, killed with its parent, and a network
+ * namespace of its own (loopback only) unless bwrap.share-net. Inside, python-sb loads the
  * seccomp filter and the limits itself (stronger than bwrap's --seccomp FD:
  * that filter would have to let bwrap execute python-sb, so it could not
  * refuse execve to the program) and runs the guard.
@@ -305,7 +305,7 @@ static int build_net(struct builder *bd, const struct sb_profile *p, char **rete
 	const struct sb_net_rule *allow = first_allow_rule(p);
 
 	if (shares_net(p))
-		return sb_argv_add(&bd->argv, "--share-net", NULL);
+		return 0;
 	if (allow)
 		return sb_error(
 		    reterr, -EOPNOTSUPP,
@@ -316,7 +316,7 @@ static int build_net(struct builder *bd, const struct sb_profile *p, char **rete
 		    "filter it), or remove the net= ALLOW rules",
 		    allow->text, allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
 		    allow->origin.line);
-	return 0;
+	return sb_argv_add(&bd->argv, "--unshare-net", NULL);
 }
 
 /* bwrap.<key>=<value> lines that python-sb does not know: --key, then the
@@ -360,13 +360,20 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	if (r < 0)
 		return r;
 	r = sb_argv_add(&bd.argv, bwrap,
-			/* Every namespace bwrap knows (user where it can, cgroup
-			 * where it can); network below. */
-			"--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+			/* Every namespace bwrap knows, the network below (cgroup
+			 * where the kernel has it). */
+			"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+			"--die-with-parent", "--cap-drop", "ALL",
 			/* No --clearenv: bwrap gets no environment of the host's
 			 * (the inner python-sb reads it from the handover record)
 			 * but a sanitizer build's options. */
 			"--proc", "/proc", "--dev", "/dev", NULL);
+	/* A user namespace for an unprivileged caller (bwrap needs one to
+	 * mount). For root it changes nothing (root inside is the host's uid 0
+	 * either way, its capabilities dropped; bwrap covers /proc/sys and the
+	 * like read-only) and costs a few hundred microseconds. */
+	if (r >= 0 && geteuid() != 0)
+		r = sb_argv_add(&bd.argv, "--unshare-user", NULL);
 	if (r >= 0)
 		r = build_net(&bd, p, reterr);
 	if (r >= 0)

@@ -192,7 +192,7 @@ static void test_bwrap_argv(void)
 	       "expose-ro read-only, expose-rw writable");
 	tap_ok(has_args(argv, "--dev-bind", "/dev/null") && has_args(argv, "/dev/null", key),
 	       "an ignored file masked");
-	tap_ok(!has_args(argv, "--share-net", NULL), "no net= rule: the sandbox's own network");
+	tap_ok(has_args(argv, "--unshare-net", NULL), "no net= rule: the sandbox's own network");
 	tap_ok(has_args(argv, "--hostname", "box") && has_args(argv, "box", "one"),
 	       "a pass-through key: --key and the value's words");
 	tap_ok(n >= 5 && streq(argv[n - 4], "/usr/bin/python-sb") && streq(argv[n - 5], "--"),
@@ -209,7 +209,7 @@ static void test_bwrap_argv(void)
 	TAP_IS_INT(build(&sb_provider_bwrap, "net=ALLOW|tcp|127.0.0.1|80|OUT\nbwrap.share-net=1\n",
 			 &argv, &err),
 		   0, "with share-net");
-	tap_ok(has_args(argv, "--share-net", NULL), "the host's network");
+	tap_ok(!has_args(argv, "--unshare-net", NULL), "the host's network");
 }
 
 static void test_firejail_argv(void)
