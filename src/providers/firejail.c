@@ -5,7 +5,7 @@
  * a private /dev, /etc cut down to a few files, rlimits...), no network, and
  * a file system cut down to the grants: every directory at the root that holds
  * no grant is blacklisted, one that does becomes a whitelist of its grants
- * (firejail's tmpfs with only them), the directories of executables too, and
+ * (firejail's tmpfs with only them), /usr's directories likewise, and
  * expose-ro is read-only. Inside, python-sb loads its own seccomp filter on top
  * of firejail's, the limits, and runs the guard.
  *
@@ -103,13 +103,6 @@ static const char *const etc_entries[] = {
     "pki",   "ca-certificates", "ld.so.cache",	 "localtime",
 };
 
-/* Directories of executables: blacklisted unless they hold a grant (then a
- * whitelist of it), so that a program allowed to start processes still needs
- * an expose-* rule for the binary, as under Landlock. */
-static const char *const exec_dirs[] = {
-    "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/usr/games", "/usr/libexec",
-};
-
 /* What firejail or the kernel provide: never blacklisted from the root. */
 static const char *const root_kept[] = {"proc", "sys", "dev", "usr", "tmp", "run"};
 
@@ -180,8 +173,7 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 	if (r >= 0)
 		r = sb_provider_add_note(b, "network: none (firejail --net=none)");
 	if (r >= 0)
-		r = sb_provider_add_note(b, "/usr is readable (but its directories of "
-					    "executables), /proc and /sys as firejail shows them");
+		r = sb_provider_add_note(b, "/proc and /sys as firejail shows them");
 	if (r >= 0 && p->n_ignores)
 		r = sb_provider_add_note(b, "ignore=: what matches now vanishes under expose-ro "
 					    "and is refused under expose-rw; what appears later "
@@ -430,8 +422,8 @@ static int blacklist_entries(struct builder *bd, const char *dir, const char *co
 	return r;
 }
 
-/* The root cut down to what the grants need (the directories of
- * executables too); /run, which firejail keeps its own files in, likewise. */
+/* The root cut down to what the grants need, /usr likewise; /run, which
+ * firejail keeps its own files in, too. */
 static int build_blacklist(struct builder *bd)
 {
 	static const char *const run_kept[] = {"firejail"};
@@ -440,9 +432,11 @@ static int build_blacklist(struct builder *bd)
 	r = blacklist_entries(bd, "/", root_kept, ELEMENTSOF(root_kept));
 	if (r >= 0 && !holds_whitelisted(bd, "/run"))
 		r = blacklist_entries(bd, "/run", run_kept, ELEMENTSOF(run_kept));
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(exec_dirs); i++)
-		if (!holds_whitelisted(bd, exec_dirs[i]) && access(exec_dirs[i], F_OK) == 0)
-			r = sb_argv_addf(&bd->argv, "--blacklist=%s", exec_dirs[i]);
+	/* /usr too (firejail whitelists in its directories): /usr/bin and the
+	 * like unless exposed, so that a program allowed to start processes
+	 * still needs an expose-* rule for the binary, as under Landlock. */
+	if (r >= 0)
+		r = blacklist_entries(bd, "/usr", NULL, 0);
 	/* Nothing of the host's /tmp: an empty one of the sandbox's own. */
 	if (r >= 0 && !holds_whitelisted(bd, "/tmp"))
 		r = sb_argv_add(&bd->argv, "--private-tmp", NULL);
