@@ -848,3 +848,31 @@ def test_repl_banner_names_the_provider(sb, w):
     assert (f"APIs are LIMITED according to the rules in '{rules}' and by the "
             f"os-sandbox={w}\n") in out, proc
     assert "42" in out
+
+
+def test_partial_mode_worker_under_the_tool(anyuser, pysandboxes_dir):
+    """An @sandbox function runs in a worker started under the tool, as the
+    caller and unprivileged: its guard refuses, and its kernel hides the
+    host's files from native code too."""
+    from test_partial import MODULE, Partial, main
+    w, sb = anyuser
+    partial = Partial(sb, pysandboxes_dir)
+    partial.write("mod.py", MODULE + textwrap.dedent('''
+        @sandbox
+        def native_read(path):
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            return libc.open(path.encode(), 0), ctypes.get_errno()
+        '''))
+    r = partial.run(main('''
+        print("uid", os.getuid() == 0, "result", inc(41))
+        try:
+            read("/etc/hostname")
+        except FileNotFoundError as e:
+            print("denied", bool(sandbox_denials(e)))
+        print("native", native_read("/etc/hostname"))
+        ''', w), profile="python-import=*\npython-api=ALLOW:native\n")
+    assert r.returncode == 0, r.stderr
+    assert "result 42" in r.stdout and "denied True" in r.stdout, r.stdout
+    assert f"uid {not unprivileged(sb)}" in r.stdout, r.stdout
+    assert f"native (-1, {errno.ENOENT})" in r.stdout, r.stdout
