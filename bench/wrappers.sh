@@ -39,6 +39,9 @@ bench_setup "$@"
 bench_out_dir wrappers
 bench_write_profile "$profile_dir/bwrap.py-sandboxes" os-sandbox=bwrap
 bench_write_profile "$profile_dir/firejail.py-sandboxes" os-sandbox=firejail
+# For the breakdown: python-sb run by hand inside bwrap's sandbox (no
+# launching python-sb, no handover), with the subprocess provider.
+bench_write_profile "$profile_dir/inside.py-sandboxes" os-sandbox=subprocess
 
 # The by-hand commands: python-sb's own command line for the tool (--explain),
 # with the interpreter in place of the inner python-sb, and the interpreter
@@ -71,6 +74,11 @@ for name, interp in [("ref", ref), ("python3", py3)]:
     # Before the new root is made read-only (bwrap applies them in order).
     at = opts.index("--dir")
     cmds[f"bwrap-{name}"] = opts[:at] + binds + opts[at:] + ["--", interp, "-c", "pass"]
+# The breakdown's command: bwrap by hand around python-sb itself.
+prof = f"{profile_dir}/inside.py-sandboxes"
+at = opts.index("--dir")
+cmds["bwrap-sb"] = opts[:at] + ["--ro-bind", prof, prof] + opts[at:] + \
+    ["--", sb, "--pysandboxes-config", prof, "-c", "pass"]
 fj = explained("firejail")
 opts = [a for a in fj[:fj.index(sb)] if not a.startswith("--keep-fd=")]
 for name, interp in [("ref", ref), ("python3", py3)]:
@@ -96,7 +104,7 @@ EOF
 . "$out/by-hand.sh"
 
 # Each command must run (and the by-hand ones import what python3 does).
-for c in "$bwrap_ref" "$bwrap_python3" "$firejail_ref" "$firejail_python3"; do
+for c in "$bwrap_ref" "$bwrap_python3" "$bwrap_sb" "$firejail_ref" "$firejail_python3"; do
     # shellcheck disable=SC2086  # words, as interleave.py splits them
     "${clean_env[@]}" $c </dev/null >/dev/null || die "this does not run here: $c"
 done
@@ -114,6 +122,7 @@ echo "== interleaved: $IRUNS rounds after 10 warm-up rounds" >&2
     python-sb-subprocess="$sb -c pass" \
     bwrap-ref="$bwrap_ref" \
     bwrap-python3="$bwrap_python3" \
+    bwrap-sb="$bwrap_sb" \
     python-sb-bwrap="$(sbc bwrap)" \
     firejail-ref="$firejail_ref" \
     firejail-python3="$firejail_python3" \
@@ -139,6 +148,7 @@ failed = False
 for a, b, gate in [("python-sb-bwrap", "bwrap-ref", True), ("python-sb-bwrap", "bwrap-python3", False),
                    ("python-sb-firejail", "firejail-ref", True),
                    ("python-sb-firejail", "firejail-python3", False),
+                   ("python-sb-bwrap", "bwrap-sb", False), ("bwrap-sb", "bwrap-ref", False),
                    ("bwrap-ref", "python-ref", False), ("firejail-ref", "python-ref", False),
                    ("python-sb-subprocess", "python-ref", False)]:
     r, lo, hi = paired(a, b)
