@@ -12,8 +12,14 @@
 
 /* Every part of the guard, in the order they are prepared and activated. */
 static const struct sb_guard_part *const parts[] = {
-    &sb_guard_imports_part, &sb_guard_files_part,	 &sb_guard_net_part,
-    &sb_guard_api_part,	    &sb_guard_native_files_part,
+    &sb_guard_imports_part,
+    &sb_guard_files_part,
+    &sb_guard_net_part,
+    &sb_guard_api_part,
+    &sb_guard_native_files_part,
+    /* After the API part: the eval layer takes its own copies of eval,
+     * exec and compile, whatever the API part put in their place. */
+    &sb_guard_eval_part,
 };
 
 /* All guard state is plain C data: no Python object holds it, so no

@@ -155,14 +155,16 @@ static int deny(int index)
 		return 0;
 	if (fn->category != SB_API_DYNAMIC_CODE || !api.eval_keys)
 		return sb_raise_api_denied(fn->qualname, category);
-	/* The profile asks for guarded evaluation, which a later version
-	 * provides: refusing is the only safe answer until then. */
+	/* Under eval-* keys the eval layer runs the program's own calls; what
+	 * reaches this point is source a library compiles or runs on the
+	 * program's behalf (code.interact, timeit, runpy.run_path...), or a code
+	 * object the guarded compile() did not make. */
 	if (asprintf(&message,
-		     "%s() is denied (category: %s): '%s' has eval-* keys, which ask for the eval "
-		     "guard, and the eval layer is not available yet in this version of "
-		     "python-sb. Remove the eval-* keys and add `python-api=ALLOW:%s` to run it "
-		     "unguarded",
-		     fn->qualname, category, sb_guard_profile_path(), fn->qualname) < 0) {
+		     "%s() is denied (category: %s): '%s' has eval-* keys, and the eval guard "
+		     "checks only what the program hands to eval/exec/compile itself, not "
+		     "source a library compiles or runs for it, nor code objects the guarded "
+		     "compile() did not make",
+		     fn->qualname, category, sb_guard_profile_path()) < 0) {
 		message = NULL;
 		PyErr_NoMemory();
 		return -1;

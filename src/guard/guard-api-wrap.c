@@ -5,6 +5,7 @@
 
 #include "guard-api-wrap.h"
 
+#include "eval.h"
 #include "guard-api-check.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
@@ -95,6 +96,13 @@ static int imp_hook_done(PyObject *module)
 	return r;
 }
 
+static enum sb_eval_builtin dynamic_builtin(size_t i)
+{
+	if (streq(sb_api_wraps[i].attr, "compile"))
+		return SB_EVAL_BUILTIN_COMPILE;
+	return streq(sb_api_wraps[i].attr, "exec") ? SB_EVAL_BUILTIN_EXEC : SB_EVAL_BUILTIN_EVAL;
+}
+
 static unsigned dynamic_budget(size_t i, PyObject *const *args, Py_ssize_t nargs)
 {
 	/* eval/exec of a string compile then run (two events); of a code
@@ -114,6 +122,11 @@ static PyObject *call_entry(size_t i, PyObject *const *args, Py_ssize_t nargs, P
 		PyErr_Format(PyExc_RuntimeError, "%s is not available", sb_api_wraps[i].attr);
 		return NULL;
 	}
+	/* The eval layer (src/eval) runs the program's own eval/exec/compile:
+	 * guarded under eval-* keys, learned as eval-* rules while learning. */
+	if (family == SB_API_EV_DYNAMIC && sb_guard_armed() && sb_eval_takes_over() &&
+	    !sb_api_caller_is_library())
+		return sb_eval_builtin(dynamic_builtin(i), args, nargs, kwnames);
 	if (check_entry(i) < 0)
 		return NULL;
 	if (family != SB_API_EV_NONE) {

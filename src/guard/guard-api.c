@@ -29,6 +29,7 @@
 #include <frameobject.h>
 
 #include "api-registry.h"
+#include "eval.h"
 #include "guard-api-check.h"
 #include "guard-api-table.h"
 #include "guard-api-wrap.h"
@@ -357,7 +358,10 @@ static int on_exec_code(PyObject *args)
 		PyErr_Clear();
 	if (m >= 0)
 		return check_module_rerun(m);
-	if (claimed || sb_api_caller_is_library())
+	/* The eval layer running code it let through (its own, or while
+	 * learning), whatever the grants: a guarded module's body above is
+	 * judged all the same. */
+	if (claimed || sb_eval_owns_event() || sb_api_caller_is_library())
 		return 0;
 	return sb_api_check(SB_API_FN_builtins_exec);
 }
@@ -431,6 +435,9 @@ static int on_compile(PyObject *args)
 	const char *name, *file;
 	bool generated, in_runtime;
 
+	/* The eval layer parsing a source it checks, or compiling the result. */
+	if (sb_eval_owns_event())
+		return 0;
 	if (PyTuple_Size(args) < 2) {
 		PyErr_Clear();
 		return check_compile();

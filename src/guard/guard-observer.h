@@ -24,6 +24,8 @@ enum sb_refusal_kind {
 	SB_REFUSAL_IMPORT,	 /* subject: the top-level module */
 	SB_REFUSAL_API,		 /* subject: the registry function's qualname */
 	SB_REFUSAL_API_CATEGORY, /* category: an operation only a category rule grants */
+	SB_REFUSAL_EVAL,	 /* subject: what evaluated code used that the eval-*
+				    rules do not allow; eval_kind, eval_profile */
 };
 
 struct sb_refusal {
@@ -33,7 +35,9 @@ struct sb_refusal {
 	unsigned protocol;  /* SB_NET_TCP or SB_NET_UDP (net-policy.h) */
 	unsigned direction; /* SB_NET_IN or SB_NET_OUT */
 	uint16_t port;
-	int category; /* enum sb_api_category */
+	int category;		  /* enum sb_api_category */
+	int eval_kind;		  /* enum sb_eval_learn_kind (src/eval/eval-learn.h) */
+	const char *eval_profile; /* the eval profile's name, NULL for the default one */
 };
 
 enum sb_refusal_answer {

@@ -55,6 +55,8 @@ extern const struct sb_guard_part sb_guard_files_part;
 extern const struct sb_guard_part sb_guard_net_part;
 extern const struct sb_guard_part sb_guard_api_part;
 extern const struct sb_guard_part sb_guard_native_files_part;
+/* The eval-* layer (src/eval; guard-eval.c adapts it). */
+extern const struct sb_guard_part sb_guard_eval_part;
 
 /* Runs every part's after_import (called by the import wrapper). */
 int sb_guard_after_import(void);

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <sys/resource.h>
 
+#include "cgroup.h"
 #include "provider.h"
 #include "resource-limits.h"
 
@@ -19,19 +20,7 @@ static bool category_granted(const struct sb_profile *p, enum sb_api_category c)
 static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p,
 			  enum sb_rules_mode mode)
 {
-	/* Learning records what the rules would refuse, native code included
-	 * (learn-native.c): the filter refuses nothing the Python guard lets
-	 * through while learning. */
-	if (mode == SB_MODE_LEARN) {
-		b->seccomp = (struct sb_seccomp_policy){
-		    .allow_inet = true,
-		    .allow_udp = true,
-		    .allow_unix_socket = true,
-		    .allow_exec = true,
-		    .allow_fork = true,
-		};
-		return;
-	}
+	b->seccomp.landlock = b->provider->flags & SB_PROVIDER_FILES;
 	for (size_t i = 0; i < p->n_nets; i++) {
 		if (p->nets[i].action != SB_NET_ALLOW)
 			continue;
@@ -48,9 +37,28 @@ static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p,
 	for (size_t i = 0; i < p->n_exposes; i++)
 		if (p->exposes[i].writable && p->py_sandbox)
 			b->seccomp.allow_unix_socket = true;
+	/* Creating, renaming, removing files and changing their metadata: only
+	 * with somewhere to write. seccomp cannot see paths; Landlock bounds
+	 * where the writes go, and has no right for metadata at all. */
+	for (size_t i = 0; i < p->n_exposes; i++)
+		if (p->exposes[i].writable)
+			b->seccomp.allow_write = true;
 	/* The kernel enforces the python-api decision for process creation, so
 	 * that native code cannot do what the Python guard refuses. */
 	b->seccomp.allow_exec = b->seccomp.allow_fork = category_granted(p, SB_API_PROCESS_EXEC);
+
+	/* Learning records what the rules would refuse, native code included
+	 * (learn-native.c watches the profile's own allowlist): the filter
+	 * refuses nothing the Python guard lets through while learning. */
+	b->seccomp_profile = b->seccomp;
+	if (mode == SB_MODE_LEARN) {
+		b->seccomp.allow_inet = true;
+		b->seccomp.allow_udp = true;
+		b->seccomp.allow_unix_socket = true;
+		b->seccomp.allow_exec = true;
+		b->seccomp.allow_fork = true;
+		b->seccomp.allow_write = true;
+	}
 }
 
 int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *provider,
@@ -60,15 +68,26 @@ int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *prov
 	struct sb_boundary b = {
 	    .provider = provider,
 	    .use_seccomp = provider->flags & SB_PROVIDER_SECCOMP,
+	    .drop_capabilities = provider->flags & SB_PROVIDER_PRIVILEGES,
 	};
 	int r = 0;
 
 	if (provider->flags & SB_PROVIDER_LIMITS)
 		b.limits = p->limits;
+	if (provider->flags & SB_PROVIDER_PRIVILEGES)
+		b.user = p->user;
 	if (b.use_seccomp)
 		build_seccomp(&b, p, mode);
 	if (provider->prepare)
 		r = provider->prepare(&b, p, interp);
+	/* A cgroup v2 memory limit for the whole tree, where one can be made
+	 * (cgroup.h); RLIMIT_AS applies anyway. Not with a provider that
+	 * confines nothing (no seccomp: os-sandbox=none). */
+	if (r >= 0 && b.limits.memory_bytes && b.use_seccomp) {
+		r = sb_cgroup_probe("/", &b.cgroup_parent, &b.cgroup_note);
+		if (r == -EOPNOTSUPP)
+			r = 0;
+	}
 	if (r < 0) {
 		sb_boundary_done(&b);
 		return r;
@@ -86,6 +105,9 @@ void sb_boundary_done(struct sb_boundary *b)
 	sb_strv_free(b->notes);
 	free(b->bind_ports);
 	free(b->connect_ports);
+	free(b->cgroup_parent);
+	free(b->cgroup_note);
+	free(b->rule_file_conflict);
 	*b = (struct sb_boundary){0};
 }
 
@@ -120,6 +142,7 @@ static int check_memory_limit(const struct sb_limits *l, char **reterr)
 int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **reterr)
 {
 	const struct sb_provider *provider = b->provider;
+	struct sb_privileges_report privileges;
 	int r;
 
 	/* A wrapper confines the program it runs, not this process: only
@@ -129,11 +152,16 @@ int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **rete
 				"os-sandbox=%s runs the program under another program: its "
 				"boundary cannot be entered by this process",
 				provider->name);
+	if (b->rule_file_conflict)
+		return sb_error(reterr, -EPERM, "%s", b->rule_file_conflict);
 	if (provider->enter) {
 		r = provider->enter(b, warnings, reterr);
 		if (r < 0)
 			return r;
 	}
+	r = sb_privileges_drop(&b->user, b->drop_capabilities, &privileges, reterr);
+	if (r < 0)
+		return r;
 	if (b->use_seccomp) {
 		r = sb_seccomp_apply(&b->seccomp, reterr);
 		if (r < 0)
@@ -180,6 +208,8 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 		r = b->provider->explain(b, out);
 	else if (r >= 0)
 		r = sb_buf_puts(out, "#   no Landlock ruleset with this provider\n");
+	if (r >= 0)
+		r = sb_privileges_explain(&b->user, b->drop_capabilities, out);
 	if (r >= 0 && b->use_seccomp)
 		r = sb_seccomp_describe(&b->seccomp, out);
 	else if (r >= 0)
@@ -193,5 +223,36 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 			r = sb_buf_printf(out, "#   %s: %llu%s\n", limits[i].key, v,
 					  limits[i].unit);
 	}
+	/* Which mechanism holds each, where it is not obvious. */
+	if (r >= 0 && b->limits.memory_bytes)
+		r = sb_buf_printf(
+		    out,
+		    "#   limit-memory holds by: RLIMIT_AS (each process's address "
+		    "space)%s%s%s%s\n",
+		    b->cgroup_parent ? ", and cgroup v2 memory.max for the whole tree "
+				       "(a child of "
+		    : b->cgroup_note ? "; no cgroup for the whole tree ("
+				     : "",
+		    b->cgroup_parent ? b->cgroup_parent
+		    : b->cgroup_note ? b->cgroup_note
+				     : "",
+		    b->cgroup_parent || b->cgroup_note ? ")" : "",
+		    b->use_seccomp ? "; memfd_create and System V shared memory refused by seccomp"
+				   : "");
+	if (r >= 0 && b->limits.output_bytes)
+		r = sb_buf_puts(out, "#   limit-output holds by: the supervisor counts what the "
+				     "program and its children write to stdout and stderr (pipes), "
+				     "and kills them all at the first byte past it (status 125)\n");
 	return r;
+}
+
+bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret)
+{
+	*ret = (struct sb_supervise_options){
+	    .timeout_ms = b->limits.timeout_ms,
+	    .output_bytes = b->limits.output_bytes,
+	    .memory_bytes = b->limits.memory_bytes,
+	    .cgroup_parent = b->cgroup_parent,
+	};
+	return ret->timeout_ms || ret->output_bytes || ret->cgroup_parent;
 }

@@ -4,7 +4,9 @@
 #include <stdint.h>
 
 #include "landlock.h"
+#include "privileges.h"
 #include "profile.h"
+#include "resource-limits.h"
 #include "seccomp-filter.h"
 
 /* The kernel side of a policy: what the provider makes the kernel enforce
@@ -39,7 +41,19 @@ struct sb_boundary {
 	bool entered_by_wrapper;
 	bool use_seccomp; /* SB_PROVIDER_SECCOMP */
 	struct sb_seccomp_policy seccomp;
+	/* Learning (SB_MODE_LEARN): seccomp is relaxed, and this is the
+	 * profile's own allowlist, which learning's native observer watches. */
+	struct sb_seccomp_policy seccomp_profile;
+	bool drop_capabilities;	 /* SB_PROVIDER_PRIVILEGES */
 	struct sb_limits limits; /* SB_PROVIDER_LIMITS */
+	struct sb_identity user; /* user=: the identity to run the program as */
+	/* limit-memory: where the program's cgroup v2 goes (cgroup.h), or NULL
+	 * and why not, for --explain. */
+	char *cgroup_parent, *cgroup_note;
+	/* A rule file a writable grant reaches (rule-files.h), set by a
+	 * provider that cannot hide it: the boundary cannot be entered, and
+	 * --explain says why. */
+	char *rule_file_conflict;
 };
 
 /* Learning (mode SB_MODE_LEARN) gets a seccomp filter that refuses nothing
@@ -51,12 +65,18 @@ int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *prov
 void sb_boundary_done(struct sb_boundary *b);
 
 /* The provider's part, then seccomp, then the resource limits (last: building
- * the ruleset and the filter needs memory and descriptors). Must run before
+ * the ruleset and the filter needs memory and descriptors); between the
+ * provider's part and seccomp, the identity and the capabilities
+ * (privileges.h: seccomp refuses the calls that drop them). Must run before
  * any thread exists: Landlock and seccomp only bind the calling thread and
  * what it creates later. What the kernel could not enforce is added to
  * *warnings. 0, or -errno with *reterr; after a failure the program must not
  * run. */
 int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **reterr);
+
+/* Whether a supervisor process must run the program (timeout=, limit-output=,
+ * limit-memory= with a cgroup), and its options. */
+bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret);
 
 /* Appends the kernel side of the policy to --explain's output. */
 int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out);

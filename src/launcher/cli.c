@@ -25,7 +25,6 @@ enum {
 	OPT_CONFIG = 1u << 5,  /* --pysandboxes-config */
 	OPT_EXPLAIN = 1u << 6, /* --explain */
 	OPT_WORKER = 1u << 7,  /* --pysandboxes-worker: the pysandboxes package's worker */
-	OPT_INSIDE = 1u << 15, /* --pysandboxes-inside: re-entered under a wrapper provider */
 
 	/* CPython flags the launcher must know before the interpreter parses them. */
 	OPT_ISOLATED = 1u << 8,
@@ -35,6 +34,9 @@ enum {
 	OPT_INTERACTIVE = 1u << 12,
 	OPT_QUIET = 1u << 13,
 	OPT_NO_SITE = 1u << 14,
+	OPT_REPORT = 1u << 15,	  /* --report=FILE: the run report (docs/report.md) */
+	OPT_REPORT_FD = 1u << 16, /* --report-fd=N: the same, to a descriptor */
+	OPT_INSIDE = 1u << 17,	  /* --pysandboxes-inside: re-entered under a wrapper provider */
 };
 
 /* CPython's SHORT_OPTS ("bBc:dEhiIJm:OPqRsStuvVW:xX:?"). 't' is still accepted, and ignored, by
@@ -84,6 +86,8 @@ static const struct long_opt {
     {"explain", OPT_OURS | OPT_EXPLAIN},
     {"pysandboxes-worker", OPT_ARG | OPT_OURS | OPT_WORKER},
     {"pysandboxes-inside", OPT_ARG | OPT_OURS | OPT_INSIDE},
+    {"report", OPT_ARG | OPT_OURS | OPT_REPORT},
+    {"report-fd", OPT_ARG | OPT_OURS | OPT_REPORT_FD},
 };
 
 static const struct {
@@ -335,6 +339,18 @@ static int scan_long(struct parser *p)
 		return p->cli.inside ? 0 : -ENOMEM;
 	}
 
+	if (o->flags & (OPT_REPORT | OPT_REPORT_FD)) {
+		char **field = o->flags & OPT_REPORT ? &p->cli.report : &p->cli.report_fd;
+
+		if (!value || !*value)
+			return usage_error(p, "--%s requires %s", o->name,
+					   o->flags & OPT_REPORT ? "a file name"
+								 : "a descriptor number");
+		free(*field);
+		*field = strdup(value);
+		return *field ? 0 : -ENOMEM;
+	}
+
 	/* --check-hash-based-pycs: CPython's own messages, including its "options" plural. */
 	if (!value)
 		return usage_error(p, "Argument expected for the %s options", tok);
@@ -450,6 +466,8 @@ void sb_cli_done(struct sb_cli *cli)
 	free(cli->config_path);
 	free(cli->worker);
 	free(cli->inside);
+	free(cli->report);
+	free(cli->report_fd);
 	sb_strv_free(cli->python_argv);
 	free(cli->target);
 	*cli = (struct sb_cli){0};

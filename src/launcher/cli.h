@@ -24,6 +24,8 @@ struct sb_cli {
 	/* --pysandboxes-inside=FD: started by python-sb itself under a wrapper
 	 * provider, FD being the handover record (wrap.h; hidden). */
 	char *inside;
+	char *report;	   /* --report=FILE: write the run report there */
+	char *report_fd;   /* --report-fd=N: write it to this inherited descriptor */
 	bool help;	   /* -h, -?, --help */
 	bool version;	   /* -V or --version (count in version_level) */
 	int version_level; /* -V once: 1, -VV: 2 */

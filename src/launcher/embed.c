@@ -6,6 +6,8 @@
 
 #include "audit-guard.h"
 #include "learn.h"
+#include "report-alloc.h"
+#include "report-collector.h"
 #include "util.h"
 
 static int status_error(PyStatus status, char **reterr)
@@ -219,6 +221,8 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 	 * policy's back; UTF-8 mode gives the same decoding without it. */
 	preconfig.coerce_c_locale = 0;
 	preconfig.coerce_c_locale_warn = 0;
+	if (e->report)
+		sb_report_alloc_preconfig(&preconfig);
 	status = Py_PreInitializeFromBytesArgs(
 	    &preconfig, (Py_ssize_t)sb_strv_length(e->cli->python_argv), e->cli->python_argv);
 	if (PyStatus_Exception(status))
@@ -273,6 +277,11 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		return status_error(status, reterr);
 	}
 
+	/* Before the guard is armed: installing the hooks raises audit events
+	 * it refuses to the program. */
+	r = sb_report_collector_install(e->cli, reterr);
+	if (r < 0)
+		return r;
 	r = sb_guard_activate(reterr);
 	if (r < 0)
 		return r;
@@ -300,6 +309,7 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		if (Py_FinalizeEx() < 0 && *ret_exit_code == 0)
 			*ret_exit_code = 120;
 	} else {
+		sb_report_collector_start();
 		*ret_exit_code = Py_RunMain();
 	}
 	sb_guard_release();

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "profile.h"
 #include "provider.h"
+#include "report-supervise.h"
 #include "worker.h"
 
 struct sb_embed {
@@ -18,6 +19,8 @@ struct sb_embed {
 	/* Partial mode: serve calls instead of running a program; NULL otherwise. */
 	const struct sb_worker *worker;
 	const struct sb_provider *provider; /* the one in use: the banner, the worker's report */
+	/* --report/--report-fd: the run report (src/report); NULL otherwise. */
+	const struct sb_report_request *report;
 };
 
 /* Two steps around the kernel boundary. sb_embed_prepare() sets the program's

@@ -5,6 +5,7 @@
 #define LAYER_GUARD    "Python guard (C audit hook)"
 /* Said plainly so that nobody mistakes a parsed rule for a protection. */
 #define LAYER_PENDING "parsed and validated; NOT enforced by this version"
+#define LAYER_EVAL    "eval guard: checked and rewritten in C, budgets at run time"
 
 static int rule_line(struct sb_buf *out, const char *text, struct sb_origin o, const char *layer)
 {
@@ -241,6 +242,12 @@ static char *eval_scalar_text(const struct sb_eval_profile *ep, int k)
 	return asprintf(&text, "%llu", v) < 0 ? NULL : text;
 }
 
+/* The eval guard is a part of the Python guard: off with it. */
+static const char *eval_layer(const struct sb_profile *p)
+{
+	return p->py_sandbox ? LAYER_EVAL : LAYER_OFF;
+}
+
 static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 {
 	int r =
@@ -261,7 +268,7 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 					     suffix, ep->items[k][j].deny ? "DENY:" : "",
 					     ep->items[k][j].value) < 0)
 					return -ENOMEM;
-				r = rule_line(out, text, ep->items[k][j].origin, LAYER_PENDING);
+				r = rule_line(out, text, ep->items[k][j].origin, eval_layer(p));
 			}
 		for (int k = 0; r >= 0 && k < SB_EVAL_SCALAR__N; k++) {
 			_cleanup_free_ char *text = NULL, *value = eval_scalar_text(ep, k);
@@ -273,7 +280,7 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 			r = rule_line(out, text,
 				      ep->scalar_set[k] ? ep->scalar_origin[k]
 							: (struct sb_origin){NULL, 0},
-				      LAYER_PENDING);
+				      eval_layer(p));
 		}
 	}
 	return r;

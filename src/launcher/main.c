@@ -12,15 +12,18 @@
 #include "env-policy.h"
 #include "explain.h"
 #include "guard-net.h"
+#include "inherited.h"
 #include "launcher.h"
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
+#include "report-supervise.h"
 #include "resource-limits.h"
+#include "serve-exec.h"
 #include "usage.h"
 #include "worker.h"
-#include "util.h"
 #include "wrap.h"
+#include "util.h"
 
 #define EXIT_USAGE 2
 /* What the original returns (-1) for a configuration error: distinct from any
@@ -28,6 +31,8 @@
 #define EXIT_CONFIG 255
 /* As timeout(1). */
 #define EXIT_TIMEOUT 124
+/* limit-output= exceeded: a status of its own for a service to tell apart. */
+#define EXIT_OUTPUT 125
 
 extern char **environ;
 
@@ -100,17 +105,6 @@ static int report_diags(struct sb_diags *d, bool warnings)
 	return -EINVAL;
 }
 
-/* Rules this version parses and validates but does not enforce yet: say so on
- * every run that has them, rather than let a user believe they protect. */
-static void warn_unenforced(const struct sb_profile *p)
-{
-	if (p->eval.any_key)
-		fprintf(stderr,
-			"python-sb: warning: eval-* rules are parsed but the eval layer is "
-			"not in this version: eval/exec/compile of strings stay refused (see "
-			"--explain)\n");
-}
-
 static int fail(const char *what, const char *detail, int r)
 {
 	fprintf(stderr, "python-sb: %s%s%s\n", what, detail ? ": " : "",
@@ -118,23 +112,35 @@ static int fail(const char *what, const char *detail, int r)
 	return EXIT_CONFIG;
 }
 
-/* The supervisor's side of a timeout: report like `python` would see it. */
-static int mirror_child(int status, bool timed_out, unsigned long long timeout_ms)
+/* The supervisor's side: report like `python` would see it. */
+static int mirror_child(const struct sb_supervise_result *res, const struct sb_limits *limits)
 {
-	if (timed_out) {
+	if (res->timed_out) {
 		fprintf(stderr,
 			"python-sb: timeout=%llums expired: the program and every process it "
 			"started were killed\n",
-			timeout_ms);
+			limits->timeout_ms);
 		return EXIT_TIMEOUT;
 	}
-	if (WIFSIGNALED(status)) {
-		/* Die the same way, so our parent sees what `python` would show. */
-		signal(WTERMSIG(status), SIG_DFL);
-		raise(WTERMSIG(status));
-		return 128 + WTERMSIG(status);
+	if (res->output_exceeded) {
+		fprintf(stderr,
+			"python-sb: limit-output=%lluB exceeded: the program and every process it "
+			"started were killed\n",
+			limits->output_bytes);
+		return EXIT_OUTPUT;
 	}
-	return WEXITSTATUS(status);
+	if (res->memory_exceeded)
+		fprintf(stderr,
+			"python-sb: limit-memory=%lluB exceeded: the kernel killed the program "
+			"(its cgroup's memory.max)\n",
+			limits->memory_bytes);
+	if (WIFSIGNALED(res->status)) {
+		/* Die the same way, so our parent sees what `python` would show. */
+		signal(WTERMSIG(res->status), SIG_DFL);
+		raise(WTERMSIG(res->status));
+		return 128 + WTERMSIG(res->status);
+	}
+	return WEXITSTATUS(res->status);
 }
 
 /* What a wrapper provider needs besides the embedding: python-sb's own
@@ -159,7 +165,8 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
 	if (WIFSIGNALED(o.wait_status))
-		return mirror_child(o.wait_status, false, 0);
+		return mirror_child(&(struct sb_supervise_result){.status = o.wait_status},
+				    &l->boundary->limits);
 	code = WEXITSTATUS(o.wait_status);
 	if (!o.started) {
 		fprintf(stderr,
@@ -173,7 +180,9 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 	/* The program died without python-sb's exit: the wrapper's 128+N is
 	 * the signal N, raised again here as `python` would have died. */
 	if (code > 128 && code - 128 < NSIG)
-		return mirror_child(code - 128 /* a wait status: killed by it */, false, 0);
+		return mirror_child(
+		    &(struct sb_supervise_result){.status = code - 128 /* killed by it */},
+		    &l->boundary->limits);
 	return code;
 }
 
@@ -187,9 +196,11 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	_cleanup_strv_free_ char **kernel_warnings = NULL;
 	_cleanup_free_ char *err = NULL;
 	struct sb_embed_state *state = NULL;
+	struct sb_supervise_options supervise;
+	struct sb_supervise_result res;
 	struct sb_wrap_launch launch;
-	bool is_child = true, timed_out = false, wrapper;
-	int r, status = 0, exit_code = 0;
+	bool is_child = true, wrapper;
+	int r, exit_code = 0;
 
 	r = sb_embed_prepare(e, &state, &paths, &err);
 	if (r < 0)
@@ -207,6 +218,7 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	    .host_env = wrapping->host_env,
 	    .cwd = wrapping->cwd,
 	    .worker = e->worker,
+	    .report = e->report,
 	};
 
 	if (e->cli->explain) {
@@ -232,7 +244,6 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	if (e->profile->py_sandbox) {
 		_cleanup_strv_free_ char **warnings = NULL;
 
-		warn_unenforced(e->profile);
 		/* Host names are resolved and pinned now, while /etc/hosts and DNS
 		 * are still reachable: the boundary may hide both. */
 		r = sb_guard_net_resolve(e->profile, &warnings, &err);
@@ -243,16 +254,20 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 			return EXIT_CONFIG;
 		}
 	}
-	if (boundary.limits.timeout_ms) {
-		r = sb_supervise(boundary.limits.timeout_ms, &is_child, &status, &timed_out, &err);
+	if (sb_boundary_supervise(&boundary, &supervise) || e->report) {
+		r = e->report ? sb_report_supervise(e->report, &supervise, &boundary.limits,
+						    &is_child, &res, &err)
+			      : sb_supervise_run(&supervise, &is_child, &res, &err);
 		if (r < 0)
-			return fail("cannot start the timeout supervisor", err, r);
+			return fail(e->report ? "cannot report on the program"
+					      : "cannot start the supervisor",
+				    err, r);
 		if (!is_child)
-			return mirror_child(status, timed_out, boundary.limits.timeout_ms);
+			return mirror_child(&res, &boundary.limits);
 	}
 	/* The native observer's helper is forked now: before the boundary,
 	 * and in the process that runs the program (after the supervisor). */
-	r = sb_learn_begin(&paths, &err);
+	r = sb_learn_begin(&paths, &boundary, &err);
 	if (r < 0)
 		return fail("cannot start learning mode", err, r);
 	r = sb_boundary_enter(&boundary, &kernel_warnings, &err);
@@ -324,7 +339,8 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 
 int sb_launcher_main(int argc, char **argv)
 {
-	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside = {.status_fd = -1};
+	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside = {.status_fd = -1,
+								       .report_fd = -1};
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
 	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
 	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
@@ -332,13 +348,22 @@ int sb_launcher_main(int argc, char **argv)
 	_cleanup_strv_free_ char **host_env = NULL, **site_dirs = NULL, **envp = NULL;
 	_cleanup_free_ char *err = NULL, *config = NULL, *venv = NULL, *note = NULL;
 	const char *learn_file = NULL;
+	struct sb_report_request report = {.fd = -1};
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
 	enum sb_rules_mode mode = SB_MODE_ENFORCE;
+	struct sb_lookup_env lookup;
 	struct sb_load_options opts;
 	bool warn = false;
 	ssize_t n;
 	int r;
+
+	/* `python-sb serve`: the service, a program of its own (a script named
+	 * "serve" runs as `python-sb ./serve`). */
+	if (argc >= 2 && streq(argv[1], "serve")) {
+		r = sb_serve_exec(argc, argv, &err);
+		return fail("cannot start the service", err, r);
+	}
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r >= 0 && cli.inside) {
@@ -378,6 +403,38 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 	}
+	if (cli.report_fd) {
+		unsigned long long fd;
+
+		if (sb_safe_atou64(cli.report_fd, &fd) < 0 || fd < 3 || fd > INT_MAX)
+			return fail("--report-fd expects a descriptor number above 2",
+				    cli.report_fd, -EINVAL);
+		report.fd = (int)fd;
+	}
+	report.path = cli.report;
+	/* Under a wrapper, the launching python-sb opened the report's file
+	 * (the wrapper's view may not show it) and hands the descriptor over. */
+	if (cli.inside && inside.report_fd >= 0) {
+		report.fd = inside.report_fd;
+		report.path = NULL;
+	}
+	/* Nothing the caller left open reaches the program: only the worker's
+	 * channel, the report's descriptor (the supervisor's: the program's
+	 * process closes it), and a descriptor the command line names
+	 * (python-sb <(cmd)). */
+	{
+		const int keep[] = {
+		    cli.worker ? worker.fd : -1,
+		    report.fd,
+		    cli.mode == SB_RUN_SCRIPT ? sb_inherited_fd_named(cli.target) : -1,
+		    sb_inherited_fd_named(cli.config_path),
+		    inside.status_fd,
+		};
+
+		r = sb_inherited_close_fds(keep, ELEMENTSOF(keep), &err);
+		if (r < 0)
+			return fail("cannot close the inherited descriptors", err, r);
+	}
 
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
 	if (wants_cpython_help(&cli))
@@ -385,7 +442,9 @@ int sb_launcher_main(int argc, char **argv)
 
 	/* Under a wrapper: what the launching python-sb saw (the wrapper gives
 	 * the program neither). */
-	for (char **e = cli.inside ? inside.env : environ; e && *e; e++)
+	if (cli.inside)
+		host_env = TAKE_PTR(inside.env);
+	for (char **e = cli.inside ? NULL : environ; e && *e; e++)
 		if (sb_strv_push(&host_env, *e) < 0)
 			return fail("out of memory", NULL, -ENOMEM);
 	if (cli.inside) {
@@ -403,14 +462,12 @@ int sb_launcher_main(int argc, char **argv)
 	}
 	venv = detect_venv(host_env);
 	site_dirs = site_dirs_for(venv);
-	r = sb_config_locate(
-	    &cli,
-	    &(struct sb_lookup_env){
-		.cwd = cwd,
-		.pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
-		.site_dirs = site_dirs,
-	    },
-	    &config);
+	lookup = (struct sb_lookup_env){
+	    .cwd = cwd,
+	    .pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
+	    .site_dirs = site_dirs,
+	};
+	r = sb_config_locate(&cli, &lookup, &config);
 	if (r < 0)
 		return fail("cannot locate the rule file", NULL, r);
 
@@ -442,6 +499,17 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("cannot load the rules", NULL, r);
 	if (report_diags(&diags, !cli.inside) < 0)
 		return EXIT_CONFIG;
+	/* A rule file the next run would read first, if the program made it:
+	 * the kernel boundary keeps it out of reach too. */
+	{
+		char *shadow = NULL;
+
+		r = sb_config_shadowing(&cli, &lookup, config, &shadow);
+		if (r >= 0 && shadow)
+			r = sb_strv_consume(&profile->missing_files, shadow);
+		if (r < 0)
+			return fail("out of memory", NULL, r);
+	}
 
 	if (sb_learn_wanted(profile, config, &learn_file))
 		mode = SB_MODE_LEARN;
@@ -462,6 +530,7 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("the sandbox cannot be applied", err, r);
 	if (warn)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
+	report.provider = provider->name;
 	if (mode == SB_MODE_LEARN) {
 		r = start_learning(profile, &opts, learn_file, host_env, cwd, provider, note, &err);
 		if (r < 0)
@@ -475,6 +544,14 @@ int sb_launcher_main(int argc, char **argv)
 	 * instead of realpath()'s one per component. */
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	self_exe[n > 0 ? n : 0] = '\0';
+	/* The caller's variables were needed for ${VAR} and the policy's
+	 * environment; nothing reads them from here on (learning shows the
+	 * program the whole environment anyway). A wrapper provider's launching
+	 * python-sb hands them to the inner one, which scrubs its copies: the
+	 * program runs there. */
+	if (mode != SB_MODE_LEARN && !((provider->flags & SB_PROVIDER_WRAPS_EXEC) && !cli.inside))
+		sb_inherited_scrub_environment(
+		    host_env, argc > 0 ? argv[argc - 1] + strlen(argv[argc - 1]) + 1 : NULL);
 
 	return sb_learn_end(run(
 	    &(struct sb_embed){
@@ -487,6 +564,7 @@ int sb_launcher_main(int argc, char **argv)
 		.site_dirs = site_dirs,
 		.worker = cli.worker ? &worker : NULL,
 		.provider = provider,
+		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 	    },
 	    mode, note,
 	    &(struct wrapping){

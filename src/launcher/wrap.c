@@ -35,7 +35,8 @@ static int put_entry(struct sb_buf *b, const char *key, const char *value)
 }
 
 /* The record's text: NUL-separated key=value entries after the magic. */
-static int record_text(const struct sb_wrap_launch *l, int status_fd, struct sb_buf *b)
+static int record_text(const struct sb_wrap_launch *l, int status_fd, int report_fd,
+		       struct sb_buf *b)
 {
 	char num[16];
 	int r;
@@ -48,6 +49,9 @@ static int record_text(const struct sb_wrap_launch *l, int status_fd, struct sb_
 	snprintf(num, sizeof(num), "%d", status_fd);
 	if (r >= 0)
 		r = put_entry(b, "status-fd", num);
+	snprintf(num, sizeof(num), "%d", report_fd);
+	if (r >= 0 && report_fd >= 0)
+		r = put_entry(b, "report-fd", num);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(terminal_signals); i++) {
 		struct sigaction sa;
 
@@ -81,13 +85,14 @@ static int record_text(const struct sb_wrap_launch *l, int status_fd, struct sb_
 }
 
 /* A sealed memfd holding the record, inherited by the wrapper. */
-static int record_create(const struct sb_wrap_launch *l, int status_fd, int *ret_fd, char **reterr)
+static int record_create(const struct sb_wrap_launch *l, int status_fd, int report_fd, int *ret_fd,
+			 char **reterr)
 {
 	_cleanup_close_ int fd = -1;
 	struct sb_buf b = {0};
 	int r;
 
-	r = record_text(l, status_fd, &b);
+	r = record_text(l, status_fd, report_fd, &b);
 	if (r < 0) {
 		sb_buf_reset(&b);
 		return r;
@@ -150,12 +155,16 @@ static int inner_argv(const struct sb_wrap_launch *l, int record_fd, char ***ret
 	return 0;
 }
 
-/* Everything the wrapper needs: the record, the status pipe, its argv. */
+/* Everything the wrapper needs: the record, the status pipe, the report's
+ * file when this side opened it, its argv. */
 struct prepared {
 	int record_fd;
 	int status_read, status_write;
+	int report_file;
 	char **argv;
 };
+
+#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, NULL})
 
 static void prepared_done(struct prepared *p)
 {
@@ -165,15 +174,42 @@ static void prepared_done(struct prepared *p)
 		close(p->status_read);
 	if (p->status_write >= 0)
 		close(p->status_write);
+	if (p->report_file >= 0)
+		close(p->report_file);
 	sb_strv_free(p->argv);
-	*p = (struct prepared){-1, -1, -1, NULL};
+	*p = PREPARED_NONE;
 }
 
-static int prepare(const struct sb_wrap_launch *l, struct prepared *ret, char **reterr)
+/* --report: the caller's descriptor, or its file opened here as the
+ * report's writer would (report-supervise.c); explaining opens nothing.
+ * *ret_fd: -1 without a report. */
+static int open_report(const struct sb_wrap_launch *l, bool explain, struct prepared *p,
+		       int *ret_fd, char **reterr)
 {
-	_cleanup_(prepared_done) struct prepared p = {-1, -1, -1, NULL};
+	*ret_fd = -1;
+	if (!l->report)
+		return 0;
+	if (!l->report->path) {
+		*ret_fd = l->report->fd;
+		return 0;
+	}
+	if (explain)
+		return 0;
+	p->report_file =
+	    open(l->report->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	if (p->report_file < 0)
+		return sb_error(reterr, -errno, "--report=%s: %s", l->report->path,
+				strerror(errno));
+	*ret_fd = p->report_file;
+	return 0;
+}
+
+static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared *ret,
+		   char **reterr)
+{
+	_cleanup_(prepared_done) struct prepared p = PREPARED_NONE;
 	_cleanup_strv_free_ char **inner = NULL;
-	int pipefd[2], keep[3];
+	int pipefd[2], keep[4], report;
 	size_t n_keep = 0;
 	int r;
 
@@ -189,13 +225,18 @@ static int prepare(const struct sb_wrap_launch *l, struct prepared *ret, char **
 		return sb_error(reterr, -errno, "pipe: %s", strerror(errno));
 	p.status_read = pipefd[0];
 	p.status_write = pipefd[1];
-	r = record_create(l, p.status_write, &p.record_fd, reterr);
+	r = open_report(l, explain, &p, &report, reterr);
+	if (r < 0)
+		return r;
+	r = record_create(l, p.status_write, report, &p.record_fd, reterr);
 	if (r < 0)
 		return r;
 	keep[n_keep++] = p.record_fd;
 	keep[n_keep++] = p.status_write;
 	if (l->worker)
 		keep[n_keep++] = l->worker->fd;
+	if (report >= 0)
+		keep[n_keep++] = report;
 	for (size_t i = 0; i < n_keep; i++) {
 		r = inheritable(keep[i]);
 		if (r < 0)
@@ -217,7 +258,7 @@ static int prepare(const struct sb_wrap_launch *l, struct prepared *ret, char **
 	if (r < 0)
 		return r;
 	*ret = p;
-	p = (struct prepared){-1, -1, -1, NULL};
+	p = PREPARED_NONE;
 	return 0;
 }
 
@@ -284,7 +325,7 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 #else
 	char *tool_env[] = {NULL};
 #endif
-	_cleanup_(prepared_done) struct prepared p = {-1, -1, -1, NULL};
+	_cleanup_(prepared_done) struct prepared p = PREPARED_NONE;
 	struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = forward_signal};
 	struct sigaction saved_terminal[ELEMENTSOF(terminal_signals)];
 	struct sigaction saved_forwarded[ELEMENTSOF(forwarded_signals)];
@@ -292,7 +333,7 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 	pid_t pid;
 	int r, status;
 
-	r = prepare(l, &p, reterr);
+	r = prepare(l, false, &p, reterr);
 	if (r < 0)
 		return r;
 
@@ -316,6 +357,10 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 		p.status_write = -1;
 		close(p.record_fd);
 		p.record_fd = -1;
+		if (p.report_file >= 0) {
+			close(p.report_file);
+			p.report_file = -1;
+		}
 		while (waitpid(pid, &status, 0) < 0)
 			if (errno != EINTR) {
 				r = -errno;
@@ -351,7 +396,7 @@ static int put_quoted(struct sb_buf *out, const char *arg)
 
 int sb_wrap_explain(const struct sb_wrap_launch *l, struct sb_buf *out, char **reterr)
 {
-	_cleanup_(prepared_done) struct prepared p = {-1, -1, -1, NULL};
+	_cleanup_(prepared_done) struct prepared p = PREPARED_NONE;
 	_cleanup_strv_free_ char **argv = NULL;
 	struct sb_wrap_launch run_as = *l;
 	bool dropped = false;
@@ -367,7 +412,7 @@ int sb_wrap_explain(const struct sb_wrap_launch *l, struct sb_buf *out, char **r
 	if (r < 0)
 		return r;
 	run_as.argv = argv;
-	r = prepare(&run_as, &p, reterr);
+	r = prepare(&run_as, true, &p, reterr);
 	if (r < 0)
 		return r;
 	r = sb_buf_puts(out, "#   command line (descriptors as they would be now):\n#    ");
@@ -417,7 +462,7 @@ void sb_wrap_inside_done(struct sb_wrap_inside *in)
 	sb_strv_free(in->env);
 	sb_strv_free(in->files);
 	free(in->worker_config);
-	*in = (struct sb_wrap_inside){.status_fd = -1};
+	*in = (struct sb_wrap_inside){.status_fd = -1, .report_fd = -1};
 }
 
 /* Only the sealed memfd the launching side made is a record. */
@@ -472,6 +517,13 @@ static int parse_record(struct sb_wrap_inside *in, const char *data, size_t len,
 				r = -EPROTO;
 			else
 				in->status_fd = (int)fd;
+		} else if ((v = startswith(e, "report-fd="))) {
+			unsigned long long fd;
+
+			if (sb_safe_atou64(v, &fd) < 0 || fd < 3 || fd > INT_MAX)
+				r = -EPROTO;
+			else
+				in->report_fd = (int)fd;
 		} else if ((v = startswith(e, "restore-signal="))) {
 			unsigned long long sig;
 
@@ -506,7 +558,7 @@ static int parse_record(struct sb_wrap_inside *in, const char *data, size_t len,
 
 int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **reterr)
 {
-	struct sb_wrap_inside in = {.status_fd = -1};
+	struct sb_wrap_inside in = {.status_fd = -1, .report_fd = -1};
 	_cleanup_free_ char *data = NULL;
 	struct pollfd pfd;
 	unsigned long long v;

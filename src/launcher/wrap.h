@@ -26,6 +26,7 @@
 #include "boundary.h"
 #include "profile.h"
 #include "provider.h"
+#include "report-supervise.h"
 #include "util.h"
 #include "worker.h"
 
@@ -39,6 +40,9 @@ struct sb_wrap_launch {
 	char *const *host_env;
 	const char *cwd;
 	const struct sb_worker *worker; /* partial mode, or NULL */
+	/* --report: the inner python-sb writes it, to a descriptor the
+	 * launching side opened (the wrapper's view may not show the file). */
+	const struct sb_report_request *report;
 };
 
 struct sb_wrap_outcome {
@@ -60,6 +64,7 @@ int sb_wrap_explain(const struct sb_wrap_launch *l, struct sb_buf *out, char **r
 /* The inner side. */
 struct sb_wrap_inside {
 	int status_fd; /* stays open until exit, see sb_wrap_inside_open() */
+	int report_fd; /* --report's descriptor, or -1 */
 	char *provider;
 	char *cwd;
 	char **env;

@@ -31,6 +31,11 @@ static struct {
 	void (*report)(const struct sb_learn_outcome *outcome);
 	bool native, native_armed;
 	char *native_warning;
+	/* The boundary's filter waits until the observer arms (one listener per
+	 * process: the observer's filter is the profile's allowlist). */
+	struct sb_boundary *boundary;
+	struct sb_seccomp_policy profile_seccomp, relaxed_seccomp;
+	bool seccomp_deferred;
 
 	struct sb_learn_set set;
 	struct sb_learn_strset seen_paths; /* every path the guard decided on: not native */
@@ -130,12 +135,18 @@ int sb_learn_configure(const struct sb_learn_options *o)
 	return 0;
 }
 
-int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr _unused_)
+int sb_learn_begin(const struct sb_interp_paths *interp, struct sb_boundary *boundary,
+		   char **reterr _unused_)
 {
 	int r = 0;
 
 	if (!sb_learning)
 		return 0;
+	/* The boundary of a learning run (SB_MODE_LEARN) holds the relaxed
+	 * filter and the profile's own allowlist, which the observer watches. */
+	learn.boundary = boundary;
+	learn.profile_seccomp = boundary->seccomp_profile;
+	learn.relaxed_seccomp = boundary->seccomp;
 	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++) {
 		char real[PATH_MAX];
 
@@ -153,14 +164,18 @@ int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr _unused_)
 
 		/* Without the observer the Python guard still learns: say so
 		 * rather than refuse to run. */
-		if (sb_learn_native_start(learn.skip_dirs, &why) < 0) {
+		if (sb_learn_native_start(learn.skip_dirs, &learn.profile_seccomp, &why) < 0) {
 			learn.native = false;
 			if (asprintf(&learn.native_warning,
 				     "native code is not observed during this learning run: %s",
 				     why ? why : "the helper could not start") < 0)
 				learn.native_warning = NULL;
+		} else if (learn.boundary && learn.boundary->use_seccomp) {
+			learn.boundary->use_seccomp = false;
+			learn.seccomp_deferred = true;
 		}
 	}
+	learn.boundary = NULL;
 	learn.pid = getpid();
 	learn.begun = true;
 	return 0;
@@ -243,6 +258,10 @@ int sb_learn_activate(char **reterr)
 			learn.native_armed = true;
 		}
 	}
+	/* Without the observer, the relaxed allowlist the boundary would have
+	 * loaded: learning never runs without a filter. */
+	if (learn.seccomp_deferred && !learn.native_armed)
+		return sb_seccomp_apply(&learn.relaxed_seccomp, reterr);
 	return 0;
 }
 
@@ -357,6 +376,14 @@ static bool record_api_category(int category)
 	return true;
 }
 
+static bool record_eval(int kind, const char *profile, const char *name)
+{
+	if (!sb_learning || learn.done)
+		return false;
+	return sb_eval_learned_add(&learn.set.eval, (enum sb_eval_learn_kind)kind, profile, name) >=
+	       0;
+}
+
 static void env_read(const char *name)
 {
 	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))
@@ -403,6 +430,9 @@ static enum sb_refusal_answer refused(const struct sb_refusal *r)
 	case SB_REFUSAL_API_CATEGORY:
 		recorded = record_api_category(r->category);
 		break;
+	case SB_REFUSAL_EVAL:
+		recorded = record_eval(r->eval_kind, r->eval_profile, r->subject);
+		break;
 	}
 	return recorded ? SB_RECORDED_ALLOW : SB_REFUSE;
 }
@@ -438,6 +468,31 @@ static void native_net(const char *ip, unsigned protocol, uint16_t port, unsigne
 	if (sb_learn_strset_contains(&learn.seen_nets, key))
 		return;
 	sb_learn_set_add_net(&learn.set, ip, protocol, port, direction, true);
+}
+
+/* A native call outside the profile's allowlist. */
+static void native_syscall(const char *name, enum sb_seccomp_need need, void *userdata _unused_)
+{
+	if (need != SB_SECCOMP_NEED_PROCESS) {
+		sb_learn_set_add_refused_syscall(&learn.set, name);
+		return;
+	}
+	/* A process the guard saw started from Python (os.fork, subprocess):
+	 * its function's rule is learned already, and it is what the kernel
+	 * boundary follows. */
+	for (size_t i = 0; learn.set.api && i < sb_api_registry_size; i++)
+		if (learn.set.api[i] && sb_api_registry[i].category == SB_API_PROCESS_EXEC)
+			return;
+	/* python-api=ALLOW:process-exec, unless the profile denies it. */
+	for (size_t i = 0; i < learn.profile->n_apis; i++) {
+		const struct sb_api_rule *a = &learn.profile->apis[i];
+
+		if (a->deny &&
+		    (a->kind == SB_API_TARGET_ALL ||
+		     (a->kind == SB_API_TARGET_CATEGORY && a->category == SB_API_PROCESS_EXEC)))
+			return;
+	}
+	sb_learn_set_add_api_category(&learn.set, SB_API_PROCESS_EXEC);
 }
 
 static const char *env_lookup(const char *name, void *userdata)
@@ -509,6 +564,7 @@ void sb_learn_finish(void)
 		sb_learn_native_collect(&(struct sb_learn_native_sink){
 		    .file = native_file,
 		    .net = native_net,
+		    .syscall = native_syscall,
 		});
 	}
 	for (char **e = learn.host_env; e && *e; e++)

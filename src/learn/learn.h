@@ -73,8 +73,13 @@ int sb_learn_check_default_lock(const struct sb_load_options *opts, char **reter
 int sb_learn_configure(const struct sb_learn_options *o);
 
 /* Before the kernel boundary: the interpreter's paths (never emitted) and the
- * native observer's helper process (learn-native.c). 0 or -errno. */
-int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr);
+ * native observer's helper process (learn-native.c), which watches the
+ * profile's own seccomp allowlist (boundary->seccomp_profile); while it is
+ * armed the boundary's relaxed filter is not loaded (one listener per
+ * process), and sb_learn_activate() loads it when the observer could not
+ * arm. 0 or -errno. */
+int sb_learn_begin(const struct sb_interp_paths *interp, struct sb_boundary *boundary,
+		   char **reterr);
 
 /* After the run: writes the file if the at-exit hook did not, then dies of
  * the signal that ended the run, if one did. Returns exit_code otherwise. */

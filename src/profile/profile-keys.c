@@ -239,6 +239,20 @@ static int parse_limit(struct sb_profile *p, const struct sb_key_context *ctx _u
 	return -EINVAL;
 }
 
+static int parse_user(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
+		      const char *key _unused_, const char *value, struct sb_origin origin,
+		      struct sb_diags *diags)
+{
+	_cleanup_free_ char *err = NULL;
+	int r = sb_identity_parse(value, &p->user, &err);
+
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return sb_diags_error(diags, origin, "Invalid user '%s': %s", value, err);
+	return 0;
+}
+
 static bool is_env_name(const char *s, bool allow_star)
 {
 	if (!*s)

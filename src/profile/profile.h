@@ -7,6 +7,7 @@
 #include "api-registry.h"
 #include "diag.h"
 #include "eval-rules.h"
+#include "identity.h"
 #include "net-rule.h"
 #include "profile-limits.h"
 
@@ -92,7 +93,11 @@ enum sb_scalar_key {
 };
 
 struct sb_profile {
-	char **files;	   /* every rule file read, in order; origins point here */
+	char **files; /* every rule file read, in order; origins point here */
+	/* Rule files that do not exist but would be read once created: missing
+	 * includes, a .py-sandboxes the lookup tries before the one it chose.
+	 * The kernel boundary keeps both kinds out of the program's reach. */
+	char **missing_files;
 	char *root_file;   /* the file named by the caller, NULL when none */
 	bool root_missing; /* the root file does not exist (learning trigger) */
 
@@ -106,6 +111,7 @@ struct sb_profile {
 	enum sb_result_mode result_mode;
 	bool result_guard;
 	struct sb_limits limits; /* limit-*, timeout: our extension */
+	struct sb_identity user; /* user=UID[:GID]: our extension */
 	bool scalar_set[SB_SCALAR__N];
 	struct sb_origin scalar_origin[SB_SCALAR__N];
 

@@ -4,6 +4,7 @@
  * and the TCP ports of the net= rules; the default provider where the kernel
  * has Landlock. Host, UDP and DENY rules and ignore= are the Python guard's. */
 #include "provider.h"
+#include "rule-files.h"
 
 #include "boundary.h"
 #include "grants.h"
@@ -101,6 +102,9 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 	if (r >= 0)
 		r = collect_ports(b, p, SB_NET_OUT, &b->restrict_connect, &b->connect_ports,
 				  &b->n_connect_ports);
+	/* Landlock cannot take a file back out of a granted directory. */
+	if (r >= 0)
+		r = sb_rule_files_check(p, &b->rule_file_conflict);
 	for (size_t i = 0; r >= 0 && i < p->n_nets; i++) {
 		const struct sb_net_rule *n = &p->nets[i];
 
@@ -220,13 +224,16 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 				     "sandbox (ABI 6+)\n");
 	for (char **n = b->notes; r >= 0 && n && *n; n++)
 		r = sb_buf_printf(out, "#   note: %s\n", *n);
+	if (r >= 0 && b->rule_file_conflict)
+		r = sb_buf_printf(out, "#   REFUSED, the program will not run: %s\n",
+				  b->rule_file_conflict);
 	return r;
 }
 
 const struct sb_provider sb_provider_landlock = {
     .name = "landlock",
-    .flags =
-	SB_PROVIDER_FILES | SB_PROVIDER_NET_TCP_PORTS | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS,
+    .flags = SB_PROVIDER_FILES | SB_PROVIDER_NET_TCP_PORTS | SB_PROVIDER_SECCOMP |
+	     SB_PROVIDER_LIMITS | SB_PROVIDER_PRIVILEGES,
     .ignore = SB_IGNORE_GUARD_ONLY,
     .summary = "Landlock file and TCP rules",
     .files_layer = {"Python guard + kernel: Landlock", "kernel: Landlock (py-sandbox=false)"},

@@ -44,6 +44,8 @@ enum {
 	 * the wrapped program (--key=value, --key when empty); without it an
 	 * unknown key is an error. */
 	SB_PROVIDER_PARAMS_PASS_THROUGH = 1u << 5,
+	/* No capability left, no_new_privs, user= (privileges.h). */
+	SB_PROVIDER_PRIVILEGES = 1u << 6,
 };
 
 /* What ignore= does to native code under this provider (spec section 8). */

@@ -12,7 +12,7 @@ static int probe(char **reterr _unused_)
 
 const struct sb_provider sb_provider_subprocess = {
     .name = "subprocess",
-    .flags = SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS,
+    .flags = SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS | SB_PROVIDER_PRIVILEGES,
     .ignore = SB_IGNORE_GUARD_ONLY,
     .summary = "none: the Python guard only (no kernel boundary)",
     .probe = probe,

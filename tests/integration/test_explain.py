@@ -9,6 +9,7 @@ from conftest import EXIT_CONFIG, LANDLOCK_ABI
 GUARD = "[Python guard (C audit hook)]"
 LAUNCHER = "[launcher: environment built before the interpreter starts]"
 PENDING = "[parsed and validated; NOT enforced by this version]"
+EVAL_GUARD = "[eval guard: checked and rewritten in C, budgets at run time]"
 
 
 def explain(sb, *args, env=None, term=None, stderr=""):
@@ -105,9 +106,13 @@ def test_eval_rules_are_shown_in_profile_syntax(sb):
     p = sb.profile("os-sandbox=none\neval-syntax=arith\neval-namespace=closed\n"
                    "eval-timeout=2s\n")
     out = explain(sb)
-    assert rule(out, "eval-syntax=arith") == (f"{p}:2", PENDING)
-    assert rule(out, "eval-namespace=closed") == (f"{p}:3", PENDING)
+    assert rule(out, "eval-syntax=arith") == (f"{p}:2", EVAL_GUARD)
+    assert rule(out, "eval-namespace=closed") == (f"{p}:3", EVAL_GUARD)
     assert any(rule_exists(out, f"eval-timeout={v}") for v in ("2s", "2000ms", "2")), out
+    # The eval guard is a part of the Python guard.
+    p = sb.profile("os-sandbox=none\npy-sandbox=false\neval-syntax=arith\n")
+    out = explain(sb)
+    assert rule(out, "eval-syntax=arith") == (f"{p}:3", "[not enforced: py-sandbox=false]")
 
 
 def rule_exists(out, text):

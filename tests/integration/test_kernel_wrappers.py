@@ -476,9 +476,21 @@ def test_ptrace_and_signals_do_not_reach_outside(anyuser, victim):
         ''')
     assert r.returncode == 0, r
     assert o["ptrace attach"] == "EPERM", r
-    # The victim's PID does not exist in the sandbox's PID namespace.
-    assert o["kill victim"] == o["tgkill victim"] == o["pidfd_open victim"] == "ESRCH", r
+    # seccomp: pid-taking calls on this process only.
+    assert o["kill victim"] == o["tgkill victim"] == o["pidfd_open victim"] == "EPERM", r
     assert o["kill own"] == "OK", r
+    # With process grants seccomp lets signals to other pids through: the
+    # victim's PID does not exist in the sandbox's PID namespace.
+    r, o = run_native(sb, profile(w, "python-api=ALLOW:process-exec\n"), f'''
+        v = {v.pid}
+        attempt("ptrace attach", libc.ptrace, 16, v, None, None)
+        attempt("kill victim", libc.kill, v, 9)
+        attempt("tgkill victim", libc.syscall, 234, v, v, 9)
+        attempt("pidfd_open victim", libc.syscall, 434, v, 0)
+        ''')
+    assert r.returncode == 0, r
+    assert o["ptrace attach"] == "EPERM", r
+    assert o["kill victim"] == o["tgkill victim"] == o["pidfd_open victim"] == "ESRCH", r
     time.sleep(0.1)
     assert v.poll() is None, "the victim was killed from inside the sandbox"
     assert tracer_pid(v.pid) == 0
