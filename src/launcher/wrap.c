@@ -161,10 +161,11 @@ struct prepared {
 	int record_fd;
 	int status_read, status_write;
 	int report_file;
+	int tool_fd; /* the tool's own (sb_wrap_request) */
 	char **argv;
 };
 
-#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, NULL})
+#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, -1, NULL})
 
 static void prepared_done(struct prepared *p)
 {
@@ -176,6 +177,8 @@ static void prepared_done(struct prepared *p)
 		close(p->status_write);
 	if (p->report_file >= 0)
 		close(p->report_file);
+	if (p->tool_fd >= 0)
+		close(p->tool_fd);
 	sb_strv_free(p->argv);
 	*p = PREPARED_NONE;
 }
@@ -253,6 +256,7 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 					.n_keep_fds = n_keep,
 					.cwd = l->cwd,
 					.host_env = l->host_env,
+					.tool_fd = &p.tool_fd,
 				    },
 				    &p.argv, reterr);
 	if (r < 0)
@@ -360,6 +364,10 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 		if (p.report_file >= 0) {
 			close(p.report_file);
 			p.report_file = -1;
+		}
+		if (p.tool_fd >= 0) {
+			close(p.tool_fd);
+			p.tool_fd = -1;
 		}
 		while (waitpid(pid, &status, 0) < 0)
 			if (errno != EINTR) {

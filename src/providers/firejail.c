@@ -23,7 +23,9 @@
 
 #include <dirent.h>
 #include <limits.h>
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "boundary.h"
@@ -86,7 +88,12 @@ static const struct option template_options[] = {
 };
 
 /* Firejail's own lists of what to hide, in the template's order (the
- * python3 exception before the interpreters' blacklist). */
+ * python3 exception before the interpreters' blacklist). Each starts with
+ * "include <name>.local", which firejail looks up in the caller's
+ * ~/.config/firejail before /etc/firejail: a noblacklist, whitelist or
+ * read-write line there (the user's, or planted by a program that could
+ * write to $HOME on an earlier run) would weaken the sandbox. python-sb
+ * hands firejail the lists without their include lines instead (lists_fd). */
 static const char *const includes[] = {
     "/etc/firejail/allow-python3.inc",	  "/etc/firejail/disable-common.inc",
     "/etc/firejail/disable-devel.inc",	  "/etc/firejail/disable-interpreters.inc",
@@ -535,6 +542,59 @@ static int build_pass_through(struct builder *bd, const struct sb_profile *p)
 	return r;
 }
 
+/* firejail's lists without their include lines (see includes[]): a sealed
+ * memfd, which firejail reads as /proc/self/fd/N and closes before it starts
+ * the program. */
+static int lists_fd(int *ret_fd, char **reterr)
+{
+	_cleanup_close_ int fd = -1;
+	struct sb_buf b = {0};
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(includes); i++) {
+		_cleanup_fclose_ FILE *f = fopen(includes[i], "re");
+		_cleanup_free_ char *line = NULL;
+		size_t cap = 0;
+
+		if (!f)
+			continue;
+		while (r >= 0 && getline(&line, &cap, f) > 0) {
+			const char *word = line + strspn(line, " \t");
+
+			if (startswith(word, "include") && strchr(" \t", word[7]))
+				continue;
+			r = sb_buf_puts(&b, line);
+			if (r >= 0 && line[strlen(line) - 1] != '\n')
+				r = sb_buf_putc(&b, '\n');
+		}
+	}
+	if (r >= 0) {
+		fd = memfd_create("python-sb-firejail-lists", MFD_ALLOW_SEALING);
+		if (fd < 0)
+			r = -errno;
+	}
+	for (size_t off = 0; r >= 0 && off < b.len;) {
+		ssize_t n = write(fd, b.data + off, b.len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? -errno : -EIO;
+		else
+			off += (size_t)n;
+	}
+	sb_buf_reset(&b);
+	if (r >= 0 &&
+	    (lseek(fd, 0, SEEK_SET) < 0 ||
+	     fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0))
+		r = -errno;
+	if (r < 0)
+		return sb_error(reterr, r, "cannot hand firejail its lists: %s", strerror(-r));
+	*ret_fd = fd;
+	fd = -1;
+	return 0;
+}
+
 static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 		      const struct sb_wrap_request *req, char ***ret_argv, char **reterr)
 {
@@ -559,9 +619,12 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	/* After python-sb's own blacklists: firejail then skips the hundreds of
 	 * paths of its lists that they already hide (under /usr/bin...),
 	 * rather than mount over each (a third of its start-up here). */
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(includes); i++)
-		if (access(includes[i], R_OK) == 0)
-			r = sb_argv_addf(&bd.argv, "--include=%s", includes[i]);
+	if (r >= 0 && !req->tool_fd)
+		r = -EINVAL;
+	if (r >= 0)
+		r = lists_fd(req->tool_fd, reterr);
+	if (r >= 0)
+		r = sb_argv_addf(&bd.argv, "--include=/proc/self/fd/%d", *req->tool_fd);
 	/* firejail closes every other descriptor. */
 	for (size_t i = 0; r >= 0 && i < req->n_keep_fds; i++)
 		r = sb_buf_printf(&keep, "%s%d", i ? "," : "", req->keep_fds[i]);
@@ -585,6 +648,11 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 {
 	int r = sb_buf_puts(out, "#   firejail: its template of filters and limits, the root "
 				 "and /etc cut down to these (and the rule files)\n");
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(includes); i++)
+		r = sb_buf_printf(
+		    out, "#   list %s without its include lines (never ~/.config/firejail)\n",
+		    includes[i]);
 
 	for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
 		r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n", b->paths[i].writable ? "rw" : "ro",

@@ -27,6 +27,10 @@ struct sb_wrap_request {
 	/* The host's environment: where the wrapper's binary is looked up
 	 * (PATH); the sandbox never sees it. */
 	char *const *host_env;
+	/* Out: a descriptor the command line names for the tool itself (not
+	 * for the program), inheritable; the caller closes it once the tool
+	 * started. Stays -1 when the tool needs none. */
+	int *tool_fd;
 };
 
 /* What the provider makes the kernel enforce. The Python guard enforces

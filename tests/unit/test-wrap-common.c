@@ -143,6 +143,12 @@ static bool has_args(char **argv, const char *a, const char *b)
 	return false;
 }
 
+/* What the last build() handed the tool through its own descriptor. */
+static struct tool_lists {
+	int fd;
+	size_t lines, includes;
+} tool_lists;
+
 static int build(const struct sb_provider *prov, const char *text, char ***ret, char **err)
 {
 	_cleanup_(sb_profile_freep) struct sb_profile *p = load(text);
@@ -150,19 +156,39 @@ static int build(const struct sb_provider *prov, const char *text, char ***ret, 
 	char *env[] = {"PATH=/usr/bin:/bin", NULL};
 	int keep[] = {5, 6};
 	struct sb_boundary b;
-	int r;
+	int r, tool_fd = -1;
 
 	if (!p)
 		return -EINVAL;
 	r = sb_boundary_build(p, prov, NULL, SB_MODE_ENFORCE, &b);
 	if (r < 0)
 		return r;
-	r = prov->build_argv(
-	    &b, p,
-	    &(struct sb_wrap_request){
-		.argv = inner, .keep_fds = keep, .n_keep_fds = 2, .cwd = root, .host_env = env},
-	    ret, err);
+	r = prov->build_argv(&b, p,
+			     &(struct sb_wrap_request){
+				 .argv = inner,
+				 .keep_fds = keep,
+				 .n_keep_fds = 2,
+				 .cwd = root,
+				 .host_env = env,
+				 .tool_fd = &tool_fd,
+			     },
+			     ret, err);
 	sb_boundary_done(&b);
+	tool_lists = (struct tool_lists){0};
+	if (tool_fd >= 0) {
+		_cleanup_fclose_ FILE *f = fdopen(tool_fd, "r");
+		_cleanup_free_ char *line = NULL;
+		size_t cap = 0;
+
+		tool_lists.fd = tool_fd;
+		while (f && getline(&line, &cap, f) > 0) {
+			tool_lists.lines++;
+			if (startswith(line + strspn(line, " \t"), "include"))
+				tool_lists.includes++;
+		}
+		if (!f)
+			close(tool_fd);
+	}
 	return r;
 }
 
@@ -239,6 +265,21 @@ static void test_firejail_argv(void)
 	tap_ok(wl && has_args(argv, wl, NULL) && has_args(argv, ro, NULL),
 	       "expose-ro whitelisted, read-only");
 	tap_ok(!has_args(argv, "--", NULL), "no '--' (firejail would run a shell)");
+	{
+		char inc[64];
+
+		snprintf(inc, sizeof(inc), "--include=/proc/self/fd/%d", tool_lists.fd);
+		tap_ok(tool_lists.fd > 2 && has_args(argv, inc, NULL),
+		       "firejail's lists through a descriptor of the tool's own");
+		for (char **a = argv; *a; a++)
+			if (startswith(*a, "--include=/etc/"))
+				tap_ok(false, "no list of /etc/firejail named: %s", *a);
+	}
+	if (access("/etc/firejail/disable-common.inc", R_OK) == 0)
+		tap_ok(tool_lists.lines > 100 && tool_lists.includes == 0,
+		       "the lists without their include lines (~/.config/firejail's .local "
+		       "files never read): %zu lines, %zu includes",
+		       tool_lists.lines, tool_lists.includes);
 	free(err);
 	err = NULL;
 	sb_strv_free(argv);
