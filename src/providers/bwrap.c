@@ -73,10 +73,17 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 	return r;
 }
 
+/* user= asks a python-sb started as root for another identity. */
+static bool wants_identity(const struct sb_boundary *b)
+{
+	return b->user.set && (b->user.uid != 0 || b->user.gid != 0);
+}
+
 /* The command line under construction. */
 struct builder {
 	char **argv;
 	char **links; /* symbolic links already made in the new root */
+	char **dirs;  /* directories made in the new root (ensure_parents) */
 	char **binds; /* paths already bound, with their right in rights */
 	bool *rights; /* parallel to binds: writable */
 	size_t n_binds;
@@ -86,8 +93,40 @@ static void builder_done(struct builder *bd)
 {
 	sb_strv_free(bd->argv);
 	sb_strv_free(bd->links);
+	sb_strv_free(bd->dirs);
 	sb_strv_free(bd->binds);
 	free(bd->rights);
+}
+
+static bool under_bind(const struct builder *bd, const char *path)
+{
+	for (size_t i = 0; i < bd->n_binds; i++)
+		if (sb_path_under(path, bd->binds[i]))
+			return true;
+	return false;
+}
+
+/* The directories above path that bwrap would make, made first with mode
+ * 0755: bwrap 0.8 run by root makes them 0700, which a program running as
+ * another uid (user=) could not cross. */
+static int ensure_parents(struct builder *bd, const char *path)
+{
+	char dir[PATH_MAX];
+	int r = 0;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	for (char *slash = strchr(dir + 1, '/'); r >= 0 && slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (!under_bind(bd, dir) && !sb_strv_contains(bd->dirs, dir) &&
+		    !sb_strv_contains(bd->links, dir)) {
+			r = sb_argv_add(&bd->argv, "--perms", "0755", "--dir", dir, NULL);
+			if (r >= 0)
+				r = sb_strv_push(&bd->dirs, dir);
+		}
+		*slash = '/';
+	}
+	return r;
 }
 
 /* Resolves path as the host does, recreating in the new root each symbolic
@@ -132,7 +171,9 @@ static int mirror_links(struct builder *bd, const char *path, char out[PATH_MAX]
 			return -errno;
 		target[n] = '\0';
 		if (!sb_strv_contains(bd->links, cand)) {
-			r = sb_argv_add(&bd->argv, "--symlink", target, cand, NULL);
+			r = ensure_parents(bd, cand);
+			if (r >= 0)
+				r = sb_argv_add(&bd->argv, "--symlink", target, cand, NULL);
 			if (r >= 0)
 				r = sb_strv_push(&bd->links, cand);
 			if (r < 0)
@@ -182,6 +223,9 @@ static int add_bind(struct builder *bd, const struct bind *bi)
 
 	if (covered(bd, bi->path, bi->writable))
 		return 0;
+	r = ensure_parents(bd, bi->path);
+	if (r < 0)
+		return r;
 	r = sb_argv_add(&bd->argv,
 			bi->writable ? (bi->optional ? "--bind-try" : "--bind")
 				     : (bi->optional ? "--ro-bind-try" : "--ro-bind"),
@@ -233,7 +277,8 @@ static int build_root_links(struct builder *bd)
 /* The grants and the rule files (the inner python-sb reads them again), as
  * binds at their resolved paths, parents before children. /dev and /proc
  * are bwrap's own. */
-static int build_binds(struct builder *bd, const struct sb_boundary *b, const struct sb_profile *p)
+static int build_binds(struct builder *bd, const struct sb_boundary *b, const struct sb_profile *p,
+		       const char *cwd)
 {
 	size_t n_files = sb_strv_length(p->files), n = 0;
 	_cleanup_free_ struct bind *binds = calloc(b->n_paths + n_files + 1, sizeof(*binds));
@@ -243,9 +288,19 @@ static int build_binds(struct builder *bd, const struct sb_boundary *b, const st
 		return -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < b->n_paths + n_files; i++) {
 		const char *path = i < b->n_paths ? b->paths[i].path : p->files[i - b->n_paths];
+		_cleanup_free_ char *absolute = NULL;
 		char resolved[PATH_MAX];
 		struct stat st;
 
+		/* A rule file named relative to the working directory
+		 * (--pysandboxes-config FILE). */
+		if (path[0] != '/') {
+			path = absolute = sb_path_join(cwd, path);
+			if (!path) {
+				r = -ENOMEM;
+				break;
+			}
+		}
 		if (sb_path_under(path, "/dev") || sb_path_under(path, "/proc"))
 			continue;
 		r = mirror_links(bd, path, resolved);
@@ -374,17 +429,29 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	 * like read-only) and costs a few hundred microseconds. */
 	if (r >= 0 && geteuid() != 0)
 		r = sb_argv_add(&bd.argv, "--unshare-user", NULL);
+	/* Root: the inner python-sb empties the bounding set and locks the
+	 * securebits, as python-sb started as root does under any provider
+	 * (bwrap leaves the bounding set full), and with user= changes its
+	 * identity (privileges.c); then it clears every set. */
+	else if (r >= 0)
+		r = wants_identity(b)
+			? sb_argv_add(&bd.argv, "--cap-add", "CAP_SETPCAP", "--cap-add",
+				      "CAP_SETUID", "--cap-add", "CAP_SETGID", NULL)
+			: sb_argv_add(&bd.argv, "--cap-add", "CAP_SETPCAP", NULL);
 	if (r >= 0)
 		r = build_net(&bd, p, reterr);
 	if (r >= 0)
 		r = build_root_links(&bd);
 	if (r >= 0)
-		r = build_binds(&bd, b, p);
+		r = build_binds(&bd, b, p, req->cwd);
 	if (r >= 0)
 		r = build_masks(&bd, b, p, reterr);
 	/* The working directory, empty when it is not exposed. */
 	if (r >= 0)
-		r = sb_argv_add(&bd.argv, "--dir", req->cwd, "--chdir", req->cwd, NULL);
+		r = ensure_parents(&bd, req->cwd);
+	if (r >= 0)
+		r = sb_argv_add(&bd.argv, "--perms", "0755", "--dir", req->cwd, "--chdir", req->cwd,
+				NULL);
 	/* Nothing but the grants is writable: not the new root, not /dev. */
 	if (r >= 0)
 		r = sb_argv_add(&bd.argv, "--remount-ro", "/dev", "--remount-ro", "/", NULL);
@@ -416,7 +483,7 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 const struct sb_provider sb_provider_bwrap = {
     .name = "bwrap",
     .flags = SB_PROVIDER_WRAPS_EXEC | SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS |
-	     SB_PROVIDER_PARAMS_PASS_THROUGH,
+	     SB_PROVIDER_PRIVILEGES | SB_PROVIDER_PARAMS_PASS_THROUGH,
     .ignore = SB_IGNORE_MASKED,
     .params = params,
     .summary = "bubblewrap: a new root of the grants, namespaces",

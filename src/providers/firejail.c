@@ -494,7 +494,7 @@ static int add_option(struct builder *bd, const char *name, const char *value)
 
 /* The template, each option replaced by the profile's line of its name. */
 static int build_template(struct builder *bd, const struct sb_profile *p, bool allow_unix,
-			  const char *self_exe)
+			  bool root, bool identity, const char *self_exe)
 {
 	int r = 0;
 
@@ -507,6 +507,15 @@ static int build_template(struct builder *bd, const struct sb_profile *p, bool a
 		 * anyway unless process-exec is granted. */
 		if (!prm && streq(o->name, "noexec") && sb_path_under(self_exe, o->value))
 			continue;
+		/* Root: the inner python-sb empties the bounding set and locks
+		 * the securebits, as python-sb started as root does under any
+		 * provider, and with user= changes its identity (privileges.c);
+		 * then it clears every set. */
+		if (!prm && streq(o->name, "caps.drop") && root) {
+			r = add_option(bd, "caps.keep",
+				       identity ? "setpcap,setuid,setgid" : "setpcap");
+			continue;
+		}
 
 #ifdef SB_HAVE_ASAN
 		/* AddressSanitizer reserves terabytes of address space. */
@@ -609,7 +618,9 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 		return r;
 	r = sb_strv_push(&bd.argv, firejail);
 	if (r >= 0)
-		r = build_template(&bd, p, b->seccomp.allow_unix_socket, req->argv[0]);
+		r = build_template(&bd, p, b->seccomp.allow_unix_socket, geteuid() == 0,
+				   b->user.set && (b->user.uid != 0 || b->user.gid != 0),
+				   req->argv[0]);
 	if (r >= 0)
 		r = build_net(&bd, p);
 	if (r >= 0)
@@ -665,7 +676,7 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 const struct sb_provider sb_provider_firejail = {
     .name = "firejail",
     .flags = SB_PROVIDER_WRAPS_EXEC | SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS |
-	     SB_PROVIDER_PARAMS_PASS_THROUGH,
+	     SB_PROVIDER_PRIVILEGES | SB_PROVIDER_PARAMS_PASS_THROUGH,
     .ignore = SB_IGNORE_VANISHES,
     .params = params,
     .summary = "firejail: its filters and limits, the root cut down to the grants",
