@@ -150,7 +150,7 @@ struct wrapping {
 	char *const *argv;
 	char *const *host_env;
 	const char *cwd;
-	const struct sb_wrap_inside *inside;
+	struct sb_wrap_inside *inside;
 };
 
 /* The launching side of a wrapper provider: the program's exit status as
@@ -264,6 +264,9 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 				    err, r);
 		if (!is_child)
 			return mirror_child(&res, &boundary.limits);
+		/* The supervisor reports the exit status, the program cannot. */
+		if (wrapping->inside)
+			sb_wrap_inside_detach(wrapping->inside);
 	}
 	/* The native observer's helper is forked now: before the boundary,
 	 * and in the process that runs the program (after the supervisor). */
@@ -519,6 +522,11 @@ int sb_launcher_main(int argc, char **argv)
 		provider = sb_provider_get(profile->os_sandbox);
 		r = provider && mode == SB_MODE_ENFORCE
 			? sb_wrap_inside_check(&inside, provider, profile, &err)
+		    : mode != SB_MODE_ENFORCE
+			? sb_error(&err, -EINVAL,
+				   "started under os-sandbox=%s, but the rules now ask for "
+				   "learning mode (is the rule file %s in the sandbox?)",
+				   inside.provider, config ? config : "(none)")
 			: sb_error(&err, -EINVAL,
 				   "started under os-sandbox=%s, but the rules "
 				   "now ask for no wrapper",

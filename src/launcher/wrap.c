@@ -629,6 +629,15 @@ int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **
 	return 0;
 }
 
+void sb_wrap_inside_detach(struct sb_wrap_inside *in)
+{
+	if (status_fd < 0 || getpid() == status_owner)
+		return;
+	close(status_fd);
+	status_fd = -1;
+	in->status_fd = -1;
+}
+
 int sb_wrap_inside_check(const struct sb_wrap_inside *in, const struct sb_provider *provider,
 			 const struct sb_profile *p, char **reterr)
 {

@@ -86,3 +86,9 @@ int sb_wrap_inside_check(const struct sb_wrap_inside *in, const struct sb_provid
 			 const struct sb_profile *p, char **reterr);
 
 void sb_wrap_inside_done(struct sb_wrap_inside *in);
+
+/* In a process forked from the one that read the record (the program's,
+ * under a supervisor): closes the status descriptor, so that the program
+ * cannot report an exit status over the supervisor's (a 0 over a timeout's
+ * 124). in->status_fd is then -1. */
+void sb_wrap_inside_detach(struct sb_wrap_inside *in);

@@ -888,3 +888,87 @@ def test_partial_mode_worker_under_the_tool(anyuser, pysandboxes_dir):
     assert "result 42" in r.stdout and "denied True" in r.stdout, r.stdout
     assert f"uid {not unprivileged(sb)}" in r.stdout, r.stdout
     assert f"native (-1, {errno.ENOENT})" in r.stdout, r.stdout
+
+
+def test_firejail_never_reads_the_users_config(box):
+    """firejail's lists start with `include <name>.local`, which firejail
+    looks up in the caller's ~/.config/firejail first: a whitelist or
+    read-write line there (the user's, or planted by a program that could
+    write to $HOME on an earlier run) would weaken the sandbox. python-sb
+    hands firejail the lists without those lines."""
+    w, sb = box
+    if w != "firejail":
+        pytest.skip("firejail only")
+    config = Path(pwd.getpwuid(os.geteuid()).pw_dir) / ".config" / "firejail"
+    local = config / "disable-common.local"
+    if local.exists():
+        pytest.skip(f"{local} exists: not overwriting the user's own")
+    secret = sb.path("secret.txt")
+    created = [p for p in (config.parent, config) if not p.exists()]
+    config.mkdir(parents=True, exist_ok=True)
+    local.write_text(f"whitelist {secret}\nnoblacklist {secret}\n"
+                     f"read-write {sb.path('ro')}\n")
+    try:
+        # Control: firejail by hand with the same list reads the file.
+        proc = subprocess.run(["firejail", "--noprofile",
+                               "--include=/etc/firejail/disable-common.inc", "--", "true"],
+                              capture_output=True, text=True, timeout=TIMEOUT)
+        assert f"Reading profile {local}" in proc.stdout + proc.stderr, proc
+        r, o = run_native(sb, profile(w), f'''
+            attempt("read secret", libc.open, {str(secret).encode()!r}, os.O_RDONLY)
+            attempt("write ro", libc.open, {str(sb.path("ro/existing.txt")).encode()!r},
+                    os.O_WRONLY)
+            ''')
+    finally:
+        local.unlink()
+        for p in reversed(created):
+            p.rmdir()
+    assert r.returncode == 0, r
+    assert o["read secret"] == "ENOENT", r
+    assert o["write ro"] in ("EROFS", "EACCES"), r
+    assert sb.path("ro/existing.txt").read_text() == ORIGINAL
+
+
+def test_a_relative_rule_file_is_in_the_sandbox(box):
+    """--pysandboxes-config FILE, relative to the working directory: the
+    inner python-sb reads the same file."""
+    w, sb = box
+    sb.write("rules.conf", base(w, True) + "python-import=os\n")
+    r = sb.run("--pysandboxes-config", "rules.conf", "-c", "import os; print('inside')")
+    assert (r.returncode, r.stdout) == (0, "inside\n"), r
+
+
+def test_report_under_the_tool(box):
+    """--report=FILE in a directory the sandbox does not show: the launching
+    python-sb opens it, the inner one writes it."""
+    import json
+    w, sb = box
+    report = sb.path("report.json")
+    sb.profile(base(w, True) + "python-import=sys\n")
+    s = sb.write("s.py", "import sys\nprint('out')\nsys.exit(3)\n")
+    r = sb.run(f"--report={report}", s)
+    assert (r.returncode, r.stdout) == (3, "out\n"), r
+    rep = json.loads(report.read_text())
+    assert rep["exit_code"] == 3 and rep["provider"] == w, rep
+    assert rep["output"]["stdout_bytes"] == 4, rep
+
+
+def test_the_program_cannot_report_its_status(box):
+    """Under a supervisor (timeout=) the program's process does not hold the
+    pipe on which the inner python-sb reports the exit status: writing
+    "exit=0" on every descriptor does not turn a timeout into a success."""
+    w, sb = box
+    r, o = run_native(sb, profile(w, "timeout=2s\n"), '''
+        written = []
+        for fd in range(3, 256):
+            try:
+                os.write(fd, b"exit=0\\n")
+                written.append(fd)
+            except OSError:
+                pass
+        print("written:", written, flush=True)
+        import time
+        time.sleep(60)
+        ''')
+    assert r.returncode == EXIT_TIMEOUT, r
+    assert "timeout=2000ms expired" in r.stderr, r
