@@ -219,6 +219,9 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 	if (!l->provider->build_argv)
 		return sb_error(reterr, -EOPNOTSUPP, "os-sandbox=%s has no command line",
 				l->provider->name);
+	/* The inner python-sb would refuse it too (sb_boundary_enter()). */
+	if (l->boundary->rule_file_conflict && !explain)
+		return sb_error(reterr, -EPERM, "%s", l->boundary->rule_file_conflict);
 	if (!l->self_exe)
 		return sb_error(reterr, -ENOENT,
 				"cannot find python-sb's own binary (/proc/self/exe) to run it "

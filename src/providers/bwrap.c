@@ -23,6 +23,7 @@
 
 #include "boundary.h"
 #include "grants.h"
+#include "rule-files.h"
 #include "wrap-common.h"
 
 static const struct sb_provider_param_def params[] = {
@@ -59,6 +60,10 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 {
 	int r = sb_provider_collect_grants(b, p, interp);
 
+	/* The existing rule files are mounted read-only over the grants;
+	 * one python-sb would read once it exists cannot be. */
+	if (r >= 0)
+		r = sb_rule_files_check_missing(p, &b->rule_file_conflict);
 	if (r >= 0 && shares_net(p))
 		r = sb_provider_add_note(b, "bwrap.share-net: the host's network; net= rules are "
 					    "the Python guard's and seccomp's (sockets at all), "

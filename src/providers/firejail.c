@@ -30,6 +30,7 @@
 
 #include "boundary.h"
 #include "grants.h"
+#include "rule-files.h"
 #include "wrap-common.h"
 
 static const struct sb_provider_param_def params[] = {
@@ -177,6 +178,10 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 {
 	int r = sb_provider_collect_grants(b, p, interp);
 
+	/* The existing rule files are mounted read-only over the grants;
+	 * one python-sb would read once it exists cannot be. */
+	if (r >= 0)
+		r = sb_rule_files_check_missing(p, &b->rule_file_conflict);
 	if (r >= 0)
 		r = sb_provider_add_note(b, "network: none (firejail --net=none)");
 	if (r >= 0)

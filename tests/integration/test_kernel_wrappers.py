@@ -972,3 +972,38 @@ def test_the_program_cannot_report_its_status(box):
         ''')
     assert r.returncode == EXIT_TIMEOUT, r
     assert "timeout=2000ms expired" in r.stderr, r
+
+
+def test_rule_files_in_a_writable_grant(box):
+    """The tools mount each existing rule file read-only over the writable
+    grant: the program cannot change it. A rule file python-sb would read
+    once it exists (a missing include, the .py-sandboxes the lookup would
+    prefer) cannot be mounted over: refused before anything runs, as under
+    Landlock."""
+    w, sb = box
+    p = sb.profile(base(w) + "expose-rw=.\n")
+    before = p.read_text()
+    r, o = run_native(sb, before, '''
+        attempt("append", libc.open, b".py-sandboxes", os.O_WRONLY | os.O_APPEND)
+        attempt("rename", libc.rename, b".py-sandboxes", b"moved")
+        attempt("unlink", libc.unlink, b".py-sandboxes")
+        attempt("create", libc.open, b"made.txt", os.O_WRONLY | os.O_CREAT, 0o644)
+        ''')
+    assert r.returncode == 0, r
+    assert o["append"] in ("EROFS", "EACCES", "EPERM"), r
+    assert o["rename"] in ("EBUSY", "EROFS", "EACCES", "EPERM"), r
+    assert o["unlink"] in ("EBUSY", "EROFS", "EACCES", "EPERM"), r
+    assert o["create"] == "OK", r
+    assert p.read_text() == before
+    sb.mkdir("app")
+    sb.write("app/s.py", "print('PROGRAM-RAN')\n")
+    sb.profile(base(w) + "expose-rw=./app\n")
+    r = sb.run("app/s.py")
+    assert r.returncode == EXIT_CONFIG and "PROGRAM-RAN" not in r.stdout, r
+    assert (f"lets the program create the rule file {os.path.realpath(sb.path('app'))}"
+            "/.py-sandboxes" in r.stderr), r
+    assert "a missing file cannot be mounted over read-only" in r.stderr, r
+    sb.profile(base(w) + 'expose-rw=./app\ninclude "./app/later.inc"\n')
+    r = sb.run("-c", "print('PROGRAM-RAN')")
+    assert r.returncode == EXIT_CONFIG and "PROGRAM-RAN" not in r.stdout, r
+    assert "later.inc" in r.stderr, r
