@@ -64,6 +64,14 @@ def explained(provider):
 def real(p):
     return os.path.realpath(p)
 
+def cwd_dir(opts):
+    """Where the working directory is made (--perms 0755 --dir CWD --chdir):
+    binds added there come after bwrap's other directories and binds."""
+    for i, a in enumerate(opts):
+        if a == "--dir" and opts[i + 2] == "--chdir":
+            return i - 2 if opts[i - 2] == "--perms" else i
+    sys.exit("wrappers.sh: no --dir for the working directory in bwrap's command line")
+
 cmds = {}
 bw = explained("bwrap")
 opts = bw[:bw.index("--")]
@@ -72,15 +80,25 @@ for name, interp in [("ref", ref), ("python3", py3)]:
     for p in dict.fromkeys([interp, real(interp)]):
         binds += ["--ro-bind", p, p]
     # Before the new root is made read-only (bwrap applies them in order).
-    at = opts.index("--dir")
+    at = cwd_dir(opts)
     cmds[f"bwrap-{name}"] = opts[:at] + binds + opts[at:] + ["--", interp, "-c", "pass"]
 # The breakdown's command: bwrap by hand around python-sb itself.
 prof = f"{profile_dir}/inside.py-sandboxes"
-at = opts.index("--dir")
+at = cwd_dir(opts)
 cmds["bwrap-sb"] = opts[:at] + ["--ro-bind", prof, prof] + opts[at:] + \
     ["--", sb, "--pysandboxes-config", prof, "-c", "pass"]
 fj = explained("firejail")
 opts = [a for a in fj[:fj.index(sb)] if not a.startswith("--keep-fd=")]
+# firejail's lists reach python-sb's firejail as a memfd (its include lines
+# dropped): the same text in a file for the by-hand runs.
+lists = f"{out}/firejail-lists.inc"
+with open(lists, "w") as f:
+    for inc in ("allow-python3", "disable-common", "disable-devel", "disable-interpreters",
+                "disable-programs", "disable-xdg"):
+        path = f"/etc/firejail/{inc}.inc"
+        if os.path.exists(path):
+            f.writelines(l for l in open(path) if not re.match(r"\s*include\s", l))
+opts = [f"--include={lists}" if a.startswith("--include=/proc/self/fd/") else a for a in opts]
 for name, interp in [("ref", ref), ("python3", py3)]:
     extra = [f"--whitelist={p}" for p in dict.fromkeys([interp, real(interp)])]
     blacklisted = [f"--blacklist={os.path.dirname(p)}" for p in (interp, real(interp))]
