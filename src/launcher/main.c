@@ -164,6 +164,10 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 	r = sb_wrap_run(l, &o, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
+	/* What the inner python-sb reported first: the tool may die of the
+	 * signal it forwarded (firejail and a Ctrl-C the program caught). */
+	if (o.exited)
+		return o.exit_code;
 	if (WIFSIGNALED(o.wait_status))
 		return mirror_child(&(struct sb_supervise_result){.status = o.wait_status},
 				    &l->boundary->limits);
@@ -175,8 +179,6 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 			l->provider->name, code);
 		return EXIT_CONFIG;
 	}
-	if (o.exited)
-		return o.exit_code;
 	/* The program died without python-sb's exit: the wrapper's 128+N is
 	 * the signal N, raised again here as `python` would have died. */
 	if (code > 128 && code - 128 < NSIG)
