@@ -12,8 +12,9 @@ test)
 	# python3-ipython: ipython-sb, installed and tested when IPython is there.
 	# slirp4netns and nftables: os-sandbox=unshare with net= rules (at run
 	# time too; python-sb names them when they are missing).
+	# bubblewrap and firejail: the wrapper providers' tools (os-sandbox=bwrap, firejail).
 	packages+=(python3-pytest clang clang-format util-linux chromium python3-ipython slirp4netns
-		nftables)
+		nftables bubblewrap firejail)
 	;;
 bench)
 	# bench/serve.sh: the load generators, and bwrap for the baseline.

@@ -189,11 +189,12 @@ int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_st
 	struct sb_privileges_report privileges;
 	int r;
 
-	/* A wrapper confines the program it runs, not this process. */
-	if (provider->flags & SB_PROVIDER_WRAPS_EXEC)
+	/* A wrapper confines the program it runs, not this process: only
+	 * python-sb re-entered under it goes on. */
+	if ((provider->flags & SB_PROVIDER_WRAPS_EXEC) && !b->entered_by_wrapper)
 		return sb_error(reterr, -EOPNOTSUPP,
-				"os-sandbox=%s runs the program under another program, which "
-				"this version of python-sb cannot do yet",
+				"os-sandbox=%s runs the program under another program: its "
+				"boundary cannot be entered by this process",
 				provider->name);
 	if (b->rule_file_conflict)
 		return sb_error(reterr, -EPERM, "%s", b->rule_file_conflict);

@@ -42,6 +42,10 @@ struct sb_boundary {
 	 * resolved them (the Python guard's pin; the provider resolves them
 	 * itself otherwise): a kernel filter must name the same addresses. */
 	const struct sb_net_policy *net_policy;
+	/* A wrapper provider (SB_PROVIDER_WRAPS_EXEC) already confines this
+	 * process: python-sb re-entered under it; entering applies the seccomp
+	 * filter and the limits only. */
+	bool entered_by_wrapper;
 	bool use_seccomp; /* SB_PROVIDER_SECCOMP */
 	struct sb_seccomp_policy seccomp;
 	/* Learning (SB_MODE_LEARN): seccomp is relaxed, and this is the

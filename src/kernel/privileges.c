@@ -65,6 +65,7 @@ static unsigned last_cap(void)
 static int switch_identity(const struct sb_identity *user, char **reterr)
 {
 	int pdeathsig = 0;
+	pid_t parent = getppid();
 
 	/* A change of uid clears the parent-death signal (the timeout
 	 * supervisor relies on it): read it now, set it again after. */
@@ -81,8 +82,10 @@ static int switch_identity(const struct sb_identity *user, char **reterr)
 	if (pdeathsig && prctl(PR_SET_PDEATHSIG, pdeathsig, 0, 0, 0) < 0)
 		return sb_error(reterr, -errno, "cannot keep the parent-death signal: %s",
 				strerror(errno));
-	/* The supervisor may have died between the change and the prctl. */
-	if (pdeathsig && getppid() == 1)
+	/* The supervisor may have died between the change and the prctl (its
+	 * parent is then another: pid 1 in a PID namespace may be the parent
+	 * all along, bwrap's). */
+	if (pdeathsig && getppid() != parent)
 		return sb_error(reterr, -ESRCH, "the timeout supervisor is gone");
 	return 0;
 }
@@ -144,6 +147,13 @@ int sb_privileges_drop(const struct sb_identity *user, bool drop_capabilities,
 			report->switched = true;
 			report->uid = user->uid;
 			report->gid = user->gid;
+		} else if (report->uid == 0) {
+			/* Root without the capabilities (a wrapper dropped them):
+			 * uid 0 still owns root's files. */
+			return sb_error(reterr, -EPERM,
+					"user=%u:%u: python-sb runs as uid 0 without CAP_SETUID "
+					"and CAP_SETGID, and cannot run the program as that user",
+					user->uid, user->gid);
 		}
 	}
 	if (!drop_capabilities)

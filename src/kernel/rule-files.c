@@ -15,7 +15,7 @@
 #include "util.h"
 
 static int conflict(const struct sb_profile *p, const char *cwd, const char *file, bool missing,
-		    char **ret)
+		    const char *why, char **ret)
 {
 	char real[PATH_MAX];
 
@@ -29,13 +29,12 @@ static int conflict(const struct sb_profile *p, const char *cwd, const char *fil
 			continue;
 		if (asprintf(
 			ret,
-			"expose-rw=%s at %s:%u lets the program %s the rule file %s%s: Landlock "
-			"cannot take one file out of a granted directory. Keep the rule files "
-			"outside every expose-rw directory (or name the profile with "
-			"--pysandboxes-config)",
+			"expose-rw=%s at %s:%u lets the program %s the rule file %s%s: %s. Keep "
+			"the rule files outside every expose-rw directory (or name the profile "
+			"with --pysandboxes-config)",
 			e->path, e->origin.file ? e->origin.file : SB_ORIGIN_CLI, e->origin.line,
 			missing ? "create" : "change", real,
-			missing ? ", which python-sb would read on the next run" : "") < 0) {
+			missing ? ", which python-sb would read on the next run" : "", why) < 0) {
 			*ret = NULL;
 			return -ENOMEM;
 		}
@@ -44,7 +43,7 @@ static int conflict(const struct sb_profile *p, const char *cwd, const char *fil
 	return 0;
 }
 
-int sb_rule_files_check(const struct sb_profile *p, char **ret_conflict)
+static int check(const struct sb_profile *p, bool existing, const char *why, char **ret_conflict)
 {
 	char cwd[PATH_MAX];
 	int r = 0;
@@ -58,9 +57,20 @@ int sb_rule_files_check(const struct sb_profile *p, char **ret_conflict)
 		return 0;
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -errno;
-	for (char **f = p->files; r == 0 && f && *f; f++)
-		r = conflict(p, cwd, *f, false, ret_conflict);
+	for (char **f = existing ? p->files : NULL; r == 0 && f && *f; f++)
+		r = conflict(p, cwd, *f, false, why, ret_conflict);
 	for (char **f = p->missing_files; r == 0 && f && *f; f++)
-		r = conflict(p, cwd, *f, true, ret_conflict);
+		r = conflict(p, cwd, *f, true, why, ret_conflict);
 	return r < 0 ? r : 0;
+}
+
+int sb_rule_files_check(const struct sb_profile *p, char **ret_conflict)
+{
+	return check(p, true, "Landlock cannot take one file out of a granted directory",
+		     ret_conflict);
+}
+
+int sb_rule_files_check_missing(const struct sb_profile *p, char **ret_conflict)
+{
+	return check(p, false, "a missing file cannot be mounted over read-only", ret_conflict);
 }

@@ -12,3 +12,8 @@
  * rules. 0 and *ret_conflict = NULL when no writable grant reaches one;
  * otherwise *ret_conflict names the grant, its line and the file. -ENOMEM. */
 int sb_rule_files_check(const struct sb_profile *p, char **ret_conflict);
+
+/* The same for the rule files that do not exist yet only: a provider that
+ * mounts each existing rule file read-only (bwrap, firejail) still cannot
+ * mount over a missing one. */
+int sb_rule_files_check_missing(const struct sb_profile *p, char **ret_conflict);

@@ -34,11 +34,12 @@ enum {
 	OPT_INTERACTIVE = 1u << 12,
 	OPT_QUIET = 1u << 13,
 	OPT_NO_SITE = 1u << 14,
-	OPT_REPORT = 1u << 15,		   /* --report=FILE: the run report (docs/report.md) */
-	OPT_REPORT_FD = 1u << 16,	   /* --report-fd=N: the same, to a descriptor */
-	OPT_ZYGOTE = 1u << 17,		   /* --pysandboxes-zygote=FD: python-sb serve's fork server */
-	OPT_DENIALS = 1u << 18,		   /* --denials: every refusal listed at exit */
+	OPT_REPORT = 1u << 15,	  /* --report=FILE: the run report (docs/report.md) */
+	OPT_REPORT_FD = 1u << 16, /* --report-fd=N: the same, to a descriptor */
+	OPT_ZYGOTE = 1u << 17,	  /* --pysandboxes-zygote=FD: python-sb serve's fork server */
+	OPT_DENIALS = 1u << 18,	  /* --denials: every refusal listed at exit */
 	OPT_NO_DENIALS_SUMMARY = 1u << 19, /* --no-denials-summary */
+	OPT_INSIDE = 1u << 20, /* --pysandboxes-inside: re-entered under a wrapper provider */
 };
 
 /* CPython's SHORT_OPTS ("bBc:dEhiIJm:OPqRsStuvVW:xX:?"). 't' is still accepted, and ignored, by
@@ -88,6 +89,7 @@ static const struct long_opt {
     {"explain", OPT_OURS | OPT_EXPLAIN},
     {"pysandboxes-worker", OPT_ARG | OPT_OURS | OPT_WORKER},
     {"pysandboxes-zygote", OPT_ARG | OPT_OURS | OPT_ZYGOTE},
+    {"pysandboxes-inside", OPT_ARG | OPT_OURS | OPT_INSIDE},
     {"report", OPT_ARG | OPT_OURS | OPT_REPORT},
     {"report-fd", OPT_ARG | OPT_OURS | OPT_REPORT_FD},
     {"denials", OPT_OURS | OPT_DENIALS},
@@ -343,6 +345,14 @@ static int scan_long(struct parser *p)
 		return p->cli.zygote ? 0 : -ENOMEM;
 	}
 
+	if (o->flags & OPT_INSIDE) {
+		if (!value || !*value)
+			return usage_error(p, "--pysandboxes-inside requires a descriptor number");
+		free(p->cli.inside);
+		p->cli.inside = strdup(value);
+		return p->cli.inside ? 0 : -ENOMEM;
+	}
+
 	if (o->flags & (OPT_REPORT | OPT_REPORT_FD)) {
 		char **field = o->flags & OPT_REPORT ? &p->cli.report : &p->cli.report_fd;
 
@@ -472,6 +482,7 @@ void sb_cli_done(struct sb_cli *cli)
 	free(cli->config_path);
 	free(cli->worker);
 	free(cli->zygote);
+	free(cli->inside);
 	free(cli->report);
 	free(cli->report_fd);
 	sb_strv_free(cli->python_argv);

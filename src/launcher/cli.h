@@ -23,12 +23,15 @@ struct sb_cli {
 	bool denials;		 /* --denials: list every refusal at exit */
 	bool no_denials_summary; /* --no-denials-summary: no line at exit */
 	char *worker;		 /* --pysandboxes-worker=FD: serve partial-mode calls (hidden) */
-	char *zygote;		 /* --pysandboxes-zygote=FD: python-sb serve's fork server (hidden) */
-	char *report;		 /* --report=FILE: write the run report there */
-	char *report_fd;	 /* --report-fd=N: write it to this inherited descriptor */
-	bool help;		 /* -h, -?, --help */
-	bool version;		 /* -V or --version (count in version_level) */
-	int version_level;	 /* -V once: 1, -VV: 2 */
+	char *zygote; /* --pysandboxes-zygote=FD: python-sb serve's fork server (hidden) */
+	/* --pysandboxes-inside=FD: started by python-sb itself under a wrapper
+	 * provider, FD being the handover record (wrap.h; hidden). */
+	char *inside;
+	char *report;	   /* --report=FILE: write the run report there */
+	char *report_fd;   /* --report-fd=N: write it to this inherited descriptor */
+	bool help;	   /* -h, -?, --help */
+	bool version;	   /* -V or --version (count in version_level) */
+	int version_level; /* -V once: 1, -VV: 2 */
 
 	/* argv for the embedded interpreter: argv[0] is the program name, then the
 	 * CPython options exactly as given (e.g. "-I", "-W", "error", "-X", "dev"),

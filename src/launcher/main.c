@@ -22,6 +22,7 @@
 #include "report-supervise.h"
 #include "resource-limits.h"
 #include "serve-exec.h"
+#include "wrap.h"
 #include "usage.h"
 #include "venv.h"
 #include "worker.h"
@@ -106,10 +107,12 @@ static int send_config_errors(const struct sb_diags *d)
 	return sb_worker_send_start_error(worker_channel, "config", fields, n);
 }
 
-static int report_diags(struct sb_diags *d)
+/* warnings: false under a wrapper provider, where the launching python-sb
+ * already showed them. */
+static int report_diags(struct sb_diags *d, bool warnings)
 {
 	sb_diags_sort(d);
-	for (size_t i = 0; i < d->n; i++)
+	for (size_t i = 0; warnings && i < d->n; i++)
 		if (d->items[i].warning)
 			fprintf(stderr, "python-sb: warning: %s:%u: %s\n", d->items[i].file,
 				d->items[i].line, d->items[i].message);
@@ -175,6 +178,51 @@ static int mirror_child(const struct sb_supervise_result *res, const struct sb_l
 	return WEXITSTATUS(res->status);
 }
 
+/* What a wrapper provider needs besides the embedding: python-sb's own
+ * command line and the host's environment, to start itself under the wrapper
+ * (wrap.h); inside: set in the python-sb so started. */
+struct wrapping {
+	char *const *argv;
+	char *const *host_env;
+	const char *cwd;
+	struct sb_wrap_inside *inside;
+};
+
+/* The launching side of a wrapper provider: the program's exit status as
+ * `python` would give it. */
+static int run_wrapped(const struct sb_wrap_launch *l)
+{
+	_cleanup_free_ char *err = NULL;
+	struct sb_wrap_outcome o;
+	int r, code;
+
+	r = sb_wrap_run(l, &o, &err);
+	if (r < 0)
+		return fail("the sandbox cannot be applied", err, r);
+	/* What the inner python-sb reported first: the tool may die of the
+	 * signal it forwarded (firejail and a Ctrl-C the program caught). */
+	if (o.exited)
+		return o.exit_code;
+	if (WIFSIGNALED(o.wait_status))
+		return mirror_child(&(struct sb_supervise_result){.status = o.wait_status},
+				    &l->boundary->limits);
+	code = WEXITSTATUS(o.wait_status);
+	if (!o.started) {
+		fprintf(stderr,
+			"python-sb: the sandbox cannot be applied: %s could not start the "
+			"program (exit status %d)\n",
+			l->provider->name, code);
+		return EXIT_CONFIG;
+	}
+	/* The program died without python-sb's exit: the wrapper's 128+N is
+	 * the signal N, raised again here as `python` would have died. */
+	if (code > 128 && code - 128 < NSIG)
+		return mirror_child(
+		    &(struct sb_supervise_result){.status = code - 128 /* killed by it */},
+		    &l->boundary->limits);
+	return code;
+}
+
 /* At exit, when something was refused (a program that catches its refusals
  * must not look as if it ran unrestricted): one line, the count and the
  * first rule to add; with --denials every refusal. */
@@ -203,7 +251,7 @@ static void print_denials(const struct sb_embed *e, bool summary)
 /* From the policy to the program: the kernel boundary's plain data, the
  * supervisor, the interpreter's paths, then the embedded run. */
 static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note,
-	       bool denials_summary)
+	       bool denials_summary, const struct wrapping *wrapping)
 {
 	_cleanup_(sb_boundary_done) struct sb_boundary boundary = {0};
 	_cleanup_(sb_interp_paths_done) struct sb_interp_paths paths = {0};
@@ -212,7 +260,8 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	struct sb_embed_state *state = NULL;
 	struct sb_supervise_options supervise;
 	struct sb_supervise_result res;
-	bool is_child = true;
+	struct sb_wrap_launch launch;
+	bool is_child = true, wrapper;
 	int r, status = 0, exit_code = 0;
 
 	r = sb_boundary_build_base(e->profile, e->provider, mode, &boundary);
@@ -221,6 +270,18 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	r = sb_embed_set_environment(e);
 	if (r < 0)
 		return fail("cannot set the sandbox environment", NULL, r);
+	wrapper = (e->provider->flags & SB_PROVIDER_WRAPS_EXEC) && !wrapping->inside;
+	launch = (struct sb_wrap_launch){
+	    .provider = e->provider,
+	    .boundary = &boundary,
+	    .profile = e->profile,
+	    .self_exe = e->self_exe,
+	    .argv = wrapping->argv,
+	    .host_env = wrapping->host_env,
+	    .cwd = wrapping->cwd,
+	    .worker = e->worker,
+	    .report = e->report,
+	};
 
 	if (e->cli->explain) {
 		struct sb_buf out = {0};
@@ -235,12 +296,28 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		r = sb_explain(e->profile, e->profile_path, e->provider, note, e->envp, &out);
 		if (r >= 0)
 			r = sb_boundary_explain(&boundary, &out);
+		if (r >= 0 && wrapper && sb_wrap_explain(&launch, &out, &err) < 0)
+			r = sb_buf_printf(&out, "#   the command line cannot be built: %s\n",
+					  err ? err : "out of memory");
 		if (r < 0)
 			return fail("cannot explain the policy", NULL, r);
 		fputs(out.data, stdout);
 		sb_buf_reset(&out);
 		return 0;
 	}
+	/* The inner python-sb does the rest, under the wrapper, which binds
+	 * the grants: they name the interpreter's paths. */
+	if (wrapper) {
+		r = sb_embed_prepare(e, &state, &paths, &err);
+		if (r < 0)
+			return fail("cannot prepare the interpreter", err, r);
+		sb_embed_discard(state);
+		r = sb_boundary_build_provider(&boundary, e->profile, &paths);
+		if (r < 0)
+			return fail("cannot build the kernel policy", NULL, r);
+		return run_wrapped(&launch);
+	}
+	boundary.entered_by_wrapper = wrapping->inside != NULL;
 
 	if (e->profile->py_sandbox) {
 		_cleanup_strv_free_ char **warnings = NULL;
@@ -271,6 +348,9 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 				    err, r);
 		if (!is_child)
 			return mirror_child(&res, &boundary.limits);
+		/* The supervisor reports the exit status, the program cannot. */
+		if (wrapping->inside)
+			sb_wrap_inside_detach(wrapping->inside);
 	}
 	r = sb_embed_prepare(e, &state, &paths, &err);
 	if (r < 0)
@@ -393,6 +473,8 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 
 int sb_launcher_main(int argc, char **argv)
 {
+	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside = {.status_fd = -1,
+								       .report_fd = -1};
 	_cleanup_(sb_ipython_done) struct sb_ipython ipython = {0};
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
 	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
@@ -431,6 +513,11 @@ int sb_launcher_main(int argc, char **argv)
 		argv = ipython.argv;
 	}
 	r = sb_cli_parse(argc, argv, &cli, &err);
+	if (r >= 0 && cli.inside) {
+		r = sb_wrap_inside_open(cli.inside, &inside, &err);
+		if (r < 0)
+			return fail("cannot start inside the sandbox", err, r);
+	}
 	if (r < 0) {
 		fprintf(stderr,
 			"%s\nusage: python-sb [option] ... [-c cmd | -m mod | file | -] "
@@ -454,7 +541,12 @@ int sb_launcher_main(int argc, char **argv)
 		if (sb_worker_parse_fd(cli.worker, &fd) < 0)
 			return fail("--pysandboxes-worker expects a descriptor number", cli.worker,
 				    -EINVAL);
-		r = sb_worker_setup(fd, &worker, &err);
+		/* Under a wrapper, the launching python-sb read the configuration. */
+		if (cli.inside && !inside.has_worker_config)
+			return fail("--pysandboxes-worker", "no configuration handed over",
+				    -EPROTO);
+		r = sb_worker_setup(fd, cli.inside ? inside.worker_config : NULL,
+				    inside.worker_config_len, &worker, &err);
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 		worker_channel = worker.fd;
@@ -476,6 +568,12 @@ int sb_launcher_main(int argc, char **argv)
 		zygote_fd = (int)fd;
 	}
 	report.path = cli.report;
+	/* Under a wrapper, the launching python-sb opened the report's file
+	 * (the wrapper's view may not show it) and hands the descriptor over. */
+	if (cli.inside && inside.report_fd >= 0) {
+		report.fd = inside.report_fd;
+		report.path = NULL;
+	}
 	/* Nothing the caller left open reaches the program: only the worker's
 	 * channel, the report's descriptor (the supervisor's: the program's
 	 * process closes it), and a descriptor the command line names
@@ -487,6 +585,7 @@ int sb_launcher_main(int argc, char **argv)
 		    zygote_fd,
 		    cli.mode == SB_RUN_SCRIPT ? sb_inherited_fd_named(cli.target) : -1,
 		    sb_inherited_fd_named(cli.config_path),
+		    inside.status_fd,
 		};
 
 		r = sb_inherited_close_fds(keep, ELEMENTSOF(keep), &err);
@@ -501,11 +600,26 @@ int sb_launcher_main(int argc, char **argv)
 	if (wants_cpython_help(&cli))
 		return Py_BytesMain((int)sb_strv_length(cli.python_argv), cli.python_argv);
 
-	for (char **e = environ; e && *e; e++)
+	/* Under a wrapper: what the launching python-sb saw (the wrapper gives
+	 * the program neither). */
+	if (cli.inside)
+		host_env = TAKE_PTR(inside.env);
+	for (char **e = cli.inside ? NULL : environ; e && *e; e++)
 		if (sb_strv_push(&host_env, *e) < 0)
 			return fail("out of memory", NULL, -ENOMEM);
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (cli.inside) {
+		if (strlen(inside.cwd) >= sizeof(cwd))
+			return fail("cannot read the current directory", NULL, -ENAMETOOLONG);
+		strcpy(cwd, inside.cwd);
+		/* bwrap makes it; firejail shows it when it holds a grant. */
+		if (chdir(cwd) < 0)
+			return fail(
+			    "the sandbox does not show the current directory (expose it, or "
+			    "run from a directory the rules expose)",
+			    cwd, -errno);
+	} else if (!getcwd(cwd, sizeof(cwd))) {
 		return fail("cannot read the current directory", NULL, -errno);
+	}
 	r = sb_venv_detect(argc > 0 ? argv[0] : NULL, host_getenv("PATH", host_env), cwd,
 			   host_getenv("VIRTUAL_ENV", host_env), &venv, &err);
 	if (r < 0)
@@ -546,7 +660,7 @@ int sb_launcher_main(int argc, char **argv)
 	}
 	if (r < 0 && r != -EINVAL)
 		return fail("cannot load the rules", NULL, r);
-	if (report_diags(&diags) < 0)
+	if (report_diags(&diags, !cli.inside) < 0)
 		return EXIT_CONFIG;
 	/* A rule file the next run would read first, if the program made it:
 	 * the kernel boundary keeps it out of reach too. */
@@ -562,7 +676,24 @@ int sb_launcher_main(int argc, char **argv)
 
 	if (sb_learn_wanted(profile, config, &learn_file))
 		mode = SB_MODE_LEARN;
-	r = sb_provider_select(profile->os_sandbox, mode, &provider, &note, &warn, &err);
+	if (cli.inside) {
+		/* The wrapper named in the rules already runs: nothing to probe
+		 * (its binary is not even in here). */
+		provider = sb_provider_get(profile->os_sandbox);
+		r = provider && mode == SB_MODE_ENFORCE
+			? sb_wrap_inside_check(&inside, provider, profile, &err)
+		    : mode != SB_MODE_ENFORCE
+			? sb_error(&err, -EINVAL,
+				   "started under os-sandbox=%s, but the rules now ask for "
+				   "learning mode (is the rule file %s in the sandbox?)",
+				   inside.provider, config ? config : "(none)")
+			: sb_error(&err, -EINVAL,
+				   "started under os-sandbox=%s, but the rules "
+				   "now ask for no wrapper",
+				   inside.provider);
+	} else {
+		r = sb_provider_select(profile->os_sandbox, mode, &provider, &note, &warn, &err);
+	}
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
 	if (warn)
@@ -593,8 +724,10 @@ int sb_launcher_main(int argc, char **argv)
 	}
 	/* The caller's variables were needed for ${VAR} and the policy's
 	 * environment; nothing reads them from here on (learning shows the
-	 * program the whole environment anyway). */
-	if (mode != SB_MODE_LEARN)
+	 * program the whole environment anyway). A wrapper provider's launching
+	 * python-sb hands them to the inner one, which scrubs its copies: the
+	 * program runs there. */
+	if (mode != SB_MODE_LEARN && !((provider->flags & SB_PROVIDER_WRAPS_EXEC) && !cli.inside))
 		sb_inherited_scrub_environment(
 		    host_env, kernel_argc > 0 ? kernel_argv[kernel_argc - 1] +
 						    strlen(kernel_argv[kernel_argc - 1]) + 1
@@ -634,5 +767,11 @@ int sb_launcher_main(int argc, char **argv)
 		.provider = provider,
 		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 	    },
-	    mode, note, denials_summary));
+	    mode, note, denials_summary,
+	    &(struct wrapping){
+		.argv = argv,
+		.host_env = host_env,
+		.cwd = cwd,
+		.inside = cli.inside ? &inside : NULL,
+	    }));
 }

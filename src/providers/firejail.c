@@ -1,10 +1,37 @@
 /* SPDX-License-Identifier: MIT */
-/* os-sandbox=firejail (spec section 8): firejail's template of filters and
- * rlimits, a whitelist of the expose-* rules, no network or a bridge with
- * netfilter for net=. Not in this version: naming it stops the launch. What it
- * enforces comes with its implementation; keys other than these are passed
- * through to firejail. */
+/* os-sandbox=firejail (spec section 8): firejail runs python-sb again with its
+ * template of filters and limits (the original's: no capabilities, no new
+ * privileges, its seccomp blacklist, namespaces for IPC, PID, mounts and UTS,
+ * a private /dev, /etc cut down to a few files, rlimits...), no network, and
+ * a file system cut down to the grants: every directory at the root that holds
+ * no grant is blacklisted, one that does becomes a whitelist of its grants
+ * (firejail's tmpfs with only them), /usr's directories likewise, and
+ * expose-ro is read-only. Inside, python-sb loads its own seccomp filter on top
+ * of firejail's, the limits, and runs the guard.
+ *
+ * ignore= makes the path vanish, as the spec says, where firejail can: in an
+ * expose-ro tree the directories holding a hidden entry are rebuilt from
+ * whitelists of their other entries. In an expose-rw tree rebuilding would
+ * lose what the program writes there (a whitelisted directory's new files go
+ * to firejail's tmpfs), so there firejail's blacklist refuses the path
+ * instead (EACCES; root reads it as empty).
+ *
+ * net= ALLOW rules need a host bridge (firejail.net) and firejail's netfilter;
+ * without one python-sb stops rather than run on an unfiltered network (the
+ * original ran on the host's network when restricted-network was "yes"). */
 #include "provider.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "boundary.h"
+#include "grants.h"
+#include "rule-files.h"
+#include "wrap-common.h"
 
 static const struct sb_provider_param_def params[] = {
     {"net", SB_PARAM_TEXT, NULL, NULL}, /* the host bridge net= rules use */
@@ -21,11 +48,647 @@ static const struct sb_provider_param_def params[] = {
     {NULL},
 };
 
+#define USERS_FILE  "/etc/firejail/firejail.users"
+#define CONFIG_FILE "/etc/firejail/firejail.config"
+
+/* The template: firejail's option name and value (NULL: a flag). A profile's
+ * firejail.<name> line replaces the option of that name (an empty value: the
+ * flag alone); other firejail.<key> lines are added as --key=value. */
+struct option {
+	const char *name, *value;
+};
+
+static const struct option template_options[] = {
+    {"quiet", NULL},
+    {"noprofile", NULL},
+    {"caps.drop", "all"},
+    {"nonewprivs", NULL},
+    {"nogroups", NULL},
+    {"seccomp", NULL},
+    {"restrict-namespaces", NULL},
+    {"ipc-namespace", NULL},
+    {"hostname", "firejail-sandbox"},
+    {"deterministic-shutdown", NULL},
+    {"private-dev", NULL},
+    {"noexec", "/tmp"},
+    {"noprinters", NULL},
+    {"x11", "none"},
+    {"nosound", NULL},
+    {"notv", NULL},
+    {"nou2f", NULL},
+    {"novideo", NULL},
+    {"nodvd", NULL},
+    {"no3d", NULL},
+    {"disable-mnt", NULL},
+    {"rlimit-as", "300m"},
+    {"rlimit-fsize", "102400"},
+    {"rlimit-nproc", "20"},
+    {"rlimit-nofile", "50"},
+    {"rlimit-sigpending", "20"},
+    {"nice", "5"},
+};
+
+/* Firejail's own lists of what to hide, in the template's order (the
+ * python3 exception before the interpreters' blacklist). Each starts with
+ * "include <name>.local", which firejail looks up in the caller's
+ * ~/.config/firejail before /etc/firejail: a noblacklist, whitelist or
+ * read-write line there (the user's, or planted by a program that could
+ * write to $HOME on an earlier run) would weaken the sandbox. python-sb
+ * hands firejail the lists without their include lines instead (lists_fd). */
+static const char *const includes[] = {
+    "/etc/firejail/allow-python3.inc",	  "/etc/firejail/disable-common.inc",
+    "/etc/firejail/disable-devel.inc",	  "/etc/firejail/disable-interpreters.inc",
+    "/etc/firejail/disable-programs.inc", "/etc/firejail/disable-xdg.inc",
+};
+
+/* /etc holds other programs' secrets: only these are shown (and the grants
+ * and rule files under /etc). The template's --private-etc copy is replaced
+ * by a whitelist of the same entries: the same view, and firejail 0.9.72's
+ * private /etc prints "/etc/passwd: unmount: Invalid argument" on the
+ * program's stderr in containers. */
+static const char *const etc_entries[] = {
+    "hosts", "resolv.conf",	"nsswitch.conf", "ssl",
+    "pki",   "ca-certificates", "ld.so.cache",	 "localtime",
+};
+
+/* What firejail or the kernel provide: never blacklisted from the root. */
+static const char *const root_kept[] = {"proc", "sys", "dev", "usr", "tmp", "run"};
+
+static int probe(char **reterr)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	const struct passwd *pw;
+	size_t cap = 0;
+	int r;
+
+	r = sb_wrap_probe_binary("firejail", "firejail", reterr);
+	if (r < 0 || getuid() == 0)
+		return r;
+	pw = getpwuid(getuid());
+	if (!pw)
+		return sb_error(reterr, -EPERM,
+				"firejail needs a user name for uid %u, and it has none",
+				(unsigned)getuid());
+	if (streq(pw->pw_name, "nobody"))
+		return sb_error(
+		    reterr, -EPERM,
+		    "firejail never lets the user nobody start a sandbox "
+		    "(firejail-users(5)): run as another user, or use os-sandbox=bwrap");
+	f = fopen(USERS_FILE, "re");
+	if (!f)
+		return 0; /* no list: every user may */
+	while (getline(&line, &cap, f) > 0)
+		if (streq(sb_strstrip(line), pw->pw_name))
+			return 0;
+	return sb_error(reterr, -EPERM,
+			"firejail lets only the users listed in %s start a sandbox, and %s is not "
+			"one of them",
+			USERS_FILE, pw->pw_name);
+}
+
+/* "restricted-network yes" in firejail.config: only root may give a sandbox
+ * a network. */
+static bool network_restricted(void)
+{
+	_cleanup_fclose_ FILE *f = fopen(CONFIG_FILE, "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	bool restricted = false;
+
+	while (f && getline(&line, &cap, f) > 0) {
+		const char *v = startswith(sb_strstrip(line), "restricted-network");
+
+		if (v)
+			restricted = streq(sb_strstrip((char *)v), "yes");
+	}
+	return restricted;
+}
+
+static const struct sb_net_rule *first_allow_rule(const struct sb_profile *p)
+{
+	for (size_t i = 0; i < p->n_nets; i++)
+		if (p->nets[i].action == SB_NET_ALLOW)
+			return &p->nets[i];
+	return NULL;
+}
+
+static int prepare(struct sb_boundary *b, const struct sb_profile *p,
+		   const struct sb_interp_paths *interp)
+{
+	int r = sb_provider_collect_grants(b, p, interp);
+
+	/* The existing rule files are mounted read-only over the grants;
+	 * one python-sb would read once it exists cannot be. */
+	if (r >= 0)
+		r = sb_rule_files_check_missing(p, &b->rule_file_conflict);
+	if (r >= 0)
+		r = sb_provider_add_note(b, "network: none (firejail --net=none)");
+	if (r >= 0)
+		r = sb_provider_add_note(b, "/proc and /sys as firejail shows them");
+	if (r >= 0 && p->n_ignores)
+		r = sb_provider_add_note(b, "ignore=: what matches now vanishes under expose-ro "
+					    "and is refused under expose-rw; what appears later "
+					    "only the Python guard hides");
+	return r;
+}
+
+/* Firejail reads its path options as patterns (globs, ${HOME}...): a path
+ * it would not take literally cannot be given to it. */
+static int literal(const char *path, char **reterr)
+{
+	if (strpbrk(path, "*?[]$,\"\\\n"))
+		return sb_error(reterr, -EINVAL,
+				"firejail cannot take the path '%s' literally (it reads '*', '?', "
+				"'[', '$', ',' and quotes in paths as patterns): rename it or use "
+				"os-sandbox=bwrap",
+				path);
+	return 0;
+}
+
+/* The command line under construction, and the whitelist it holds. */
+struct builder {
+	char **argv;
+	char **whitelisted; /* resolved paths, whitelisted or kept whole */
+	char **read_only;
+	char **reterr;
+};
+
+static void builder_done(struct builder *bd)
+{
+	sb_strv_free(bd->argv);
+	sb_strv_free(bd->whitelisted);
+	sb_strv_free(bd->read_only);
+}
+
+#define MAX_WHITELISTED 2048
+
+/* A directory firejail mounts its tmpfs on to hold a whitelist: one at the
+ * root or in /usr. It cannot whitelist such a directory itself: kept whole
+ * instead (it is then not blacklisted). */
+static bool is_top(const char *path)
+{
+	const char *rest = startswith(path, "/usr/");
+
+	if (!rest)
+		rest = path + 1;
+	return *rest && !strchr(rest, '/');
+}
+
+static int whitelist(struct builder *bd, const char *path)
+{
+	int r;
+
+	for (char **w = bd->whitelisted; w && *w; w++)
+		if (sb_path_under(path, *w))
+			return 0;
+	if (sb_strv_length(bd->whitelisted) >= MAX_WHITELISTED)
+		return sb_error(bd->reterr, -E2BIG,
+				"firejail would need more than %d whitelisted paths (ignore= in "
+				"large exposed directories): narrow the rules",
+				MAX_WHITELISTED);
+	r = literal(path, bd->reterr);
+	if (r >= 0 && !is_top(path))
+		r = sb_argv_addf(&bd->argv, "--whitelist=%s", path);
+	if (r >= 0)
+		r = sb_strv_push(&bd->whitelisted, path);
+	return r;
+}
+
+static int read_only(struct builder *bd, const char *path)
+{
+	int r;
+
+	if (sb_strv_contains(bd->read_only, path))
+		return 0;
+	r = sb_argv_addf(&bd->argv, "--read-only=%s", path);
+	return r < 0 ? r : sb_strv_push(&bd->read_only, path);
+}
+
+static bool is_ignored(const struct sb_wrap_ignored_set *set, const char *path)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (streq(set->items[i].path, path))
+			return true;
+	return false;
+}
+
+static bool holds_ignored(const struct sb_wrap_ignored_set *set, const char *dir)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (sb_path_under(set->items[i].path, dir) && !streq(set->items[i].path, dir))
+			return true;
+	return false;
+}
+
+/* dir minus what ignore= hides: the whitelist of its other entries,
+ * rebuilding the subdirectories that hold a hidden entry the same way. */
+static int whitelist_except(struct builder *bd, const char *dir,
+			    const struct sb_wrap_ignored_set *set)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (!holds_ignored(set, dir))
+		return whitelist(bd, dir);
+	d = opendir(dir);
+	if (!d)
+		return 0; /* gone since the walk: nothing to show */
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *child = NULL;
+
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		child = sb_path_join(dir, de->d_name);
+		if (!child) {
+			r = -ENOMEM;
+			break;
+		}
+		if (is_ignored(set, child))
+			continue;
+		r = de->d_type == DT_DIR ? whitelist_except(bd, child, set) : whitelist(bd, child);
+	}
+	closedir(d);
+	return r;
+}
+
+struct item {
+	char *path; /* resolved */
+	bool writable;
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->path, ((const struct item *)b)->path);
+}
+
+/* The grants, the rule files and what any program needs of /etc,
+ * whitelisted at their resolved paths, parents first (/dev and /proc are
+ * firejail's, /sys stays as it shows it); expose-ro read-only, ignore=
+ * applied. */
+static int build_files(struct builder *bd, const struct sb_boundary *b, const struct sb_profile *p)
+{
+	_cleanup_(sb_wrap_ignored_done) struct sb_wrap_ignored_set set = {0};
+	size_t n_files = sb_strv_length(p->files), total, n = 0;
+	_cleanup_free_ struct item *items = NULL;
+	int r;
+
+	total = b->n_paths + n_files + ELEMENTSOF(etc_entries);
+	items = calloc(total, sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	r = sb_wrap_collect_ignored(b, p, &set, bd->reterr);
+	for (size_t i = 0; r >= 0 && i < total; i++) {
+		_cleanup_free_ char *etc = NULL;
+		const char *path;
+		char resolved[PATH_MAX];
+
+		if (i < b->n_paths)
+			path = b->paths[i].path;
+		else if (i < b->n_paths + n_files)
+			path = p->files[i - b->n_paths];
+		else
+			path = etc = sb_path_join("/etc", etc_entries[i - b->n_paths - n_files]);
+		if (!path) {
+			r = -ENOMEM;
+			break;
+		}
+		if (sb_path_under(path, "/dev") || sb_path_under(path, "/proc") ||
+		    sb_path_under(path, "/sys") || !realpath(path, resolved))
+			continue; /* firejail's, or missing (an optional grant) */
+		/* A link in /etc (localtime) is whitelisted as a link: firejail
+		 * adds its target; the target alone would leave /etc without it. */
+		if (sb_path_under(path, "/etc") && !sb_path_under(resolved, "/etc") &&
+		    snprintf(resolved, sizeof(resolved), "%s", path) >= (int)sizeof(resolved))
+			continue;
+		items[n].path = strdup(resolved);
+		if (!items[n].path) {
+			r = -ENOMEM;
+			break;
+		}
+		items[n++].writable = i < b->n_paths && b->paths[i].writable;
+	}
+	if (r >= 0)
+		qsort(items, n, sizeof(*items), cmp_item);
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		r = items[i].writable ? whitelist(bd, items[i].path)
+				      : whitelist_except(bd, items[i].path, &set);
+		if (r >= 0 && !items[i].writable)
+			r = read_only(bd, items[i].path);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(items[i].path);
+	/* Inside expose-rw trees: refused rather than vanished (see above). */
+	for (size_t i = 0; r >= 0 && i < set.n; i++)
+		if (set.items[i].in_writable) {
+			r = literal(set.items[i].path, bd->reterr);
+			if (r >= 0)
+				r = sb_argv_addf(&bd->argv, "--blacklist=%s", set.items[i].path);
+		}
+	return r;
+}
+
+static bool holds_whitelisted(const struct builder *bd, const char *dir)
+{
+	for (char **w = bd->whitelisted; w && *w; w++)
+		if (sb_path_under(*w, dir))
+			return true;
+	return false;
+}
+
+/* Every entry of dir that no grant needs is blacklisted (but kept); one that
+ * holds a grant is a whitelist already. Links (/bin -> usr/bin) are left:
+ * their targets are handled. */
+static int blacklist_entries(struct builder *bd, const char *dir, const char *const *kept,
+			     size_t n_kept)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0
+				       : sb_error(bd->reterr, -errno, "cannot list %s: %s", dir,
+						  strerror(errno));
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+		bool keep = streq(de->d_name, ".") || streq(de->d_name, "..");
+		struct stat st;
+
+		for (size_t i = 0; !keep && i < n_kept; i++)
+			keep = streq(de->d_name, kept[i]);
+		path = sb_path_join(dir, de->d_name);
+		if (!path) {
+			r = -ENOMEM;
+			break;
+		}
+		if (keep || lstat(path, &st) < 0 || S_ISLNK(st.st_mode) ||
+		    holds_whitelisted(bd, path))
+			continue;
+		r = literal(path, bd->reterr);
+		if (r >= 0)
+			r = sb_argv_addf(&bd->argv, "--blacklist=%s", path);
+	}
+	closedir(d);
+	return r;
+}
+
+/* The root cut down to what the grants need, /usr likewise; /run, which
+ * firejail keeps its own files in, too. */
+static int build_blacklist(struct builder *bd)
+{
+	static const char *const run_kept[] = {"firejail"};
+	int r;
+
+	r = blacklist_entries(bd, "/", root_kept, ELEMENTSOF(root_kept));
+	if (r >= 0 && !holds_whitelisted(bd, "/run"))
+		r = blacklist_entries(bd, "/run", run_kept, ELEMENTSOF(run_kept));
+	/* /usr too (firejail whitelists in its directories): /usr/bin and the
+	 * like unless exposed, so that a program allowed to start processes
+	 * still needs an expose-* rule for the binary, as under Landlock. */
+	if (r >= 0)
+		r = blacklist_entries(bd, "/usr", NULL, 0);
+	/* Nothing of the host's /tmp: an empty one of the sandbox's own. */
+	if (r >= 0 && !holds_whitelisted(bd, "/tmp"))
+		r = sb_argv_add(&bd->argv, "--private-tmp", NULL);
+	return r;
+}
+
+static int build_net(struct builder *bd, const struct sb_profile *p)
+{
+	const struct sb_net_rule *allow = first_allow_rule(p);
+	const char *bridge = sb_wrap_param(p, SB_OS_FIREJAIL, "net");
+
+	if (!allow)
+		return sb_argv_add(&bd->argv, "--net=none", NULL);
+	if (getuid() != 0 && network_restricted())
+		return sb_error(
+		    bd->reterr, -EPERM,
+		    "net=%s (%s:%u) needs a network for the sandbox, and %s says "
+		    "'restricted-network yes': firejail gives one only to root. Set "
+		    "'restricted-network no' there, or use os-sandbox=bwrap with "
+		    "bwrap.share-net=yes (filtered by the Python guard and seccomp only)",
+		    allow->text, allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
+		    allow->origin.line, CONFIG_FILE);
+	return sb_error(bd->reterr, -EOPNOTSUPP,
+			"net=%s (%s:%u) needs a host bridge with firejail's netfilter built from "
+			"the net= rules (%s), which this version of python-sb does not do: "
+			"python-sb will not run the program on an unfiltered network. Use "
+			"os-sandbox=bwrap with bwrap.share-net=yes (filtered by the Python guard "
+			"and seccomp only), or os-sandbox=landlock (TCP ports in the kernel)",
+			allow->text, allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
+			allow->origin.line, bridge ? bridge : "firejail.net=<bridge>");
+}
+
+static const struct sb_provider_param *find_param(const struct sb_profile *p, const char *key)
+{
+	const struct sb_provider_param *found = NULL;
+
+	for (size_t i = 0; i < p->n_params; i++)
+		if (p->params[i].os_sandbox == SB_OS_FIREJAIL && streq(p->params[i].key, key))
+			found = &p->params[i];
+	return found;
+}
+
+static int add_option(struct builder *bd, const char *name, const char *value)
+{
+	return value && *value ? sb_argv_addf(&bd->argv, "--%s=%s", name, value)
+			       : sb_argv_addf(&bd->argv, "--%s", name);
+}
+
+/* The template, each option replaced by the profile's line of its name. */
+static int build_template(struct builder *bd, const struct sb_profile *p, bool allow_unix,
+			  bool root, bool identity, const char *self_exe)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(template_options); i++) {
+		const struct option *o = &template_options[i];
+		const struct sb_provider_param *prm = find_param(p, o->name);
+
+		/* firejail would refuse to start python-sb itself (a test
+		 * install under /tmp); seccomp refuses execve to the program
+		 * anyway unless process-exec is granted. */
+		if (!prm && streq(o->name, "noexec") && sb_path_under(self_exe, o->value))
+			continue;
+		/* Root: the inner python-sb empties the bounding set and locks
+		 * the securebits, as python-sb started as root does under any
+		 * provider, and with user= changes its identity (privileges.c);
+		 * then it clears every set. */
+		if (!prm && streq(o->name, "caps.drop") && root) {
+			r = add_option(bd, "caps.keep",
+				       identity ? "setpcap,setuid,setgid" : "setpcap");
+			continue;
+		}
+
+#ifdef SB_HAVE_ASAN
+		/* AddressSanitizer reserves terabytes of address space. */
+		if (!prm && streq(o->name, "rlimit-as"))
+			continue;
+#endif
+		r = add_option(bd, o->name, prm ? prm->value : o->value);
+	}
+	/* Sockets: what seccomp lets through anyway (firejail's filter first). */
+	if (r >= 0)
+		r = sb_argv_add(&bd->argv,
+				allow_unix ? "--protocol=unix,inet,inet6" : "--protocol=inet,inet6",
+				NULL);
+	return r;
+}
+
+/* firejail.<key> lines that are not the template's: --key=value. */
+static int build_pass_through(struct builder *bd, const struct sb_profile *p)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < p->n_params; i++) {
+		const struct sb_provider_param *prm = &p->params[i];
+		bool known = streq(prm->key, "net");
+
+		if (prm->os_sandbox != SB_OS_FIREJAIL)
+			continue;
+		for (size_t j = 0; !known && j < ELEMENTSOF(template_options); j++)
+			known = streq(template_options[j].name, prm->key);
+		if (!known)
+			r = add_option(bd, prm->key, prm->value);
+	}
+	return r;
+}
+
+/* firejail's lists without their include lines (see includes[]): a sealed
+ * memfd, which firejail reads as /proc/self/fd/N and closes before it starts
+ * the program. */
+static int lists_fd(int *ret_fd, char **reterr)
+{
+	_cleanup_close_ int fd = -1;
+	struct sb_buf b = {0};
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(includes); i++) {
+		_cleanup_fclose_ FILE *f = fopen(includes[i], "re");
+		_cleanup_free_ char *line = NULL;
+		size_t cap = 0;
+
+		if (!f)
+			continue;
+		while (r >= 0 && getline(&line, &cap, f) > 0) {
+			const char *word = line + strspn(line, " \t");
+
+			if (startswith(word, "include") && strchr(" \t", word[7]))
+				continue;
+			r = sb_buf_puts(&b, line);
+			if (r >= 0 && line[strlen(line) - 1] != '\n')
+				r = sb_buf_putc(&b, '\n');
+		}
+	}
+	if (r >= 0) {
+		fd = memfd_create("python-sb-firejail-lists", MFD_ALLOW_SEALING);
+		if (fd < 0)
+			r = -errno;
+	}
+	for (size_t off = 0; r >= 0 && off < b.len;) {
+		ssize_t n = write(fd, b.data + off, b.len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? -errno : -EIO;
+		else
+			off += (size_t)n;
+	}
+	sb_buf_reset(&b);
+	if (r >= 0 &&
+	    (lseek(fd, 0, SEEK_SET) < 0 ||
+	     fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0))
+		r = -errno;
+	if (r < 0)
+		return sb_error(reterr, r, "cannot hand firejail its lists: %s", strerror(-r));
+	*ret_fd = fd;
+	fd = -1;
+	return 0;
+}
+
+static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
+		      const struct sb_wrap_request *req, char ***ret_argv, char **reterr)
+{
+	_cleanup_(builder_done) struct builder bd = {.reterr = reterr};
+	_cleanup_free_ char *firejail = NULL;
+	struct sb_buf keep = {0};
+	int r;
+
+	r = sb_wrap_find_binary("firejail", "firejail", sb_strv_env_get(req->host_env, "PATH"),
+				&firejail, reterr);
+	if (r < 0)
+		return r;
+	r = sb_strv_push(&bd.argv, firejail);
+	if (r >= 0)
+		r = build_template(&bd, p, b->seccomp.allow_unix_socket, geteuid() == 0,
+				   b->user.set && (b->user.uid != 0 || b->user.gid != 0),
+				   req->argv[0]);
+	if (r >= 0)
+		r = build_net(&bd, p);
+	if (r >= 0)
+		r = build_files(&bd, b, p);
+	if (r >= 0)
+		r = build_blacklist(&bd);
+	/* After python-sb's own blacklists: firejail then skips the hundreds of
+	 * paths of its lists that they already hide (under /usr/bin...),
+	 * rather than mount over each (a third of its start-up here). */
+	if (r >= 0 && !req->tool_fd)
+		r = -EINVAL;
+	if (r >= 0)
+		r = lists_fd(req->tool_fd, reterr);
+	if (r >= 0)
+		r = sb_argv_addf(&bd.argv, "--include=/proc/self/fd/%d", *req->tool_fd);
+	/* firejail closes every other descriptor. */
+	for (size_t i = 0; r >= 0 && i < req->n_keep_fds; i++)
+		r = sb_buf_printf(&keep, "%s%d", i ? "," : "", req->keep_fds[i]);
+	if (r >= 0 && keep.len)
+		r = sb_argv_addf(&bd.argv, "--keep-fd=%s", keep.data);
+	sb_buf_reset(&keep);
+	if (r >= 0)
+		r = build_pass_through(&bd, p);
+	/* No "--": firejail would then run the program through a shell (bash
+	 * -c and the arguments quoted into one string). The first word that is
+	 * not an option is the program: python-sb's absolute path. */
+	for (char *const *a = req->argv; r >= 0 && *a; a++)
+		r = sb_strv_push(&bd.argv, *a);
+	if (r < 0)
+		return r;
+	*ret_argv = TAKE_PTR(bd.argv);
+	return 0;
+}
+
+static int explain(const struct sb_boundary *b, struct sb_buf *out)
+{
+	int r = sb_buf_puts(out, "#   firejail: its template of filters and limits, the root "
+				 "and /etc cut down to these (and the rule files)\n");
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(includes); i++)
+		r = sb_buf_printf(
+		    out, "#   list %s without its include lines (never ~/.config/firejail)\n",
+		    includes[i]);
+
+	for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
+		r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n", b->paths[i].writable ? "rw" : "ro",
+				  b->paths[i].path, b->path_reasons[i]);
+	for (char **n = b->notes; r >= 0 && n && *n; n++)
+		r = sb_buf_printf(out, "#   note: %s\n", *n);
+	return r;
+}
+
 const struct sb_provider sb_provider_firejail = {
     .name = "firejail",
-    .flags = SB_PROVIDER_WRAPS_EXEC | SB_PROVIDER_PARAMS_PASS_THROUGH,
+    .flags = SB_PROVIDER_WRAPS_EXEC | SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS |
+	     SB_PROVIDER_PRIVILEGES | SB_PROVIDER_PARAMS_PASS_THROUGH,
     .ignore = SB_IGNORE_VANISHES,
     .params = params,
-    .summary = "firejail namespaces and filters",
-    .probe = sb_provider_probe_not_built,
+    .summary = "firejail: its filters and limits, the root cut down to the grants",
+    .files_layer = {"Python guard + kernel: firejail's whitelist",
+		    "kernel: firejail's whitelist (py-sandbox=false)"},
+    .probe = probe,
+    .prepare = prepare,
+    .explain = explain,
+    .build_argv = build_argv,
 };

@@ -6,9 +6,8 @@
 #include "provider.h"
 #include "rule-files.h"
 
-#include <stdarg.h>
-
 #include "boundary.h"
+#include "grants.h"
 #include "landlock.h"
 
 static int probe(char **reterr)
@@ -31,117 +30,14 @@ static int probe(char **reterr)
  * of rules (net=ALLOW|tcp|…|*|OUT allows every port anyway). */
 #define SB_MAX_PORT_RULES 1024
 
-/* What any CPython process needs besides its own tree, read-only unless said.
- * Deliberately not /etc as a whole: it holds other programs' secrets. */
-static const struct {
-	const char *path;
-	bool writable;
-	bool is_file; /* spares Landlock's build a failed directory rule */
-	const char *why;
-} system_grants[] = {
-    {"/etc/ld.so.cache", false, true, "dynamic loader"},
-    {"/etc/ssl", false, false, "CA store"},
-    {"/etc/pki", false, false, "CA store"},
-    {"/etc/ca-certificates", false, false, "CA store"},
-    {"/usr/share/ca-certificates", false, false, "CA store"},
-    {"/usr/share/pki", false, false, "CA store"},
-    {"/usr/lib/locale", false, false, "locales"},
-    {"/usr/share/zoneinfo", false, false, "time zones"},
-    {"/etc/localtime", false, true, "time zone"},
-    {"/dev/null", true, true, "/dev/null"},
-    {"/dev/zero", false, true, "/dev/zero"},
-    {"/dev/urandom", false, true, "random numbers"},
-    {"/dev/random", false, true, "random numbers"},
-    /* Resolved to /proc/<pid> when the rule is added: this process only. */
-    {"/proc/self", false, false, "the process's own /proc entry"},
-    {"/sys/devices/system/cpu", false, false, "os.cpu_count()"},
-};
-
-/* is_file: known not to be a directory (see struct sb_landlock_path). */
-static int add_path(struct sb_boundary *b, const char *path, bool writable, bool optional,
-		    bool is_file, const char *why)
-{
-	struct sb_landlock_path *paths;
-	char *copy, *reason;
-
-	/* A directory granted twice keeps its widest right. */
-	for (size_t i = 0; i < b->n_paths; i++)
-		if (streq(b->paths[i].path, path)) {
-			b->paths[i].writable = b->paths[i].writable || writable;
-			b->paths[i].optional = b->paths[i].optional && optional;
-			b->paths[i].is_file = b->paths[i].is_file || is_file;
-			return 0;
-		}
-	copy = strdup(path);
-	reason = strdup(why);
-	paths = realloc(b->paths, (b->n_paths + 1) * sizeof(*paths));
-	if (paths)
-		b->paths = paths;
-	if (!copy || !reason || !paths) {
-		free(copy);
-		free(reason);
-		return -ENOMEM;
-	}
-	b->paths[b->n_paths] = (struct sb_landlock_path){
-	    .path = copy, .writable = writable, .optional = optional, .is_file = is_file};
-	b->n_paths++;
-	return sb_strv_consume(&b->path_reasons, reason);
-}
-
-static int add_note(struct sb_boundary *b, const char *fmt, ...) _printf_(2, 3);
-static int add_note(struct sb_boundary *b, const char *fmt, ...)
-{
-	va_list ap;
-	char *note;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&note, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	return sb_strv_consume(&b->notes, note);
-}
-
-static int add_system_lib_dirs(struct sb_boundary *b)
-{
-	_cleanup_free_ char *dirs = strdup(SB_SYSTEM_LIB_DIRS);
-	char *save = NULL;
-	int r = 0;
-
-	if (!dirs)
-		return -ENOMEM;
-	for (char *d = strtok_r(dirs, ":", &save); d && r >= 0; d = strtok_r(NULL, ":", &save))
-		r = add_path(b, d, false, true, false, "shared libraries");
-	return r;
-}
-
 static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
 			  const struct sb_interp_paths *interp)
 {
-	int r = 0;
+	int r = sb_provider_collect_grants(b, p, interp);
 
-	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++)
-		r = add_path(b, *d, false, true, false, "interpreter");
-	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++)
-		r = add_path(b, *f, false, true, false, "interpreter and program");
-	if (r >= 0)
-		r = add_system_lib_dirs(b);
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(system_grants); i++)
-		r = add_path(b, system_grants[i].path, system_grants[i].writable, true,
-			     system_grants[i].is_file, system_grants[i].why);
-	for (size_t i = 0; r >= 0 && i < p->n_exposes; i++) {
-		const struct sb_expose_rule *e = &p->exposes[i];
-		_cleanup_free_ char *why = NULL;
-
-		if (asprintf(&why, "expose-%s at %s:%u", e->writable ? "rw" : "ro", e->origin.file,
-			     e->origin.line) < 0)
-			return -ENOMEM;
-		r = add_path(b, e->resolved ? e->resolved : e->path, e->writable, false, false,
-			     why);
-	}
 	if (r >= 0 && p->n_ignores)
-		r = add_note(b, "ignore= cannot hide paths from Landlock: the Python guard does");
+		r = sb_provider_add_note(
+		    b, "ignore= cannot hide paths from Landlock: the Python guard does");
 	return r;
 }
 
@@ -173,10 +69,11 @@ static int collect_ports(struct sb_boundary *b, const struct sb_profile *p, unsi
 	}
 	if (n > SB_MAX_PORT_RULES) {
 		*ret_restrict = false;
-		return add_note(b,
-				"TCP %s: net= allows %zu ports, more than Landlock rules are "
-				"worth; the port check is left to the Python guard",
-				direction == SB_NET_IN ? "bind" : "connect", n);
+		return sb_provider_add_note(
+		    b,
+		    "TCP %s: net= allows %zu ports, more than Landlock rules are "
+		    "worth; the port check is left to the Python guard",
+		    direction == SB_NET_IN ? "bind" : "connect", n);
 	}
 	ports = calloc(n ? n : 1, sizeof(*ports));
 	if (!ports)
@@ -213,10 +110,11 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 
 		if (n->action == SB_NET_DENY || n->network_kind != SB_NET_NETWORK_ANY ||
 		    (n->protocols & SB_NET_UDP))
-			r = add_note(b,
-				     "net=%s: Landlock filters TCP ports only; hosts, UDP "
-				     "and DENY rules are the Python guard's",
-				     n->text);
+			r = sb_provider_add_note(
+			    b,
+			    "net=%s: Landlock filters TCP ports only; hosts, UDP "
+			    "and DENY rules are the Python guard's",
+			    n->text);
 	}
 	return r;
 }

@@ -18,6 +18,21 @@
 struct sb_boundary;
 struct sb_interp_paths;
 
+/* What a wrapper provider's command line must run and keep (build_argv). */
+struct sb_wrap_request {
+	char *const *argv;   /* the inner python-sb: its binary, then its arguments */
+	const int *keep_fds; /* descriptors the inner python-sb inherits */
+	size_t n_keep_fds;
+	const char *cwd; /* the program's working directory */
+	/* The host's environment: where the wrapper's binary is looked up
+	 * (PATH); the sandbox never sees it. */
+	char *const *host_env;
+	/* Out: a descriptor the command line names for the tool itself (not
+	 * for the program), inheritable; the caller closes it once the tool
+	 * started. Stays -1 when the tool needs none. */
+	int *tool_fd;
+};
+
 /* What the provider makes the kernel enforce. The Python guard enforces
  * every rule whatever the provider; these are the rules the kernel holds
  * against native code too. */
@@ -111,10 +126,14 @@ struct sb_provider {
 	void (*done)(struct sb_boundary *b);
 
 	/* Wrapper providers (SB_PROVIDER_WRAPS_EXEC): the command line that
-	 * runs argv (python-sb itself, re-entered) under the provider, with the
-	 * profile's <name>.<key> parameters. 0, or -errno with *reterr. */
+	 * runs req->argv (python-sb itself, re-entered: it then loads the
+	 * seccomp filter and the limits, and runs the guard, as under an
+	 * in-process provider) under the provider, with the profile's
+	 * <name>.<key> parameters; the boundary comes from prepare. Called in
+	 * the launching python-sb only, and by --explain. 0, or -errno with
+	 * *reterr (then the program must not run). */
 	int (*build_argv)(const struct sb_boundary *b, const struct sb_profile *p,
-			  char *const *argv, char ***ret_argv, char **reterr);
+			  const struct sb_wrap_request *req, char ***ret_argv, char **reterr);
 };
 
 #define SB_OS_SANDBOX(id, name) extern const struct sb_provider sb_provider_##name;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "util.h"
@@ -72,10 +73,26 @@ int sb_report_shm_new(int *ret_fd, struct sb_report_shm **ret_map, char **reterr
 int sb_report_shm_create(char **reterr)
 {
 	_cleanup_close_ int fd = -1;
+	struct rlimit fsize;
+	void *map;
 	int r;
 
 	if (sb_report_region)
 		return 0;
+	/* Sizing a memfd counts against RLIMIT_FSIZE (SIGXFSZ), which a
+	 * wrapper may have set low for the whole tree (firejail's template):
+	 * then anonymous shared memory, which has no file for the program to
+	 * shrink either. */
+	if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+	    fsize.rlim_cur < sizeof(struct sb_report_shm)) {
+		map = mmap(NULL, sizeof(struct sb_report_shm), PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (map == MAP_FAILED)
+			return sb_error(reterr, -errno, "report: cannot map its memory: %s",
+					strerror(errno));
+		sb_report_region = map;
+		return 0;
+	}
 	fd = region_fd(reterr);
 	if (fd < 0)
 		return fd;

@@ -51,6 +51,7 @@ void sb_worker_done(struct sb_worker *w)
 	free(w->main_module);
 	free(w->init_module);
 	free(w->init_qualname);
+	free(w->config);
 	*w = (struct sb_worker){.fd = -1};
 }
 
@@ -127,7 +128,8 @@ static int parse_config(struct sb_worker *w, char *data, size_t len)
 	return 0;
 }
 
-int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr)
+int sb_worker_setup(int fd, const char *config, size_t config_len, struct sb_worker *ret,
+		    char **reterr)
 {
 	_cleanup_free_ char *data = NULL;
 	struct sb_worker w = {
@@ -149,13 +151,31 @@ int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr)
 	/* Nothing the sandboxed code starts may inherit the channel. */
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return -errno;
-	/* The configuration names every sys.path entry and @sandbox module. */
-	r = sb_frame_read(fd, &type, &data, &len, 16u << 20, CONFIG_TIMEOUT_MS);
-	if (r < 0 || type != SB_FRAME_CONFIG) {
-		*reterr = strdup("--pysandboxes-worker: no configuration from the parent");
-		return r < 0 ? r : -EPROTO;
+	if (config) {
+		data = malloc(config_len + 1);
+		if (!data)
+			return -ENOMEM;
+		memcpy(data, config, config_len);
+		data[config_len] = '\0';
+		len = config_len;
+	} else {
+		/* The configuration names every sys.path entry and @sandbox module. */
+		r = sb_frame_read(fd, &type, &data, &len, 16u << 20, CONFIG_TIMEOUT_MS);
+		if (r < 0 || type != SB_FRAME_CONFIG) {
+			*reterr = strdup("--pysandboxes-worker: no configuration from the parent");
+			return r < 0 ? r : -EPROTO;
+		}
 	}
 	r = parse_config(&w, data, len);
+	if (r >= 0) {
+		w.config = malloc(len ? len : 1);
+		if (w.config) {
+			memcpy(w.config, data, len);
+			w.config_len = len;
+		} else {
+			r = -ENOMEM;
+		}
+	}
 	if (r < 0) {
 		sb_worker_done(&w);
 		*reterr = strdup("--pysandboxes-worker: bad configuration from the parent");

@@ -20,15 +20,21 @@ struct sb_worker {
 	char **preload;	     /* modules of the @sandbox functions, imported at start */
 	size_t result_limit; /* the caller's max_result_size */
 	size_t call_limit;   /* the caller's max_argument_size (a whole call request) */
+	/* The configuration frame as the parent sent it, for a python-sb that
+	 * hands the worker over to itself under a wrapper provider. */
+	char *config;
+	size_t config_len;
 };
 
 /* Parses "FD" from --pysandboxes-worker=FD. 0 or -EINVAL. */
 int sb_worker_parse_fd(const char *text, int *ret_fd);
 
 /* Before the interpreter and the boundary: checks the descriptor, reads the
- * parent's configuration frame and arranges to die with the parent. 0 or
- * -errno with *reterr. */
-int sb_worker_setup(int fd, struct sb_worker *ret, char **reterr);
+ * parent's configuration frame (or takes config, when a python-sb under a
+ * wrapper provider already read it: NULL otherwise) and arranges to die with
+ * the parent. 0 or -errno with *reterr. */
+int sb_worker_setup(int fd, const char *config, size_t config_len, struct sb_worker *ret,
+		    char **reterr);
 void sb_worker_done(struct sb_worker *w);
 
 /* Before the interpreter: tells the parent why the worker cannot start, in

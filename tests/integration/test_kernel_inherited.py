@@ -7,6 +7,7 @@ Native code (py-sandbox=false) looks for them, as root and as nobody, under
 both kernel providers."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -14,7 +15,15 @@ import pytest
 
 from conftest import IS_ASAN, SANITIZER_ENV, TIMEOUT, needs_landlock, run_native
 
-PROVIDERS = [pytest.param("landlock", marks=needs_landlock), "subprocess"]
+PROVIDERS = [pytest.param("landlock", marks=needs_landlock), "subprocess"] + [
+    pytest.param(w, marks=pytest.mark.skipif(shutil.which(w) is None,
+                                             reason=f"{w} is not installed"))
+    for w in ("bwrap", "firejail")]
+
+
+def skip_firejail_nobody(provider, who):
+    if provider == "firejail" and (who == "nobody" or os.geteuid() != 0):
+        pytest.skip("firejail never lets the user nobody start a sandbox")
 
 # Two halves, never joined in the program: finding them side by side in
 # memory means the caller's environment was left there.
@@ -56,6 +65,7 @@ def who_box(who, sb, sb_nobody):
 @pytest.mark.parametrize("provider", PROVIDERS + ["none"])
 @pytest.mark.parametrize("who", ["caller", "nobody"])
 def test_inherited_descriptors_are_closed(sb, sb_nobody, provider, who, tmp_path):
+    skip_firejail_nobody(provider, who)
     box = who_box(who, sb, sb_nobody)
     secret = tmp_path / "secret.txt"
     secret.write_text("inherited-secret\n")
@@ -105,6 +115,7 @@ def test_a_descriptor_the_command_line_names_stays(sb):
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("who", ["caller", "nobody"])
 def test_the_callers_environment_is_gone(sb, sb_nobody, provider, who):
+    skip_firejail_nobody(provider, who)
     box = who_box(who, sb, sb_nobody)
     # AddressSanitizer forbids reading its redzones: /proc/self/environ only.
     r, o = run_native(box, f"os-sandbox={provider}\npy-sandbox=false\nenv=KEPT=${{KEPT}}\n",

@@ -102,8 +102,8 @@ def test_missing_script(sb_nobody):
 
 def test_named_provider_fails_closed(sb_nobody):
     marker = sb_nobody.path("MARK")
-    r = sb_nobody.run_code("os-sandbox=bwrap\npython-import=*\n",
+    r = sb_nobody.run_code("os-sandbox=qemu\npython-import=*\n",
                            f"open({str(marker)!r}, 'w')\n")
     assert r.returncode == EXIT_CONFIG, r
-    assert "os-sandbox=bwrap cannot be applied" in r.stderr
+    assert "os-sandbox=qemu cannot be applied" in r.stderr
     assert not marker.exists()

@@ -263,6 +263,7 @@ static void test_provider_select(void)
 	const struct sb_provider *p = NULL;
 	_cleanup_free_ char *note = NULL, *err = NULL;
 	bool warn = true, have_landlock = sb_landlock_abi() >= 0;
+	char *path;
 
 	TAP_IS_INT(sb_provider_select(SB_OS_UNSET, SB_MODE_ENFORCE, &p, &note, &warn, &err), 0,
 		   "auto resolves");
@@ -279,16 +280,29 @@ static void test_provider_select(void)
 	TAP_IS_INT(sb_provider_select(SB_OS_UNSHARE, SB_MODE_ENFORCE, &p, &note, &warn, &err),
 		   access("/proc/self/ns/user", F_OK) == 0 ? 0 : -EOPNOTSUPP,
 		   "unshare named: selected where the kernel has user namespaces");
+	/* The wrappers' binaries are looked up on PATH: none there. */
+	path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	setenv("PATH", "/nonexistent", 1);
 	for (int id = SB_OS_BWRAP; id <= SB_OS_QEMU; id++) {
+		const char *package = id == SB_OS_BWRAP	     ? "package bubblewrap"
+				      : id == SB_OS_FIREJAIL ? "package firejail"
+							     : "will not fall back";
+
 		free(err);
 		err = NULL;
 		p = NULL;
 		tap_ok(sb_provider_select((enum sb_os_sandbox)id, SB_MODE_ENFORCE, &p, &note, &warn,
 					  &err) < 0 &&
-			   !p && err && strstr(err, "will not fall back"),
-		       "a named provider that is not available fails closed (%s)",
-		       sb_os_sandbox_name((enum sb_os_sandbox)id));
+			   !p && err && strstr(err, "will not fall back") && strstr(err, package),
+		       "a named provider that is not available fails closed (%s)%s",
+		       sb_os_sandbox_name((enum sb_os_sandbox)id),
+		       strstr(package, "package") ? ", naming the Debian package" : "");
 	}
+	if (path)
+		setenv("PATH", path, 1);
+	else
+		unsetenv("PATH");
+	free(path);
 	free(err);
 	err = NULL;
 	TAP_IS_INT(sb_provider_select(SB_OS_LANDLOCK, SB_MODE_ENFORCE, &p, &note, &warn, &err),
@@ -318,7 +332,8 @@ static void test_provider_select(void)
 }
 
 /* The table: one provider per name of os-sandbox-list.h, in-process providers
- * never wrap, wrappers have not been built yet (they must fail closed). */
+ * never wrap, a wrapper either builds its command line or is not in this
+ * version (then it must fail closed). */
 static void test_provider_table(void)
 {
 	tap_ok(sb_provider_get(SB_OS_UNSET) == NULL && sb_provider_get(SB_OS_AUTO) == NULL &&
@@ -334,9 +349,15 @@ static void test_provider_table(void)
 		if (!p)
 			continue;
 		tap_ok(p->summary && p->probe, "%s: a summary and a probe", p->name);
-		if (p->flags & SB_PROVIDER_WRAPS_EXEC)
+		if ((p->flags & SB_PROVIDER_WRAPS_EXEC) && p->probe == sb_provider_probe_not_built)
 			tap_ok(!p->prepare && !p->enter && p->probe(&err) == -EOPNOTSUPP,
 			       "%s: a wrapper, not in this version: fails closed", p->name);
+		else if (p->flags & SB_PROVIDER_WRAPS_EXEC)
+			tap_ok(p->build_argv && !p->enter,
+			       "%s: a wrapper builds a command line and enters nothing itself",
+			       p->name);
+		else
+			tap_ok(!p->build_argv, "%s: in-process, no command line", p->name);
 	}
 }
 
