@@ -51,6 +51,13 @@ bool sb_result_data_type(const char *module, const char *name)
 	return false;
 }
 
+bool sb_result_checked_constructor(const char *module, const char *name)
+{
+	return (streq(module, "fractions") && streq(name, "Fraction")) ||
+	       (streq(module, "decimal") && streq(name, "Decimal")) ||
+	       (streq(module, "builtins") && streq(name, "bytearray"));
+}
+
 /* Whole modules (and their submodules) whose every global is a gadget: process
  * and privilege control, interpreter internals, native memory, callables that
  * turn data into calls. Fail-open by nature (spec section 9): anything else
@@ -124,6 +131,9 @@ enum kind {
 	K_VALUE,  /* data built by data opcodes */
 	K_STR,	  /* a str, whose text the scan knows (for STACK_GLOBAL) */
 	K_GLOBAL, /* a global admitted by the channel */
+	/* In the exception channel, a constructor the unpickler hands out checked
+	 * (sb_result_checked_constructor()): only ever called, never a value. */
+	K_CONSTRUCTOR,
 	K_OBJ,	  /* what REDUCE built */
 	K_NEWOBJ, /* what NEWOBJ built (BUILD may follow) */
 };
@@ -207,6 +217,8 @@ static int pop_value(struct scan *s)
 	if (it.kind == K_GLOBAL && s->channel == SB_CHANNEL_DATA_ONLY)
 		return refuse(s,
 			      "a class used as a value (refused by remote-result-mode=data-only)");
+	if (it.kind == K_CONSTRUCTOR)
+		return refuse(s, "a class whose calls are checked used as a value");
 	return 0;
 }
 
@@ -216,6 +228,8 @@ static int pop_mark(struct scan *s)
 		if (s->stack[s->n_stack - 1].kind == K_GLOBAL && s->channel == SB_CHANNEL_DATA_ONLY)
 			return refuse(s, "a class used as a value (refused by "
 					 "remote-result-mode=data-only)");
+		if (s->stack[s->n_stack - 1].kind == K_CONSTRUCTOR)
+			return refuse(s, "a class whose calls are checked used as a value");
 		s->n_stack--;
 	}
 	if (s->n_stack == 0)
@@ -359,8 +373,13 @@ static int stack_global(struct scan *s)
 				      m, n);
 		}
 		break;
-	case SB_CHANNEL_OBJECTS:
 	case SB_CHANNEL_EXCEPTION:
+		if (sb_result_denied_global(m, n))
+			return refuse(s, "global '%s.%s' is in the result guard's denylist", m, n);
+		if (sb_result_checked_constructor(m, n))
+			return push(s, K_CONSTRUCTOR, NULL, 0);
+		break;
+	case SB_CHANNEL_OBJECTS:
 		if (sb_result_denied_global(m, n))
 			return refuse(s, "global '%s.%s' is in the result guard's denylist", m, n);
 		break;
@@ -383,7 +402,7 @@ static int build_call(struct scan *s, size_t n_args, enum kind result)
 			return r;
 	if ((r = pop(s, &callable)) < 0)
 		return r;
-	if (callable.kind != K_GLOBAL)
+	if (callable.kind != K_GLOBAL && callable.kind != K_CONSTRUCTOR)
 		return refuse(s, "a call whose callable is not a global");
 	return push(s, result, NULL, 0);
 }
@@ -622,6 +641,8 @@ static int prescan(const void *data, size_t len, enum sb_result_channel channel,
 		else if (s.stack[0].kind == K_GLOBAL && channel == SB_CHANNEL_DATA_ONLY)
 			r = refuse(&s, "a class as the result (refused by "
 				       "remote-result-mode=data-only)");
+		else if (s.stack[0].kind == K_CONSTRUCTOR)
+			r = refuse(&s, "a class whose calls are checked as the result");
 		else if (s.p != s.end)
 			r = refuse(&s, "%zu bytes after STOP", (size_t)(s.end - s.p));
 	}

@@ -239,6 +239,53 @@ static void test_lengths(void)
 	}
 }
 
+/* In the exception channel the unpickler hands out a check for the three
+ * constructors a few bytes can make unbounded: a class used as a value there
+ * would be that check, so the prescan refuses it; objects mode keeps it. */
+static void test_checked_constructors(void)
+{
+	static const char fraction_class[] = "\x80\x05\x8c\x09"
+					     "fractions"
+					     "\x8c\x08"
+					     "Fraction"
+					     "\x93.";
+	static const char decimal_in_tuple[] = "\x80\x05\x8c\x07"
+					       "decimal"
+					       "\x8c\x07"
+					       "Decimal"
+					       "\x93\x85.";
+	static const char decimal_call[] = "\x80\x05\x8c\x07"
+					   "decimal"
+					   "\x8c\x07"
+					   "Decimal"
+					   "\x93\x8c\x01"
+					   "1"
+					   "\x85R.";
+	char err[512];
+	int r;
+
+	tap_ok(sb_result_checked_constructor("fractions", "Fraction") &&
+		   sb_result_checked_constructor("decimal", "Decimal") &&
+		   sb_result_checked_constructor("builtins", "bytearray") &&
+		   !sb_result_checked_constructor("builtins", "complex") &&
+		   !sb_result_checked_constructor("evil", "Fraction"),
+	       "the checked constructors: Fraction, Decimal, bytearray");
+	r = scan(fraction_class, sizeof(fraction_class) - 1, SB_CHANNEL_EXCEPTION, NULL, err,
+		 sizeof(err));
+	tap_ok(r == -EPERM && strstr(err, "a class whose calls are checked as the result"),
+	       "the exception channel refuses fractions.Fraction as the result: %s", err);
+	r = scan(decimal_in_tuple, sizeof(decimal_in_tuple) - 1, SB_CHANNEL_EXCEPTION, NULL, err,
+		 sizeof(err));
+	tap_ok(r == -EPERM && strstr(err, "a class whose calls are checked used as a value"),
+	       "and decimal.Decimal in a tuple: %s", err);
+	r = scan(decimal_call, sizeof(decimal_call) - 1, SB_CHANNEL_EXCEPTION, NULL, err,
+		 sizeof(err));
+	tap_ok(r == 0, "a call of decimal.Decimal passes the exception channel's scan");
+	r = scan(fraction_class, sizeof(fraction_class) - 1, SB_CHANNEL_OBJECTS, NULL, err,
+		 sizeof(err));
+	tap_ok(r == 0, "objects mode admits fractions.Fraction as a value");
+}
+
 int main(void)
 {
 	char err[512];
@@ -297,6 +344,7 @@ int main(void)
 
 	test_module_checked();
 	test_lengths();
+	test_checked_constructors();
 
 	/* Budgets. */
 	{

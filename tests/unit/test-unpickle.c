@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* The result guard's layers after the prescan (src/partial/unpickle.c), in an
+ * embedded CPython: the exception channel's find_class, the only layer that
+ * keeps a class that is not an exception from being called there; the
+ * constructors of the closed list that would turn a few bytes into unbounded
+ * work; the exception descriptor. Each refusal is checked by its reason,
+ * since several layers could refuse the same stream. */
+#include "core.h"
+#include "exceptions.h"
+#include "tap.h"
+#include "util.h"
+
+/* CPython keeps objects until exit by design. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_leaks=0";
+}
+
+static PyObject *dumps, *globals;
+
+/* pickle.dumps(eval(expr), protocol) */
+static PyObject *pickled(const char *expr, int protocol)
+{
+	PyObject *v = PyRun_String(expr, Py_eval_input, globals, globals), *r = NULL;
+
+	if (v)
+		r = PyObject_CallFunction(dumps, "Oi", v, protocol);
+	Py_XDECREF(v);
+	if (!r) {
+		PyErr_Print();
+		tap_diag("cannot pickle %s", expr);
+	}
+	return r;
+}
+
+/* Unpickles data through channel: NULL and the refusal's message in err, or
+ * the value. */
+static PyObject *load(const char *data, size_t len, enum sb_result_channel channel, char *err,
+		      size_t errlen)
+{
+	PyObject *v = sb_unpickle(data, len, channel, "test()");
+	PyObject *et, *ev, *etb, *s;
+
+	err[0] = '\0';
+	if (v)
+		return v;
+	PyErr_Fetch(&et, &ev, &etb);
+	PyErr_NormalizeException(&et, &ev, &etb);
+	s = ev ? PyObject_Str(ev) : NULL;
+	snprintf(err, errlen, "%s: %s", et ? ((PyTypeObject *)et)->tp_name : "?",
+		 s ? PyUnicode_AsUTF8(s) : "?");
+	Py_XDECREF(s);
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(etb);
+	PyErr_Clear();
+	return NULL;
+}
+
+static bool refused_for(const char *data, size_t len, enum sb_result_channel channel,
+			const char *reason, const char *what)
+{
+	char err[1024];
+	PyObject *v = load(data, len, channel, err, sizeof(err));
+	bool ok = !v && strstr(err, "RestrictedUnpicklingError") && strstr(err, reason);
+
+	tap_ok(ok, "%s is refused (%s): %s", what,
+	       channel == SB_CHANNEL_DATA_ONLY ? "data-only" : "exception channel", reason);
+	if (!ok)
+		tap_diag("got: %s", v ? "a value" : err);
+	Py_XDECREF(v);
+	return ok;
+}
+
+/* The bytes of a Python bytes expression (the helpers of main()). */
+static PyObject *stream(const char *expr)
+{
+	PyObject *v = PyRun_String(expr, Py_eval_input, globals, globals);
+
+	if (!v || !PyBytes_Check(v)) {
+		PyErr_Print();
+		tap_diag("bad stream %s", expr);
+		Py_XDECREF(v);
+		return NULL;
+	}
+	return v;
+}
+
+static void test_exception_channel(void)
+{
+	/* collections is loaded, OrderedDict is no exception class: only the
+	 * exception channel's class check refuses it (the prescan and the
+	 * denylist admit it, objects mode rebuilds it). */
+	PyObject *ordered_dict = stream("P(G('collections', 'OrderedDict') + b')R.')");
+	PyObject *builtins_list = stream("P(G('builtins', 'list') + b')R.')");
+	char err[1024];
+	PyObject *v, *data;
+
+	if (!ordered_dict || !builtins_list) {
+		tap_ok(false, "streams");
+		return;
+	}
+	refused_for(PyBytes_AS_STRING(ordered_dict), (size_t)PyBytes_GET_SIZE(ordered_dict),
+		    SB_CHANNEL_EXCEPTION,
+		    "global 'collections.OrderedDict' is not an exception class",
+		    "collections.OrderedDict in the exception channel");
+	refused_for(PyBytes_AS_STRING(builtins_list), (size_t)PyBytes_GET_SIZE(builtins_list),
+		    SB_CHANNEL_EXCEPTION, "global 'builtins.list' is not an exception class",
+		    "builtins.list in the exception channel");
+	v = load(PyBytes_AS_STRING(ordered_dict), (size_t)PyBytes_GET_SIZE(ordered_dict),
+		 SB_CHANNEL_OBJECTS, err, sizeof(err));
+	tap_ok(v && streq(Py_TYPE(v)->tp_name, "collections.OrderedDict"),
+	       "objects mode rebuilds the same stream (%s)", v ? Py_TYPE(v)->tp_name : err);
+	Py_XDECREF(v);
+
+	data = pickled("ValueError('boom')", 5);
+	v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+			SB_CHANNEL_EXCEPTION, err, sizeof(err))
+		 : NULL;
+	tap_ok(v && PyErr_GivenExceptionMatches(v, PyExc_ValueError),
+	       "an exception instance crosses the exception channel (%s)", v ? "ok" : err);
+	Py_XDECREF(v);
+	Py_XDECREF(data);
+
+	/* A checked constructor's class used as a value keeps its identity where
+	 * the unpickler does not check (objects mode). */
+	data = stream("P(G('fractions', 'Fraction') + b'.')");
+	v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), SB_CHANNEL_OBJECTS,
+			err, sizeof(err))
+		 : NULL;
+	tap_ok(v && PyType_Check(v) && streq(((PyTypeObject *)v)->tp_name, "Fraction"),
+	       "objects mode: fractions.Fraction as a value is the class (%s)",
+	       v ? Py_TYPE(v)->tp_name : err);
+	Py_XDECREF(v);
+	Py_XDECREF(data);
+	Py_DECREF(ordered_dict);
+	Py_DECREF(builtins_list);
+}
+
+/* The arguments CPython's reduce writes pass; the ones that cost unbounded
+ * time or memory in the caller are refused before the call. */
+static void test_checked_constructors(void)
+{
+	static const struct {
+		const char *stream;
+		const char *reason;
+		const char *what;
+	} hostile[] = {
+	    {"P(G('fractions', 'Fraction') + S('1e999999999') + b'\\x85R.')",
+	     "fractions.Fraction with arguments pickle never writes",
+	     "Fraction('1e999999999') (10**999999999)"},
+	    {"P(G('fractions', 'Fraction') + G('decimal', 'Decimal') + S('1e999999999') "
+	     "+ b'\\x85R\\x85R.')",
+	     "fractions.Fraction with arguments pickle never writes",
+	     "Fraction(Decimal('1e999999999'))"},
+	    {"P(G('builtins', 'bytearray') + b'\\x8a\\x06' + (1 << 40).to_bytes(6, 'little') "
+	     "+ b'\\x85R.')",
+	     "builtins.bytearray with arguments pickle never writes", "bytearray(1 << 40)"},
+	    {"P(G('decimal', 'Decimal') + b'K\\x07\\x85R.')",
+	     "decimal.Decimal with arguments pickle never writes",
+	     "Decimal(7): an int, quadratic in its size"},
+	    {"P(G('fractions', 'Fraction') + b'\\x8b' + (1 << 17).to_bytes(4, 'little') "
+	     "+ b'\\x7f' * (1 << 17) + b'K\\x03\\x86R.')",
+	     "fractions.Fraction with arguments pickle never writes",
+	     "Fraction of an int of 2^20 bits (its gcd)"},
+	};
+	static const char *const legit[] = {
+	    "fractions.Fraction(1, 3)",
+	    "fractions.Fraction(-(2**1000), 3**500)",
+	    "decimal.Decimal('-1.5e-7')",
+	    "bytearray(b'ab')",
+	    "bytearray()",
+	};
+	char err[1024];
+
+	for (size_t i = 0; i < ELEMENTSOF(hostile); i++) {
+		PyObject *b = stream(hostile[i].stream);
+
+		if (!b) {
+			tap_ok(false, "%s", hostile[i].what);
+			continue;
+		}
+		for (int ch = SB_CHANNEL_DATA_ONLY; ch <= SB_CHANNEL_EXCEPTION; ch++)
+			if (ch == SB_CHANNEL_DATA_ONLY || ch == SB_CHANNEL_EXCEPTION)
+				refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b),
+					    (enum sb_result_channel)ch, hostile[i].reason,
+					    hostile[i].what);
+		Py_DECREF(b);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(legit); i++)
+		for (int protocol = 2; protocol <= 5; protocol++) {
+			PyObject *data = pickled(legit[i], protocol), *v, *want;
+			int same;
+
+			if (protocol < 4) {
+				/* GLOBAL (protocol 0-3) is refused: only 4 and 5 use
+				 * STACK_GLOBAL. */
+				Py_XDECREF(data);
+				continue;
+			}
+			v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+					SB_CHANNEL_DATA_ONLY, err, sizeof(err))
+				 : NULL;
+			want = PyRun_String(legit[i], Py_eval_input, globals, globals);
+			same = v && want ? PyObject_RichCompareBool(v, want, Py_EQ) : 0;
+			tap_ok(same == 1 && Py_TYPE(v) == Py_TYPE(want), "%s (protocol %d) passes",
+			       legit[i], protocol);
+			if (!v)
+				tap_diag("%s", err);
+			Py_XDECREF(v);
+			Py_XDECREF(want);
+			Py_XDECREF(data);
+			PyErr_Clear();
+		}
+}
+
+/* An exception frame whose rich form names a class that is not an
+ * exception: the descriptor's fallback makes the exception from the class
+ * in sys.modules, never the named object. */
+static void test_exception_frame(void)
+{
+	PyObject *data = pickled("('builtins', 'ValueError', 'boom', [], '', "
+				 "pickle.dumps(collections.OrderedDict(a=1), 5))",
+				 5);
+	PyObject *et, *ev, *etb;
+
+	if (!data) {
+		tap_ok(false, "exception frame");
+		return;
+	}
+	tap_ok(!sb_raise_remote_exception(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+					  false, "test()"),
+	       "an exception frame raises");
+	PyErr_Fetch(&et, &ev, &etb);
+	PyErr_NormalizeException(&et, &ev, &etb);
+	tap_ok(ev && Py_TYPE(ev) == (PyTypeObject *)PyExc_ValueError,
+	       "a ValueError made from the descriptor, the OrderedDict refused");
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(etb);
+	Py_DECREF(data);
+}
+
+int main(void)
+{
+	PyPreConfig pre;
+	PyConfig config;
+	PyObject *pickle;
+
+	PyPreConfig_InitIsolatedConfig(&pre);
+	pre.allocator = PYMEM_ALLOCATOR_MALLOC;
+	if (PyStatus_Exception(Py_PreInitialize(&pre)))
+		return tap_skip_all("no Python");
+	PyConfig_InitIsolatedConfig(&config);
+	config.install_signal_handlers = 0;
+	config.write_bytecode = 0;
+	if (PyStatus_Exception(Py_InitializeFromConfig(&config)))
+		return tap_skip_all("no Python");
+	PyConfig_Clear(&config);
+	PyRun_SimpleString("import collections, decimal, fractions, pickle\n"
+			   "def S(s):\n"
+			   "    b = s.encode()\n"
+			   "    return b'\\x8c' + bytes([len(b)]) + b\n"
+			   "def G(module, name):\n"
+			   "    return S(module) + S(name) + b'\\x93'\n"
+			   "def P(body):\n"
+			   "    return b'\\x80\\x05' + body\n");
+	globals = PyModule_GetDict(PyImport_AddModule("__main__"));
+	pickle = PyImport_ImportModule("pickle");
+	dumps = pickle ? PyObject_GetAttrString(pickle, "dumps") : NULL;
+	if (!dumps || !sb_exc_class(SB_EXC_RESTRICTED_UNPICKLING))
+		return tap_skip_all("no pickle");
+
+	test_exception_channel();
+	test_checked_constructors();
+	test_exception_frame();
+	return tap_done();
+}
