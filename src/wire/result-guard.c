@@ -32,7 +32,10 @@ static const struct {
     {"datetime", {"datetime", "date", "time", "timedelta", "timezone"}},
     {"decimal", {"Decimal"}},
     {"fractions", {"Fraction"}},
-    {"uuid", {"UUID", "SafeUUID"}},
+    /* Not uuid.SafeUUID: SafeUUID(0) is the shared member SafeUUID.safe, and
+     * a BUILD after NEWOBJ would write into it. A UUID pickles is_safe as
+     * its value. */
+    {"uuid", {"UUID"}},
     {"ipaddress",
      {"IPv4Address", "IPv6Address", "IPv4Network", "IPv6Network", "IPv4Interface",
       "IPv6Interface"}},
@@ -161,6 +164,13 @@ struct scan {
 	size_t globallen;
 	unsigned char op;
 	size_t op_offset;
+	/* The end of the FRAME being read; NULL outside a frame. CPython's
+	 * unpickler (reading a file) loads a frame into a buffer; an argument
+	 * that continues past the frame's end is read from the file with the
+	 * unread rest of the buffer dropped, so it would run bytes this scan
+	 * reads as data. CPython's pickler ends frames between opcodes and opens
+	 * one only after the last ends: anything else is refused. */
+	const unsigned char *frame_end;
 };
 
 static int refuse(struct scan *s, const char *fmt, ...) _printf_(2, 3);
@@ -407,7 +417,7 @@ static int build_call(struct scan *s, size_t n_args, enum kind result)
 	return push(s, result, NULL, 0);
 }
 
-static int step(struct scan *s)
+static int step_op(struct scan *s)
 {
 	const char *arg = NULL;
 	size_t arglen = 0;
@@ -549,10 +559,13 @@ static int step(struct scan *s)
 		s->p++;
 		return 0;
 	case 0x95: /* FRAME */
+		if (s->frame_end)
+			return refuse(s, "a FRAME before the end of the previous one");
 		if ((r = need(s, 8)) < 0)
 			return r;
 		if (le(s->p, 8) > (uint64_t)(s->end - s->p - 8))
 			return refuse(s, "FRAME longer than the stream");
+		s->frame_end = s->p + 8 + le(s->p, 8);
 		s->p += 8;
 		return 0;
 	case 0x93: /* STACK_GLOBAL */
@@ -594,6 +607,19 @@ static int step(struct scan *s)
 	default:
 		return refuse(s, "unknown opcode");
 	}
+}
+
+static int step(struct scan *s)
+{
+	int r;
+
+	if (s->frame_end == s->p)
+		s->frame_end = NULL; /* read whole: the next opcode is outside */
+	r = step_op(s);
+	if (r >= 0 && s->frame_end && s->p > s->frame_end)
+		return refuse(s, "an opcode that crosses the end of its FRAME (CPython's "
+				 "unpickler would read what follows differently)");
+	return r;
 }
 
 static int prescan(const void *data, size_t len, enum sb_result_channel channel,

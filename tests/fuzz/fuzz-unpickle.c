@@ -18,7 +18,8 @@
  *    never writes, which can cost unbounded time or memory (Fraction("1e9999
  *    99999"), bytearray(1 << 40), Decimal of a huge int), is refused.
  * The exception channel must only ever build data and exception instances;
- * an exception frame always ends as an exception.
+ * an exception frame always ends as an exception. No reply may change
+ * objects the caller shares (enum members, the decimal context...).
  *
  * Only the fail-closed channels rebuild anything here: objects mode is
  * fail-open by design (any global outside a denylist: an input could name
@@ -40,7 +41,7 @@ static const char reference_py[] =
     "                'WindowsPath'),\n"
     "    'datetime': ('datetime', 'date', 'time', 'timedelta', 'timezone'),\n"
     "    'decimal': ('Decimal',), 'fractions': ('Fraction',),\n"
-    "    'uuid': ('UUID', 'SafeUUID'),\n"
+    "    'uuid': ('UUID',),\n"
     "    'ipaddress': ('IPv4Address', 'IPv6Address', 'IPv4Network', 'IPv6Network',\n"
     "                  'IPv4Interface', 'IPv6Interface'),\n"
     "}\n"
@@ -103,6 +104,11 @@ static const char reference_py[] =
     "            for k, x in o.items():\n"
     "                todo += (k, x)\n"
     "    return None\n"
+    "def shared_state():\n"
+    "    # What no reply may change in the caller: shared members, contexts.\n"
+    "    return repr([(m, dict(vars(m))) for m in uuid.SafeUUID]\n"
+    "                + [decimal.getcontext(), datetime.timezone.utc, fractions.Fraction(1, 3),\n"
+    "                   sorted(vars(pathlib.PurePosixPath), key=str)])\n"
     "def not_data(v):\n"
     "    return walk(v, lambda o: type(o) in TYPES)\n"
     "def exception_or_data(o):\n"
@@ -118,6 +124,29 @@ static const char reference_py[] =
     "        return ('cannot reduce', type(e), str(e))\n"
     "def pack(x):\n"
     "    return struct.pack('<d', x)\n"
+    "def canon(o, depth=0):\n"
+    "    # A text for o that equal values share, whatever their identity.\n"
+    "    t = type(o)\n"
+    "    if depth > 100:\n"
+    "        return 'deep'\n"
+    "    if t is float:\n"
+    "        return 'f' + pack(o).hex()\n"
+    "    if t is complex:\n"
+    "        return 'c' + pack(o.real).hex() + pack(o.imag).hex()\n"
+    "    if t is int:\n"
+    "        return 'i' + hex(o)\n"
+    "    if t in (type(None), bool, str, bytes, bytearray):\n"
+    "        return t.__name__ + repr(o)\n"
+    "    if t in (tuple, list):\n"
+    "        return t.__name__ + '(' + ','.join(canon(e, depth + 1) for e in o) + ')'\n"
+    "    if t in (set, frozenset):\n"
+    "        return t.__name__ + '{' + ','.join(sorted(canon(e, depth + 1) for e in o)) + '}'\n"
+    "    if t is dict:\n"
+    "        return '{' + ','.join(canon(k, depth + 1) + ':' + canon(v, depth + 1)\n"
+    "                              for k, v in o.items()) + '}'\n"
+    "    if isinstance(o, (type, type(len), type(state))):\n"
+    "        return 'callable ' + getattr(o, '__module__', '?') + '.' + o.__qualname__\n"
+    "    return 'object ' + t.__qualname__ + canon(state(o), depth + 1)\n"
     "def difference(a, b):\n"
     "    '''None when a and b are the same graph: types, values, sharing.'''\n"
     "    todo, seen = [(a, b)], {}\n"
@@ -137,9 +166,12 @@ static const char reference_py[] =
     "            same = pack(x.real) == pack(y.real) and pack(x.imag) == pack(y.imag)\n"
     "        elif t in (type(None), bool, int, str, bytes, bytearray):\n"
     "            same = x == y\n"
-    "        elif t in CONTAINERS:\n"
+    "        elif t in (list, tuple):\n"
     "            same = len(x) == len(y)\n"
     "            todo += zip(x, y)\n"
+    "        elif t in (set, frozenset):\n"
+    "            # Iteration order follows hashes, and a NaN's hash is its address.\n"
+    "            same = sorted(map(canon, x)) == sorted(map(canon, y))\n"
     "        elif t is dict:\n"
     "            same = len(x) == len(y)\n"
     "            todo += zip(x.keys(), y.keys())\n"
@@ -161,7 +193,8 @@ const char *__asan_default_options(void)
 	return "detect_leaks=0";
 }
 
-static PyObject *fn_reference, *fn_not_data, *fn_not_exception_or_data, *fn_difference;
+static PyObject *fn_reference, *fn_not_data, *fn_not_exception_or_data, *fn_difference,
+    *fn_shared_state, *shared_state;
 
 int LLVMFuzzerInitialize(int *argc _unused_, char ***argv _unused_)
 {
@@ -194,8 +227,10 @@ int LLVMFuzzerInitialize(int *argc _unused_, char ***argv _unused_)
 	fn_not_data = PyDict_GetItemString(globals, "not_data");
 	fn_not_exception_or_data = PyDict_GetItemString(globals, "not_exception_or_data");
 	fn_difference = PyDict_GetItemString(globals, "difference");
+	fn_shared_state = PyDict_GetItemString(globals, "shared_state");
+	shared_state = fn_shared_state ? PyObject_CallNoArgs(fn_shared_state) : NULL;
 	if (!fn_reference || !fn_not_data || !fn_not_exception_or_data || !fn_difference ||
-	    !sb_exc_class(SB_EXC_RESTRICTED_UNPICKLING))
+	    !shared_state || !sb_exc_class(SB_EXC_RESTRICTED_UNPICKLING))
 		abort();
 	return 0;
 }
@@ -331,6 +366,8 @@ static void exception_frame(const uint8_t *data, size_t size, bool base)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	PyObject *now;
+
 	if (size > SB_RESULT_LIMIT + 16)
 		return 0;
 	data_only(data, size);
@@ -338,5 +375,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	exception_frame(data, size, false);
 	exception_frame(data, size, true);
 	FUZZ_ASSERT(!PyErr_Occurred(), "an exception was left set");
+	now = PyObject_CallNoArgs(fn_shared_state);
+	FUZZ_ASSERT(now, "the reference code failed");
+	if (PyObject_RichCompareBool(now, shared_state, Py_EQ) != 1) {
+		print_object("the shared objects now", now);
+		FUZZ_ASSERT(false, "a reply changed objects the caller shares");
+	}
+	Py_DECREF(now);
 	return 0;
 }

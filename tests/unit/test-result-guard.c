@@ -165,10 +165,10 @@ static int scan(const char *data, size_t len, enum sb_result_channel ch,
 static void test_module_checked(void)
 {
 	static const char *const lookalikes[][2] = {
-	    {"evil", "Decimal"},     {"fractions", "Decimal"},	 {"decimal", "Fraction"},
-	    {"builtins", "Decimal"}, {"datetime", "Path"},	 {"pathlib", "date"},
-	    {"mymod", "UUID"},	     {"uuid", "IPv4Address"},	 {"", "complex"},
-	    {"builtins.x", "set"},   {"decimal.sub", "Decimal"},
+	    {"evil", "Decimal"},     {"fractions", "Decimal"}, {"decimal", "Fraction"},
+	    {"builtins", "Decimal"}, {"datetime", "Path"},     {"pathlib", "date"},
+	    {"mymod", "UUID"},	     {"uuid", "IPv4Address"},  {"uuid", "SafeUUID"},
+	    {"", "complex"},	     {"builtins.x", "set"},    {"decimal.sub", "Decimal"},
 	};
 	/* \x80\x05, STACK_GLOBAL of evil.Decimal, a call with ("1",), STOP. */
 	static const char evil_decimal[] = "\x80\x05\x8c\x04"
@@ -286,6 +286,50 @@ static void test_checked_constructors(void)
 	tap_ok(r == 0, "objects mode admits fractions.Fraction as a value");
 }
 
+/* CPython's unpickler reads a FRAME into a buffer; an argument that runs past
+ * its end is read from the file with the rest of the buffer dropped, so
+ * CPython would run bytes the scan read as data (here a call of
+ * collections.OrderedDict hidden in a bytes argument). Frames must end
+ * between opcodes, as CPython's pickler writes them. */
+static void test_frames(void)
+{
+	static const struct {
+		const char *name;
+		const char *data;
+		size_t len;
+		const char *reason; /* NULL: admitted */
+	} cases[] = {
+	    {"two frames ending between opcodes",
+	     "\x80\x05\x95\x02\x00\x00\x00\x00\x00\x00\x00N\x94\x95\x01\x00\x00\x00\x00\x00\x00\x00"
+	     ".",
+	     23, NULL},
+	    {"an argument running past its frame",
+	     "\x80\x05\x95\x04\x00\x00\x00\x00\x00\x00\x00\x8c\x04\x78\x79\x61\x62\x43\x1e\x8c\x0b"
+	     "\x63\x6f\x6c\x6c\x65\x63\x74\x69\x6f\x6e\x73\x8c\x0b\x4f\x72\x64\x65\x72\x65\x64\x44"
+	     "\x69\x63\x74\x93\x29\x52\x30\x30\x2e",
+	     51, "an opcode that crosses the end of its FRAME"},
+	    {"an opcode at a frame's end, its argument after",
+	     "\x80\x05\x95\x01\x00\x00\x00\x00\x00\x00\x00K\x05.", 14,
+	     "an opcode that crosses the end of its FRAME"},
+	    {"a FRAME inside a frame",
+	     "\x80\x05\x95\x0a\x00\x00\x00\x00\x00\x00\x00\x95\x01\x00\x00\x00\x00\x00\x00\x00N.",
+	     22, "a FRAME before the end of the previous one"},
+	};
+	char err[512];
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		for (int ch = 0; ch < 4; ch++) {
+			int r = scan(cases[i].data, cases[i].len, (enum sb_result_channel)ch, NULL,
+				     err, sizeof(err));
+
+			if (cases[i].reason)
+				tap_ok(r == -EPERM && strstr(err, cases[i].reason),
+				       "channel %d refuses %s: %s", ch, cases[i].name, err);
+			else
+				tap_ok(r == 0, "channel %d admits %s: %s", ch, cases[i].name, err);
+		}
+}
+
 int main(void)
 {
 	char err[512];
@@ -345,6 +389,7 @@ int main(void)
 	test_module_checked();
 	test_lengths();
 	test_checked_constructors();
+	test_frames();
 
 	/* Budgets. */
 	{

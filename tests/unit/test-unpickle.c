@@ -242,6 +242,75 @@ static void test_exception_frame(void)
 	Py_DECREF(data);
 }
 
+/* Streams the prescan must refuse although CPython's unpickler alone would
+ * run them: each refused by the prescan's reason, nothing changed. */
+static void test_prescan_first(void)
+{
+	PyObject *safe = NULL, *desync, *safeuuid;
+	char err[1024];
+
+	/* An argument running past its FRAME hides a call of
+	 * collections.OrderedDict from a linear reading: CPython's unpickler
+	 * drops the rest of the frame and runs it. */
+	desync = stream("b'\\x80\\x05\\x95' + (4).to_bytes(8, 'little') + b'\\x8c\\x04xyabC\\x1e' "
+			"+ S('collections') + S('OrderedDict') + b'\\x93)R00.'");
+	/* SafeUUID(0) is the shared member SafeUUID.safe: a BUILD after NEWOBJ
+	 * would write into it. */
+	safeuuid = stream("P(G('uuid', 'SafeUUID') + b'K\\x00\\x85\\x81}(' + S('_value_') + "
+			  "S('pwned') + b'ub.')");
+	if (!desync || !safeuuid) {
+		tap_ok(false, "streams");
+		return;
+	}
+	refused_for(PyBytes_AS_STRING(desync), (size_t)PyBytes_GET_SIZE(desync),
+		    SB_CHANNEL_DATA_ONLY, "an opcode that crosses the end of its FRAME",
+		    "an argument past its frame's end");
+	refused_for(PyBytes_AS_STRING(safeuuid), (size_t)PyBytes_GET_SIZE(safeuuid),
+		    SB_CHANNEL_DATA_ONLY, "global 'uuid.SafeUUID' is not a value type",
+		    "a BUILD into uuid.SafeUUID.safe");
+	refused_for(PyBytes_AS_STRING(safeuuid), (size_t)PyBytes_GET_SIZE(safeuuid),
+		    SB_CHANNEL_EXCEPTION, "global 'uuid.SafeUUID' is not an exception class",
+		    "a BUILD into uuid.SafeUUID.safe");
+	safe = PyRun_String("uuid.SafeUUID.safe.value", Py_eval_input, globals, globals);
+	tap_ok(safe && PyLong_Check(safe) && PyLong_AsLong(safe) == 0,
+	       "uuid.SafeUUID.safe is unchanged");
+	Py_XDECREF(safe);
+	Py_DECREF(desync);
+	Py_DECREF(safeuuid);
+	PyErr_Clear();
+	(void)err;
+}
+
+/* What CPython writes for large results passes: several frames, and bytes
+ * written outside any frame. */
+static void test_large(void)
+{
+	static const char *const values[] = {
+	    "[str(i) for i in range(30000)]",
+	    "[b'x' * 200000, 'a', b'y' * 70000, [1, 2]]",
+	    "['z' * 100000, bytearray(b'q' * 100000), uuid.UUID(int=7)]",
+	};
+	char err[1024];
+
+	for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+		PyObject *data = pickled(values[i], 5), *v = NULL, *want;
+
+		want = PyRun_String(values[i], Py_eval_input, globals, globals);
+		if (data)
+			v = load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+				 SB_CHANNEL_DATA_ONLY, err, sizeof(err));
+		tap_ok(v && want && PyObject_RichCompareBool(v, want, Py_EQ) == 1,
+		       "%s (%zd bytes) passes data-only", values[i],
+		       data ? PyBytes_GET_SIZE(data) : -1);
+		if (!v)
+			tap_diag("%s", err);
+		Py_XDECREF(v);
+		Py_XDECREF(want);
+		Py_XDECREF(data);
+		PyErr_Clear();
+	}
+}
+
 int main(void)
 {
 	PyPreConfig pre;
@@ -258,7 +327,7 @@ int main(void)
 	if (PyStatus_Exception(Py_InitializeFromConfig(&config)))
 		return tap_skip_all("no Python");
 	PyConfig_Clear(&config);
-	PyRun_SimpleString("import collections, decimal, fractions, pickle\n"
+	PyRun_SimpleString("import collections, decimal, fractions, pickle, uuid\n"
 			   "def S(s):\n"
 			   "    b = s.encode()\n"
 			   "    return b'\\x8c' + bytes([len(b)]) + b\n"
@@ -275,5 +344,7 @@ int main(void)
 	test_exception_channel();
 	test_checked_constructors();
 	test_exception_frame();
+	test_prescan_first();
+	test_large();
 	return tap_done();
 }
