@@ -81,9 +81,10 @@ def clean(target):
 # ---- pickles: result-guard and unpickle -------------------------------------
 
 def result_guard_vectors():
-    """test-result-guard.c's streams: {"name", "literal"..., length}."""
+    """test-result-guard.c's streams: {"name", "literal"..., length[, "reason"]}."""
     text = (TOP / "tests/unit/test-result-guard.c").read_text()
-    for m in re.finditer(r'\{"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+),\s*(\d+)\}', text):
+    for m in re.finditer(r'\{"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+),\s*(\d+)(?:,\s*(?:NULL|"[^"]*"))?\}',
+                         text):
         data = b"".join(c_strings(m.group(2)))[: int(m.group(3))]
         yield re.sub(r"\W+", "-", m.group(1)), data
     # The streams written inline (the MARK budget).
@@ -255,18 +256,22 @@ def text_seeds():
                   b"00000000000000000000001", b"1_0.0_5KB"):
             write("units", bytes([kind]) + s)
 
+    # The rule file, SEP, learned lines ("<section digit><line>"), SEP, line
+    # numbers to comment out.
+    sep = b"\xff\xfe\xfd"
     template = (TOP / "data/py-sandboxes.template").read_bytes()
-    rules = (b"\0" + b"0env=A=${A}\n1expose-ro=./data\n1# seen from native code\n"
+    rules = (sep + b"0env=A=${A}\n1expose-ro=./data\n1# seen from native code\n"
              b"2net=ALLOW|tcp|127.0.0.1|80,443|OUT\n3# Standard Python\n3python-import=json\n"
              b"4python-api=ALLOW:os.system\n6remote-result-mode=data-only\n")
     write("learn-file", template + rules)
-    write("learn-file", template + rules + b"\0\x01\x05\x40")
+    write("learn-file", template + rules + sep + b"\x01\x05\x40")
     merge = (b"expose-ro=/data\n# <learning_guard_files>\nexpose-ro=/srv\n"
              b"# </learning_guard_files>\npython-import=json\n")
-    write("learn-file", merge + b"\0" + b"1expose-ro=/srv\n1expose-rw=./out\n3# Standard Python\n"
-          b"3python-import=json\n0env=A=${A}\n" + b"\0\x01")
-    write("learn-file", b"a\r\nb\r\n\0" + b"3python-import=os\n")
-    write("learn-file", b"no newline at the end\0" + b"0env=B=${B}\n0env=B=${B}\n")
+    write("learn-file", merge + sep + b"1expose-ro=/srv\n1expose-rw=./out\n3# Standard Python\n"
+          b"3python-import=json\n0env=A=${A}\n" + sep + b"\x01")
+    write("learn-file", b"a\r\nb\r\n" + sep + b"3python-import=os\n")
+    write("learn-file", b"no newline at the end" + sep + b"0env=B=${B}\n0env=B=${B}\n")
+    write("learn-file", b"python-import=os\n\0python-import=json\n" + sep + b"3python-import=x\n")
     write("learn-file", b"")
 
     env = b"HOME=/home/tester\nFOO=foo-value\nEMPTY=\nINJECT=${FOO}\nTMPDIR=/tmp\nAPI_TOKEN=secret\n"

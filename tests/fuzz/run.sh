@@ -11,7 +11,10 @@ build=$1 target=$2 seconds=$3
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/sb-fuzz-run.XXXXXX")
+# learn-file writes and fsyncs a file per input: in memory when possible.
+base=${TMPDIR:-/tmp}
+[ "$target" = learn-file ] && [ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm
+work=$(mktemp -d "$base/sb-fuzz-run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/tmp"
 corpus=${FUZZ_CORPUS:-$work/corpus}
