@@ -121,9 +121,27 @@ static PyObject *checked_fraction(PyObject *cls, PyObject *args)
 	return checked_call(0, cls, args);
 }
 
+/* Decimal("garbage") sets InvalidOperation in the thread's decimal context,
+ * a flag the caller's own arithmetic may read: the conversion gets a context
+ * of its own. */
 static PyObject *checked_decimal(PyObject *cls, PyObject *args)
 {
-	return checked_call(1, cls, args);
+	PyObject *decimal, *ctx, *with_ctx, *v = NULL;
+
+	if (!decimal_args(args))
+		return checked_call(1, cls, args);
+	/* Loaded: cls is its Decimal. */
+	decimal = PyImport_ImportModule("decimal");
+	ctx = decimal ? PyObject_CallMethod(decimal, "Context", NULL) : NULL;
+	Py_XDECREF(decimal);
+	if (!ctx)
+		return NULL;
+	with_ctx = PyTuple_Pack(2, PyTuple_GET_ITEM(args, 0), ctx);
+	if (with_ctx)
+		v = PyObject_Call(cls, with_ctx, NULL);
+	Py_XDECREF(with_ctx);
+	Py_DECREF(ctx);
+	return v;
 }
 
 static PyObject *checked_bytearray(PyObject *cls, PyObject *args)

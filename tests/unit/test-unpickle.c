@@ -281,6 +281,27 @@ static void test_prescan_first(void)
 	(void)err;
 }
 
+/* Decimal("garbage") would set InvalidOperation in the caller's decimal
+ * context, a flag its own arithmetic may read. */
+static void test_decimal_context(void)
+{
+	PyObject *b = stream("P(G('decimal', 'Decimal') + S('garbage') + b'\\x85R.')"), *flag;
+
+	if (!b) {
+		tap_ok(false, "stream");
+		return;
+	}
+	PyRun_SimpleString("decimal.getcontext().clear_flags()");
+	refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), SB_CHANNEL_DATA_ONLY,
+		    "could not be rebuilt", "Decimal('garbage')");
+	flag = PyRun_String("decimal.getcontext().flags[decimal.InvalidOperation]", Py_eval_input,
+			    globals, globals);
+	tap_ok(flag == Py_False, "the caller's decimal context keeps its flags");
+	Py_XDECREF(flag);
+	Py_DECREF(b);
+	PyErr_Clear();
+}
+
 /* What CPython writes for large results passes: several frames, and bytes
  * written outside any frame. */
 static void test_large(void)
@@ -345,6 +366,7 @@ int main(void)
 	test_checked_constructors();
 	test_exception_frame();
 	test_prescan_first();
+	test_decimal_context();
 	test_large();
 	return tap_done();
 }
