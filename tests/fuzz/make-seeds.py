@@ -280,6 +280,12 @@ def text_seeds():
         body = p.read_bytes()
         write("explain", body + b"\0" + args + b"\0" + env)
         write("explain", body)
+    # test-cli.c's command lines ({.args = {...}, ...}), with the kitchen-sink profile.
+    sink = (TOP / "tests/data/profiles/valid/kitchen-sink.prof").read_bytes()
+    for m in re.finditer(r"\.args = \{((?:\s*\"(?:[^\"\\]|\\.)*\",?)*)\s*\}", (unit / "test-cli.c").read_text()):
+        args = c_strings(m.group(1))
+        if all(b"\n" not in a for a in args):
+            write("explain", sink + b"\0" + b"\n".join(args) + b"\0" + env)
     write("explain", b"os-sandbox=landlock\nnet=ALLOW|tcp|*|443|OUT\n\0--explain\n-I\n-c\npass\0")
     write("explain", b"\0--py-sandbox=false\n--os-sandbox=none\n-m\nmod\0PATH=/bin")
 
