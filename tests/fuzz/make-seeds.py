@@ -186,6 +186,13 @@ def pickle_seeds():
                       (MyError("x"), "mod", "MyError"), (SystemExit(2), "builtins", "SystemExit"),
                       (KeyError("k"), "builtins", "KeyError")):
         write("unpickle", descriptor(exc, m, q))
+    # The fallback: the class from the caller's modules when the pickled
+    # exception is garbage, of another class, or refused.
+    for rich in (b"garbage", pickle.dumps(KeyError("k"), 5), pickle.dumps(Evil(), 5),
+                 pickle.dumps(Obj(), 5), b""):
+        for m, q in (("builtins", "ValueError"), ("builtins", "OSError"), ("builtins", "list"),
+                     ("collections", "OrderedDict"), ("builtins", "ValueError.__init__")):
+            write("unpickle", pickle.dumps((m, q, "message", [], "", rich), 5))
     # Out-of-band buffers (protocol 5).
     write("result-guard", pickle.dumps(pickle.PickleBuffer(b"abc"), 5, buffer_callback=lambda b: False))
 

@@ -5,10 +5,10 @@
  * stack, STOP at the end). This mutator cuts the input into opcodes and
  * inserts, deletes, copies, swaps or rewrites whole opcodes; it generates
  * whole values as CPython writes them (containers, memo references, the
- * data-only types with plausible arguments) and calls of globals that every
- * channel must refuse, allowed ones with hostile arguments, and classes of
- * other modules. A quarter of the time it leaves the work to libFuzzer's
- * byte mutator. Linked into the libFuzzer binaries only (not the replay). */
+ * data-only types with plausible arguments), exception frames' payloads,
+ * and calls of globals that every channel must refuse, allowed ones with
+ * hostile arguments, and classes of other modules. A quarter of the time it leaves the work to
+ * libFuzzer's byte mutator. Linked into the libFuzzer binaries only (not the replay). */
 #include <stdbool.h>
 #include <string.h>
 
@@ -492,6 +492,84 @@ static void gen_value(struct out *o, struct rng *r)
 	o->depth--;
 }
 
+/* Classes an exception frame may name: exceptions of builtins and of
+ * pysandboxes, one of a module the caller never loaded, things that are not
+ * exceptions. */
+static const char *const exception_classes[][2] = {
+    {"builtins", "ValueError"},
+    {"builtins", "KeyError"},
+    {"builtins", "OSError"},
+    {"builtins", "FileNotFoundError"},
+    {"builtins", "Exception"},
+    {"builtins", "SystemExit"},
+    {"builtins", "KeyboardInterrupt"},
+    {"builtins", "BaseException"},
+    {"builtins", "UnicodeDecodeError"},
+    {"pysandboxes", "SandBoxError"},
+    {"pysandboxes", "RuleFileNotFoundError"},
+    {"mod", "MyError"},
+    {"builtins", "list"},
+    {"builtins", "ValueError.__init__"},
+    {"collections", "OrderedDict"},
+};
+
+/* An exception frame's payload as the worker writes it: (module, qualname,
+ * message, denials, traceback, the pickled exception), the last one a call
+ * of an exception class, any value, or garbage. */
+static void gen_descriptor(struct out *o, struct rng *r)
+{
+	uint8_t buf[4096];
+	struct out rich = {.p = buf, .cap = sizeof(buf)};
+	size_t i = below(r, ELEMENTS(exception_classes));
+	const char *module = exception_classes[i][0], *name = exception_classes[i][1];
+
+	put1(&rich, 0x80);
+	put1(&rich, 5);
+	switch (below(r, 4)) {
+	case 0:
+		gen_value(&rich, r);
+		break;
+	case 1:
+		for (size_t k = below(r, 16); k > 0; k--)
+			put1(&rich, (uint8_t)rng_next(r));
+		break;
+	default:
+		/* Usually the class the descriptor names, sometimes another. */
+		if (one_in(r, 4))
+			i = below(r, ELEMENTS(exception_classes));
+		gen_global(&rich, r, exception_classes[i][0], exception_classes[i][1]);
+		put1(&rich, '(');
+		for (size_t k = below(r, 3); k > 0; k--)
+			gen_value(&rich, r);
+		put1(&rich, 't');
+		put1(&rich, 'R');
+		if (one_in(r, 4)) {
+			put1(&rich, '}');
+			gen_str(&rich, r);
+			gen_value(&rich, r);
+			put1(&rich, 's');
+			put1(&rich, 'b');
+		}
+		break;
+	}
+	put1(&rich, '.');
+
+	put1(o, '(');
+	gen_str_bytes(o, r, module, strlen(module));
+	gen_str_bytes(o, r, name, strlen(name));
+	gen_str(o, r);
+	put1(o, ']');
+	if (one_in(r, 2)) {
+		gen_str_bytes(o, r, "RuleFileNotFoundError: Access", 29);
+		put1(o, 'a');
+	}
+	gen_str(o, r);
+	put1(o, 'B');
+	put_le(o, rich.len, 4);
+	put(o, rich.p, rich.len);
+	put1(o, 't');
+}
+
 /* The length of the opcode at p (with its argument), 0 when it is unknown or
  * cut short. */
 static size_t op_length(const uint8_t *p, size_t left)
@@ -650,11 +728,14 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
 			o.memo++;
 
 	switch (choice) {
-	case 4: /* a new pickle */
+	case 4: /* a new pickle: a value, or an exception frame's payload */
 		o.memo = 0;
 		put1(&o, 0x80);
 		put1(&o, one_in(&r, 8) ? (uint8_t)below(&r, 6) : 5);
-		gen_value(&o, &r);
+		if (one_in(&r, 3))
+			gen_descriptor(&o, &r);
+		else
+			gen_value(&o, &r);
 		put1(&o, '.');
 		break;
 	case 5:
