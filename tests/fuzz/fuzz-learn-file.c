@@ -49,6 +49,26 @@ static bool has_line(const char *text, const char *line)
 	return false;
 }
 
+/* The same, for the file once its replaced lines are commented out. */
+static bool keeps_line(const char *text, const struct sb_learn_rules *rules, const char *line)
+{
+	unsigned number = 0;
+
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		bool replaced = false;
+
+		number++;
+		for (size_t i = 0; i < rules->n_replaced && p[0] != '#'; i++)
+			replaced |= rules->replaced_lines[i] == number;
+		if (!replaced && trimmed_equal(p, n, line))
+			return true;
+		p += n + (nl ? 1 : 0);
+	}
+	return false;
+}
+
 static bool file_is(const char *path, const char *data, size_t len)
 {
 	_cleanup_free_ char *got = NULL;
@@ -151,11 +171,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rules.replaced_lines[rules.n_replaced++] = *p;
 		}
 	}
-	/* The rules that are new: not in the file, counted once. */
+	/* The rules that are new: not in the file (a replaced line is commented
+	 * out first), counted once. */
 	for (size_t s = 0; s < SB_LEARN__N; s++)
 		for (size_t i = 0; rules.lines[s] && rules.lines[s][i]; i++) {
 			const char *l = rules.lines[s][i];
-			bool seen = has_line(text, l);
+			bool seen = keeps_line(text, &rules, l);
 
 			for (size_t t = 0; !seen && t <= s; t++)
 				for (size_t j = 0; !seen && rules.lines[t] && rules.lines[t][j] &&
