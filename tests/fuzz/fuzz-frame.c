@@ -45,6 +45,17 @@ static void write_all(int fd, const uint8_t *data, size_t size)
 	}
 }
 
+/* sb_read_exact() returns -EINTR on a signal (libFuzzer's timer sends
+ * some), keeping its progress: its callers call again, as core.c does. */
+static int read_exact(int fd, void *buf, size_t len, size_t *done, int timeout_ms)
+{
+	int r;
+
+	while ((r = sb_read_exact(fd, buf, len, done, timeout_ms)) == -EINTR)
+		;
+	return r;
+}
+
 static void worker_side(const uint8_t *data, size_t size, size_t max_len, int timeout_ms)
 {
 	int p[2];
@@ -102,7 +113,7 @@ static void parent_side(const uint8_t *data, size_t size, size_t limit)
 		size_t done = 0, left = size - pos;
 		uint32_t len;
 		char type, *payload;
-		int r = sb_read_exact(sv[1], hdr, sizeof(hdr), &done, 0);
+		int r = read_exact(sv[1], hdr, sizeof(hdr), &done, 0);
 
 		if (left < SB_FRAME_HEADER) {
 			FUZZ_ASSERT(r == -EPIPE && done == left, "a cut header: r=%d done=%zu", r,
@@ -129,13 +140,13 @@ static void parent_side(const uint8_t *data, size_t size, size_t limit)
 				size_t n = rest < sizeof(sink) ? rest : sizeof(sink);
 
 				done = 0;
-				r = sb_read_exact(sv[1], sink, n, &done, 0);
+				r = read_exact(sv[1], sink, n, &done, 0);
 				rest -= done;
 			}
 		} else {
 			payload = malloc((size_t)len + 1);
 			FUZZ_ASSERT(payload, "out of memory");
-			r = sb_read_exact(sv[1], payload, len, &done, 0);
+			r = read_exact(sv[1], payload, len, &done, 0);
 			FUZZ_ASSERT(r != 0 || memcmp(payload, data + pos, len) == 0,
 				    "the payload at byte %zu", pos);
 			free(payload);
@@ -243,8 +254,7 @@ static void round_trip(const uint8_t *data, size_t size)
 				/* The bytes on the wire. */
 				got = malloc(f.len[i] + SB_FRAME_HEADER);
 				FUZZ_ASSERT(got, "out of memory");
-				r = sb_read_exact(sv[1], got, f.len[i] + SB_FRAME_HEADER, &done,
-						  -1);
+				r = read_exact(sv[1], got, f.len[i] + SB_FRAME_HEADER, &done, -1);
 				FUZZ_ASSERT(r == 0 && memcmp(got, want, done) == 0,
 					    "frame %zu on the wire: r=%d", i, r);
 			} else {
