@@ -11,9 +11,12 @@ build=$1 target=$2 seconds=$3
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 
-# learn-file writes and fsyncs a file per input: in memory when possible.
+# The rule-file targets write a file per input (learn-file fsyncs it): in
+# memory when possible, several times faster than on disk.
 base=${TMPDIR:-/tmp}
-[ "$target" = learn-file ] && [ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm
+case $target in
+profile | explain | learn-file) [ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm ;;
+esac
 work=$(mktemp -d "$base/sb-fuzz-run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/tmp"
