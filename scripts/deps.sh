@@ -3,9 +3,23 @@
 # already there (so repeated runs and CI stay fast). Usage: deps.sh [build|test]
 set -euo pipefail
 
-packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev libseccomp-dev)
-if [ "${1:-build}" = test ]; then
-	packages+=(python3-pytest clang clang-format util-linux)
+# libmicrohttpd and jansson: python-sb serve and the run report.
+packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev libseccomp-dev
+	libmicrohttpd-dev libjansson-dev)
+case "${1:-build}" in
+test)
+	# chromium: the playground's browser test (driven by playwright-core).
+	packages+=(python3-pytest clang clang-format util-linux chromium)
+	;;
+bench)
+	# bench/serve.sh: the load generators, and bwrap for the baseline.
+	packages+=(wrk hey bubblewrap)
+	;;
+esac
+# The playground is bundled by esbuild (npm): node and npm as commands, which
+# a node from another source provides as well as Debian's packages.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	packages+=(nodejs npm)
 fi
 
 missing=()

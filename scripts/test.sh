@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 top=$PWD
 
 bash scripts/deps.sh test
+bash scripts/npm-deps.sh
 
 echo "== clang-format"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
@@ -24,18 +25,20 @@ setup() { # dir, meson options...
 }
 
 echo "== build and unit tests (gcc)"
-setup build-test --buildtype=debugoptimized
+setup build-test --buildtype=debugoptimized -Dplayground=enabled
 meson compile -C build-test
-meson test -C build-test --print-errorlogs
+meson test -C build-test --print-errorlogs --no-suite integration
 
 echo "== release build (what scripts/install.sh builds: -O3 shows warnings -O2 does not)"
-setup build-release-check --buildtype=release
+setup build-release-check --buildtype=release -Dplayground=enabled
 meson compile -C build-release-check
 
 echo "== build and unit tests (clang, ASan + UBSan)"
-CC=clang setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+CC=clang setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+	-Dplayground=enabled
 meson compile -C build-asan
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --print-errorlogs
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --print-errorlogs \
+	--no-suite integration
 
 echo "== libFuzzer targets: build and a short run of each (tests/fuzz/README.md)"
 CC=clang setup build-fuzz --buildtype=debug -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
@@ -55,8 +58,9 @@ for t in "${fuzz_targets[@]}"; do
 	echo "fuzz-$name: $(grep -E '^Done [0-9]+ runs' "build-fuzz/fuzz-$name.log")"
 done
 
-# The integration suite runs the *installed* launcher. The stage directory must
-# be reachable by the unprivileged user the suite switches to.
+# The integration suite (meson's "integration" suite, tests/integration/run.sh)
+# runs the ASan launcher, then the *installed* one. The stage directory must be
+# reachable by the unprivileged user the suite switches to.
 stage=$(mktemp -d /tmp/py-sandboxes-stage.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 chmod 755 "$stage"
@@ -65,15 +69,20 @@ installed=$(find "$stage" -path '*/bin/python-sb' -type f | head -n1)
 # The pysandboxes package of the same install, for the partial-mode tests.
 staged_pkg=$(dirname "$(find "$stage" -type d -name pysandboxes -path '*-packages/*' | head -n1)")
 
-echo "== integration tests on the ASan build"
-# CPython frees little at exit by design: leak reports would be noise here.
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	PYTHON_SB="$top/build-asan/python-sb" PYSANDBOXES_PYTHONPATH="$top/build-test/python" \
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+# The playground's browser test must run, not skip, here.
+export PLAYGROUND_REQUIRED=1
 
-echo "== integration tests on the installed python-sb ($installed)"
+echo "== integration tests on the ASan build"
+# CPython frees little at exit by design: leak reports would be noise here. An
+# ASan pysandboxes._core cannot load into /usr/bin/python3: the gcc build's.
+# The 10,000-run load test runs once, below.
+ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	PYSANDBOXES_PYTHONPATH="$top/build-test/python" \
+	meson test -C build-asan --suite integration --verbose --test-args='-m "not load"'
+
+echo "== integration tests on the installed python-sb ($installed), with the load test"
 PYTHON_SB="$installed" PYSANDBOXES_PYTHONPATH="$staged_pkg" \
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+	meson test -C build-test --suite integration --verbose
 
 # The suite runs as root and creates files for 'nobody': it must leave the
 # machine as it found it.

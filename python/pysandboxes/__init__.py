@@ -37,17 +37,18 @@ from ._core import (  # noqa: F401  (re-exported)
     RuleSocketConnectionRefusedError,
     SandBoxBaseExceptionError,
     SandBoxError,
+    SandboxContextWarning,
     SandBoxProtocolError,
     sandbox_denials,
 )
 
 __all__ = [
-    "sandbox", "sandboxes", "run", "is_in_sandbox", "sandbox_denials",
+    "sandbox", "sandboxes", "run", "is_in_sandbox", "sandbox_denials", "guarded_eval",
     "ConfigSyntaxError", "EvalInterrupted", "EvalSyntaxRejected", "RestrictedUnpicklingError",
     "RuleApiPermissionError", "RuleAttributeError", "RuleEvalPermissionError",
     "RuleFileNotFoundError", "RuleModuleNotFoundError", "RulePermissionError",
     "RuleSocketConnectionRefusedError", "SandBoxBaseExceptionError", "SandBoxError",
-    "SandBoxProtocolError",
+    "SandBoxProtocolError", "SandboxContextWarning",
 ]
 
 _CONFIG_NAME = ".py-sandboxes"
@@ -56,6 +57,13 @@ _CONFIG_NAME = ".py-sandboxes"
 def is_in_sandbox():
     """False: this process is the caller, not the sandbox."""
     return False
+
+
+def guarded_eval(source, profile=None, names=None, mode="eval"):
+    """The eval guard is python-sb's: call it inside a @sandbox function, or run
+    the program under python-sb, where `pysandboxes` is the built-in module."""
+    raise RuntimeError("guarded_eval() runs under python-sb's eval guard: call it inside "
+                       "a @sandbox function, or run the program with python-sb")
 
 
 def sandbox(fn):

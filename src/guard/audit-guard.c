@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* The audit hook and its dispatch to the guard's parts. */
-#include "guard.h"
-
-#include <frameobject.h>
-
 #include "audit-guard.h"
+
+#include "guard-observer.h"
+#include "guard-part.h"
+#include "guard-runtime.h"
+#include "pysandboxes-module.h"
 #include "util.h"
 
 #define SB_SELFTEST_EVENT "pysandboxes.selftest"
 
 /* Every part of the guard, in the order they are prepared and activated. */
 static const struct sb_guard_part *const parts[] = {
-    &sb_guard_imports_part, &sb_guard_files_part,	 &sb_guard_net_part,
-    &sb_guard_api_part,	    &sb_guard_native_files_part,
+    &sb_guard_imports_part,
+    &sb_guard_files_part,
+    &sb_guard_net_part,
+    &sb_guard_api_part,
+    &sb_guard_native_files_part,
+    /* After the API part: the eval layer takes its own copies of eval,
+     * exec and compile, whatever the API part put in their place. */
+    &sb_guard_eval_part,
 };
 
 /* All guard state is plain C data: no Python object holds it, so no
@@ -20,11 +27,7 @@ static const struct sb_guard_part *const parts[] = {
  * reset it, unlike a guard written in Python. */
 static struct {
 	bool enabled; /* py-sandbox=true */
-	bool armed;   /* the program's code is about to run */
 	unsigned long selftest_hits;
-	char *profile_path;
-	char *stdlib_dir; /* code there is the runtime's, not the program's */
-	size_t stdlib_dir_len;
 	struct sb_audit_handler *handlers; /* every part's, sorted by event */
 	size_t n_handlers;
 	const struct sb_audit_handler **index; /* by hash of the event name */
@@ -32,153 +35,7 @@ static struct {
 	uint32_t index_mask;
 	uint64_t modules_version; /* sys.modules at the last after-import pass */
 	bool after_import_again;  /* a part asked for another pass */
-	/* The open runtime section (sb_guard_runtime_enter), if any. */
-	bool runtime_active;
-	void *runtime_tstate;
-	void *runtime_frame;
 } guard;
-
-const char *sb_guard_profile_path(void)
-{
-	return guard.profile_path ? guard.profile_path : ".py-sandboxes";
-}
-
-static bool is_import_machinery(const char *file)
-{
-	if (startswith(file, "<frozen importlib"))
-		return true;
-	if (!guard.stdlib_dir || strncmp(file, guard.stdlib_dir, guard.stdlib_dir_len) != 0)
-		return false;
-	return startswith(file + guard.stdlib_dir_len, "/importlib/") != NULL;
-}
-
-const char *sb_guard_runtime_relative(const char *file)
-{
-	const char *rel;
-
-	if (!guard.stdlib_dir || strncmp(file, guard.stdlib_dir, guard.stdlib_dir_len) != 0)
-		return NULL;
-	rel = file + guard.stdlib_dir_len;
-	if (*rel != '/')
-		return NULL;
-	/* Some builds (pyenv, venvs of them) keep third-party packages inside the
-	 * standard library tree: those are not the runtime. */
-	if (startswith(rel, "/site-packages/") || startswith(rel, "/dist-packages/"))
-		return NULL;
-	return rel;
-}
-
-bool sb_guard_is_stdlib_source(const char *file, const char *rel)
-{
-	const char *mine = sb_guard_runtime_relative(file), *f;
-	const char *end = rel + strlen(rel);
-
-	if (mine)
-		return streq(mine, rel);
-	/* "<frozen collections>" for "/collections/__init__.py", "<frozen
-	 * runpy>" for "/runpy.py": compare the dotted module name. */
-	f = startswith(file, "<frozen ");
-	if (!f || *rel != '/')
-		return false;
-	if (end - rel > 12 && streq(end - 12, "/__init__.py"))
-		end -= 12;
-	else if (end - rel > 3 && streq(end - 3, ".py"))
-		end -= 3;
-	else
-		return false;
-	for (const char *r = rel + 1; r < end; r++, f++)
-		if (*f != (*r == '/' ? '.' : *r))
-			return false;
-	return streq(f, ">");
-}
-
-bool sb_guard_code_is(PyCodeObject *code, const char *file_rel, const char *function)
-{
-	const char *file = PyUnicode_AsUTF8(code->co_filename);
-
-	if (!file) {
-		PyErr_Clear();
-		return false;
-	}
-	return sb_guard_is_stdlib_source(file, file_rel) &&
-	       PyUnicode_CompareWithASCIIString(code->co_name, function) == 0;
-}
-
-bool sb_guard_frame_is(PyFrameObject *frame, const char *file_rel, const char *function)
-{
-	PyCodeObject *code = PyFrame_GetCode(frame);
-	bool is = sb_guard_code_is(code, file_rel, function);
-
-	Py_DECREF(code);
-	return is;
-}
-
-bool sb_guard_is_runtime_file(const char *file)
-{
-	return startswith(file, "<frozen ") || sb_guard_runtime_relative(file);
-}
-
-void sb_guard_runtime_enter(struct sb_runtime_section *s)
-{
-	s->saved_active = guard.runtime_active;
-	s->saved_tstate = guard.runtime_tstate;
-	s->saved_frame = guard.runtime_frame;
-	guard.runtime_tstate = PyThreadState_Get();
-	guard.runtime_frame = PyEval_GetFrame();
-	guard.runtime_active = true;
-}
-
-void sb_guard_runtime_leave(struct sb_runtime_section *s)
-{
-	guard.runtime_active = s->saved_active;
-	guard.runtime_tstate = s->saved_tstate;
-	guard.runtime_frame = s->saved_frame;
-}
-
-static bool frame_is_runtime(PyFrameObject *frame)
-{
-	PyCodeObject *code = PyFrame_GetCode(frame);
-	const char *file = PyUnicode_AsUTF8(code->co_filename);
-	bool runtime = file && sb_guard_is_runtime_file(file);
-
-	if (!file)
-		PyErr_Clear();
-	Py_DECREF(code);
-	return runtime;
-}
-
-/* The section's own events: raised with the frame it was entered from, or
- * from runtime frames (the import machinery, runpy) that the section's C
- * code called, down to the first frame of the program (a module's body, a
- * function), whose events are the program's. */
-bool sb_guard_in_runtime_section(void)
-{
-	PyFrameObject *frame;
-
-	if (!guard.runtime_active || PyThreadState_Get() != guard.runtime_tstate)
-		return false;
-	frame = PyEval_GetFrame(); /* borrowed */
-	if ((void *)frame == guard.runtime_frame)
-		return true;
-	Py_XINCREF(frame);
-	for (int depth = 0; frame && depth < 64 && frame_is_runtime(frame); depth++) {
-		PyFrameObject *back = PyFrame_GetBack(frame);
-
-		Py_DECREF(frame);
-		frame = back;
-		if ((void *)frame == guard.runtime_frame) {
-			Py_XDECREF(frame);
-			return true;
-		}
-	}
-	Py_XDECREF(frame);
-	return false;
-}
-
-bool sb_guard_armed(void)
-{
-	return guard.armed;
-}
 
 /* What a runtime section exempts: the import of a module and the globals an
  * unpickler looks up. Not the sensitive-API registry: a C function the
@@ -187,41 +44,6 @@ bool sb_guard_armed(void)
 static bool runtime_section_event(const char *event)
 {
 	return streq(event, "import") || streq(event, "exec") || streq(event, "pickle.find_class");
-}
-
-PyObject *sb_guard_loaded_module(const char *name)
-{
-	PyObject *key = PyUnicode_FromString(name), *m;
-
-	if (!key)
-		return NULL;
-	m = PyImport_GetModule(key);
-	Py_DECREF(key);
-	return m;
-}
-
-/* Only the innermost frame counts: when it is the import machinery itself (a
- * loader importing _io to read a source file, `from pkg import sub` loading a
- * submodule of an admitted package), the request is the runtime's. */
-bool sb_guard_caller_is_runtime(void)
-{
-	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
-	PyCodeObject *code;
-	const char *file;
-	bool runtime;
-
-	if (sb_guard_in_runtime_section())
-		return true;
-	/* No Python frame at all: the interpreter itself is acting. */
-	if (!frame)
-		return true;
-	code = PyFrame_GetCode(frame);
-	file = PyUnicode_AsUTF8(code->co_filename);
-	runtime = file && (is_import_machinery(file) || sb_guard_is_runtime_file(file));
-	if (!file)
-		PyErr_Clear();
-	Py_DECREF(code);
-	return runtime;
 }
 
 /* FNV-1a: event names are short ASCII literals. */
@@ -289,12 +111,13 @@ static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unus
 	const struct sb_audit_handler *h;
 	unsigned n;
 
-	if (!guard.armed) {
+	if (!sb_guard_armed()) {
 		if (streq(event, SB_SELFTEST_EVENT))
 			guard.selftest_hits++;
 		return 0;
 	}
-	if (guard.runtime_active && runtime_section_event(event) && sb_guard_in_runtime_section())
+	if (sb_guard_run.section_open && runtime_section_event(event) &&
+	    sb_guard_in_runtime_section())
 		return 0;
 	/* Decisions must stay cheap: one hash of the name and, for an event
 	 * someone handles, one comparison; no allocation. */
@@ -353,18 +176,21 @@ static PyObject *pysandboxes_init(void)
 }
 
 int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
-		     const struct sb_interp_paths *interp, char **reterr)
+		     const struct sb_interp_paths *interp, const struct sb_guard_observer *observer,
+		     char **reterr)
 {
 	size_t n = 0;
 	int r;
 
 	guard.enabled = profile->py_sandbox;
-	if (profile_path && !(guard.profile_path = strdup(profile_path)))
-		return -ENOMEM;
+	r = sb_guard_runtime_prepare(profile_path);
+	if (r < 0)
+		return r;
 	if (PyImport_AppendInittab("pysandboxes", pysandboxes_init) < 0)
 		return -ENOMEM;
 	if (!guard.enabled)
 		return 0;
+	sb_guard_observe(observer);
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
 		n += parts[i]->n_handlers;
 	guard.handlers = calloc(n ? n : 1, sizeof(*guard.handlers));
@@ -394,7 +220,6 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 int sb_guard_activate(char **reterr)
 {
 	unsigned long before = guard.selftest_hits;
-	PyObject *stdlib_dir;
 	int r;
 
 	if (!guard.enabled)
@@ -405,27 +230,16 @@ int sb_guard_activate(char **reterr)
 		*reterr = strdup("the audit hook did not fire; refusing to run unguarded");
 		return -EIO;
 	}
-	stdlib_dir = PySys_GetObject("_stdlib_dir"); /* borrowed */
-	if (stdlib_dir && PyUnicode_Check(stdlib_dir)) {
-		const char *dir = PyUnicode_AsUTF8(stdlib_dir);
-
-		if (dir && !(guard.stdlib_dir = strdup(dir)))
-			return -ENOMEM;
-		if (guard.stdlib_dir) {
-			guard.stdlib_dir_len = strlen(guard.stdlib_dir);
-			while (guard.stdlib_dir_len > 1 &&
-			       guard.stdlib_dir[guard.stdlib_dir_len - 1] == '/')
-				guard.stdlib_dir_len--;
-		}
-	}
-	PyErr_Clear();
+	r = sb_guard_runtime_activate();
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
 		r = parts[i]->activate(reterr);
 		if (r < 0)
 			return r;
 	}
 	guard.modules_version = (uint64_t)-1;
-	guard.armed = true;
+	sb_guard_runtime_arm();
 	return 0;
 }
 
@@ -434,8 +248,8 @@ void sb_guard_release(void)
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
 		if (parts[i]->release)
 			parts[i]->release();
-	free(guard.profile_path);
-	free(guard.stdlib_dir);
+	sb_guard_runtime_release();
+	sb_guard_observe(NULL);
 	free(guard.handlers);
 	free(guard.index);
 	free(guard.index_n);

@@ -2,12 +2,14 @@
 /* python-import=: a whitelist of top-level module names. Checked on the
  * "import" audit event (modules not loaded yet) and in a builtins.__import__
  * wrapper (modules the runtime already loaded, which raise no event). */
-#include "guard.h"
+#include "guard-imports.h"
 
-#include <frameobject.h>
 #include <limits.h>
 
-#include "learn.h"
+#include "guard-observer.h"
+#include "guard-part.h"
+#include "guard-runtime.h"
+#include "pysandboxes-module.h"
 #include "util.h"
 
 /* importlib's public doors into the import system, which raise no "import"
@@ -54,8 +56,9 @@ static int deny_import(const char *module, size_t top_len)
 {
 	_cleanup_free_ char *text = NULL, *name = strndup(module, top_len);
 
-	if (name && sb_learn_import(name))
-		return 0; /* learning: recorded, and allowed */
+	if (name && sb_guard_refused(&(struct sb_refusal){.kind = SB_REFUSAL_IMPORT,
+							  .subject = name}) == SB_RECORDED_ALLOW)
+		return 0;
 	if (!name || asprintf(&text,
 			      "Module named '%s' is not allowed by a rule. Add "
 			      "'python-import=%s' to '%s'",

@@ -5,10 +5,12 @@
  * the module, by wrappers that ask the files part first. These modules load
  * late (readline with the REPL, _posixshmem with multiprocessing): the
  * wrappers go in when _imp creates the module (sb_guard_module_loaded). */
-#include "guard.h"
+#include "guard-part.h"
 
 #include <fcntl.h>
 
+#include "guard-files-check.h"
+#include "guard-runtime.h"
 #include "util.h"
 
 enum native_path {

@@ -4,7 +4,10 @@
  * resolution of the names of rules is pinned, so getaddrinfo() and
  * gethostbyname[_ex]() are replaced by C functions answering from the pin, and
  * listen(), which raises no audit event, is replaced on _socket.socket. */
-#include "guard.h"
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "guard-net.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -13,8 +16,12 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "learn.h"
+#include "guard-files-check.h"
+#include "guard-observer.h"
+#include "guard-part.h"
+#include "guard-runtime.h"
 #include "net-policy.h"
+#include "pysandboxes-module.h"
 #include "util.h"
 
 /* A name resolves to at most this many addresses in a decision; more are
@@ -90,13 +97,20 @@ static int refuse_target(const struct target *t, unsigned kind, unsigned directi
 {
 	char what[sizeof(t->host) + INET6_ADDRSTRLEN + 32], ip[INET6_ADDRSTRLEN];
 
-	if (!rule && sb_learn_active()) {
+	/* Only the implicit default policy's refusal is offered: a DENY rule
+	 * is a decision. */
+	if (!rule) {
 		if (index < t->n_addrs)
 			sb_net_addr_format(&t->addrs[index], false, ip, sizeof(ip));
 		else
 			snprintf(ip, sizeof(ip), "0.0.0.0");
-		if (sb_learn_net(t->is_name ? t->host : ip, kind, t->port, direction))
-			return 0; /* learning: recorded, and allowed */
+		if (sb_guard_refused(&(struct sb_refusal){.kind = SB_REFUSAL_NET,
+							  .subject = t->is_name ? t->host : ip,
+							  .protocol = kind,
+							  .port = t->port,
+							  .direction = direction}) ==
+		    SB_RECORDED_ALLOW)
+			return 0;
 	}
 	describe(t, index, what, sizeof(what));
 	if (rule)
@@ -109,6 +123,15 @@ static int refuse_target(const struct target *t, unsigned kind, unsigned directi
 			     "Add 'net=ALLOW|%s|%s|%u|%s' to '%s'",
 			     what, kind_name(kind), t->is_name ? t->host : ip, t->port,
 			     direction == SB_NET_IN ? "IN" : "OUT", sb_guard_profile_path());
+}
+
+/* Whether the refusal of name stands, when it comes before any of its
+ * addresses is decided on (at resolution; no rule names it): the observer may
+ * let it resolve, and the connection is then decided on its addresses. */
+static bool name_refusal_stands(const char *name)
+{
+	return sb_guard_refused(
+		   &(struct sb_refusal){.kind = SB_REFUSAL_NET_NAME, .subject = name}) == SB_REFUSE;
 }
 
 static int refuse_name(const char *name, const char *why)
@@ -239,7 +262,7 @@ static int resolve_target(struct target *t, int family)
 							: "the name has no pinned IPv4 address");
 		return 0;
 	}
-	if (!net.policy->allows_networks && !sb_learn_active())
+	if (!net.policy->allows_networks && name_refusal_stands(t->host))
 		return refuse_name(t->host, "no net= rule can allow a name that no rule names");
 	e = lookup(t->host, family, 0, t);
 	if (e != 0)
@@ -373,11 +396,11 @@ static int check_address(PyObject *sock, PyObject *address, unsigned direction, 
 	}
 	if (resolve_target(&t, family) < 0)
 		return -1;
-	for (size_t i = 0; sb_learn_active() && i < t.n_addrs; i++) {
+	for (size_t i = 0; sb_guard_observed() && i < t.n_addrs; i++) {
 		char ip[INET6_ADDRSTRLEN];
 
 		sb_net_addr_format(&t.addrs[i], false, ip, sizeof(ip));
-		sb_learn_net_seen(ip, t.port, direction);
+		sb_guard_note_net(ip, t.port, direction);
 	}
 	if (sb_net_policy_decide_all(net.policy, kind, t.addrs, t.n_addrs, t.port, direction, &rule,
 				     &index))
@@ -459,7 +482,7 @@ static int check_resolution(PyObject *host, int port, unsigned kinds)
 	struct target t = {0};
 	int r;
 
-	if (!host || host == Py_None || sb_learn_active())
+	if (!host || host == Py_None)
 		return 0;
 	r = host_text(host, t.host, sizeof(t.host));
 	if (r <= 0)
@@ -471,10 +494,12 @@ static int check_resolution(PyObject *host, int port, unsigned kinds)
 		if (sb_net_policy_can_allow(net.policy, kinds, SB_NET_IN | SB_NET_OUT, pin->addrs,
 					    pin->n_addrs, port))
 			return 0;
+		if (!name_refusal_stands(t.host))
+			return 0;
 		return refuse_name(t.host, "no net= rule allows every address this name is "
 					   "pinned to (refused at resolution)");
 	}
-	if (net.policy->allows_networks)
+	if (net.policy->allows_networks || !name_refusal_stands(t.host))
 		return 0;
 	return refuse_name(t.host, "no net= rule can allow this name (refused at resolution)");
 }
@@ -484,18 +509,17 @@ static int check_resolution(PyObject *host, int port, unsigned kinds)
  * cannot reach the allowed ones of a name that has a denied one. */
 static int check_answer(const char *name, const struct target *t, int port, unsigned kinds)
 {
-	/* Learning: remember the name, so that a connection to one of its
-	 * addresses is learned as a rule for the name. */
-	for (size_t i = 0; sb_learn_active() && i < t->n_addrs; i++) {
+	/* The observer learns which name an address came from (learning writes
+	 * a rule for the name a connection used). */
+	for (size_t i = 0; sb_guard_observed() && i < t->n_addrs; i++) {
 		char ip[INET6_ADDRSTRLEN];
 
 		sb_net_addr_format(&t->addrs[i], false, ip, sizeof(ip));
-		sb_learn_net_name(name, ip);
+		sb_guard_note_name(name, ip);
 	}
-	if (sb_learn_active())
-		return 0;
 	if (sb_net_policy_can_allow(net.policy, kinds, SB_NET_IN | SB_NET_OUT, t->addrs, t->n_addrs,
-				    port))
+				    port) ||
+	    !name_refusal_stands(name))
 		return 0;
 	return refuse_name(name, "no net= rule allows every address this name resolves to");
 }

@@ -7,9 +7,12 @@
  * written for partial mode imports and runs unchanged in the worker or under
  * python-sb. The guard raises the classes held in C: rebinding the module's
  * attributes changes nothing. */
-#include "guard.h"
+#include "pysandboxes-module.h"
 
+#include "eval.h"
 #include "exceptions.h"
+#include "guard-runtime.h"
+#include "report-denials.h"
 #include "util.h"
 
 /* Inside the sandbox the decorated function is the function: the worker
@@ -102,6 +105,11 @@ static PyMethodDef module_methods[] = {
      "sandboxes(...): inside the sandbox, a context manager that starts nothing."},
     {"run", (PyCFunction)(void (*)(void))run, METH_VARARGS | METH_KEYWORDS,
      "run(coro, ...): inside the sandbox, asyncio.run(coro)."},
+    {"guarded_eval", (PyCFunction)(void (*)(void))sb_eval_guarded_eval,
+     METH_FASTCALL | METH_KEYWORDS,
+     "guarded_eval(source, profile=None, names=None, mode='eval'): source checked and run by "
+     "the eval guard under the eval-* profile of that name, in a namespace built from its "
+     "eval-call plus names. mode='exec' runs a block and returns the names it bound."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -178,6 +186,7 @@ int sb_raise_file_not_found(const char *path, const char *message)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_FILE_NOT_FOUND);
 
+	sb_report_denial(SB_REPORT_DENIAL_FILE, path, message);
 	if (!cls)
 		return -1;
 	return raise_oserror(cls, ENOENT, path, message);
@@ -187,6 +196,7 @@ int sb_raise_permission(int errnum, const char *path, const char *message)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_PERMISSION);
 
+	sb_report_denial(SB_REPORT_DENIAL_FILE, path, message);
 	if (!cls)
 		return -1;
 	return raise_oserror(cls, errnum, path, message);
@@ -196,6 +206,7 @@ int sb_raise_connection_refused(const char *message)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_CONNECTION_REFUSED);
 
+	sb_report_denial(SB_REPORT_DENIAL_NETWORK, NULL, message);
 	if (!cls)
 		return -1;
 	return raise_oserror(cls, ECONNREFUSED, NULL, message);
@@ -205,6 +216,7 @@ int sb_raise_module_not_found(const char *name, const char *message)
 {
 	PyObject *cls = sb_exc_class(SB_EXC_MODULE_NOT_FOUND), *msg, *n;
 
+	sb_report_denial(SB_REPORT_DENIAL_IMPORT, name, message);
 	if (!cls)
 		return -1;
 	msg = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
@@ -222,6 +234,7 @@ int sb_raise_api_error(const char *qualname, const char *category, const char *m
 	PyObject *cls = sb_exc_class(SB_EXC_API_PERMISSION), *exc, *q, *c;
 	int r;
 
+	sb_report_denial(SB_REPORT_DENIAL_API, qualname, message);
 	if (!cls)
 		return -1;
 	exc = PyObject_CallFunction(cls, "is", EPERM, message);

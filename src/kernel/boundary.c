@@ -1,176 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "boundary.h"
 
-#include <stdarg.h>
+#include <stddef.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 
-/* Landlock takes one rule per TCP port. Beyond this many allowed ports a
- * direction is left to the Python guard rather than adding tens of thousands
- * of rules (net=ALLOW|tcp|…|*|OUT allows every port anyway). */
-#define SB_MAX_PORT_RULES 1024
-
-/* What any CPython process needs besides its own tree, read-only unless said.
- * Deliberately not /etc as a whole: it holds other programs' secrets. */
-static const struct {
-	const char *path;
-	bool writable;
-	bool is_file; /* spares Landlock's build a failed directory rule */
-	const char *why;
-} system_grants[] = {
-    {"/etc/ld.so.cache", false, true, "dynamic loader"},
-    {"/etc/ssl", false, false, "CA store"},
-    {"/etc/pki", false, false, "CA store"},
-    {"/etc/ca-certificates", false, false, "CA store"},
-    {"/usr/share/ca-certificates", false, false, "CA store"},
-    {"/usr/share/pki", false, false, "CA store"},
-    {"/usr/lib/locale", false, false, "locales"},
-    {"/usr/share/zoneinfo", false, false, "time zones"},
-    {"/etc/localtime", false, true, "time zone"},
-    {"/dev/null", true, true, "/dev/null"},
-    {"/dev/zero", false, true, "/dev/zero"},
-    {"/dev/urandom", false, true, "random numbers"},
-    {"/dev/random", false, true, "random numbers"},
-    /* Resolved to /proc/<pid> when the rule is added: this process only. */
-    {"/proc/self", false, false, "the process's own /proc entry"},
-    {"/sys/devices/system/cpu", false, false, "os.cpu_count()"},
-};
-
-/* is_file: known not to be a directory (see struct sb_landlock_path). */
-static int add_path(struct sb_boundary *b, const char *path, bool writable, bool optional,
-		    bool is_file, const char *why)
-{
-	struct sb_landlock_path *paths;
-	char *copy, *reason;
-
-	/* A directory granted twice keeps its widest right. */
-	for (size_t i = 0; i < b->n_paths; i++)
-		if (streq(b->paths[i].path, path)) {
-			b->paths[i].writable = b->paths[i].writable || writable;
-			b->paths[i].optional = b->paths[i].optional && optional;
-			b->paths[i].is_file = b->paths[i].is_file || is_file;
-			return 0;
-		}
-	copy = strdup(path);
-	reason = strdup(why);
-	paths = realloc(b->paths, (b->n_paths + 1) * sizeof(*paths));
-	if (paths)
-		b->paths = paths;
-	if (!copy || !reason || !paths) {
-		free(copy);
-		free(reason);
-		return -ENOMEM;
-	}
-	b->paths[b->n_paths] = (struct sb_landlock_path){
-	    .path = copy, .writable = writable, .optional = optional, .is_file = is_file};
-	b->n_paths++;
-	return sb_strv_consume(&b->path_reasons, reason);
-}
-
-static int add_note(struct sb_boundary *b, const char *fmt, ...) _printf_(2, 3);
-static int add_note(struct sb_boundary *b, const char *fmt, ...)
-{
-	va_list ap;
-	char *note;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&note, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	return sb_strv_consume(&b->notes, note);
-}
-
-static int add_system_lib_dirs(struct sb_boundary *b)
-{
-	_cleanup_free_ char *dirs = strdup(SB_SYSTEM_LIB_DIRS);
-	char *save = NULL;
-	int r = 0;
-
-	if (!dirs)
-		return -ENOMEM;
-	for (char *d = strtok_r(dirs, ":", &save); d && r >= 0; d = strtok_r(NULL, ":", &save))
-		r = add_path(b, d, false, true, false, "shared libraries");
-	return r;
-}
-
-static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
-			  const struct sb_interp_paths *interp)
-{
-	int r = 0;
-
-	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++)
-		r = add_path(b, *d, false, true, false, "interpreter");
-	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++)
-		r = add_path(b, *f, false, true, false, "interpreter and program");
-	if (r >= 0)
-		r = add_system_lib_dirs(b);
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(system_grants); i++)
-		r = add_path(b, system_grants[i].path, system_grants[i].writable, true,
-			     system_grants[i].is_file, system_grants[i].why);
-	for (size_t i = 0; r >= 0 && i < p->n_exposes; i++) {
-		const struct sb_expose_rule *e = &p->exposes[i];
-		_cleanup_free_ char *why = NULL;
-
-		if (asprintf(&why, "expose-%s at %s:%u", e->writable ? "rw" : "ro", e->origin.file,
-			     e->origin.line) < 0)
-			return -ENOMEM;
-		r = add_path(b, e->resolved ? e->resolved : e->path, e->writable, false, false,
-			     why);
-	}
-	if (r >= 0 && p->n_ignores)
-		r = add_note(b, "ignore= cannot hide paths from Landlock: the Python guard does");
-	return r;
-}
-
-/* Turns the ALLOW tcp rules of one direction into a port list, or leaves the
- * direction unrestricted when it allows too many ports to list. */
-static int collect_ports(struct sb_boundary *b, const struct sb_profile *p, unsigned direction,
-			 bool *ret_restrict, uint16_t **ret_ports, size_t *ret_n)
-{
-	_cleanup_free_ uint8_t *seen = calloc(65536 / 8, 1);
-	_cleanup_free_ uint16_t *ports = NULL;
-	size_t n = 0;
-
-	if (!seen)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n_nets; i++) {
-		const struct sb_net_rule *rule = &p->nets[i];
-
-		if (rule->action != SB_NET_ALLOW || !(rule->protocols & SB_NET_TCP) ||
-		    !(rule->directions & direction))
-			continue;
-		for (size_t j = 0; j < rule->n_ports; j++)
-			for (unsigned port = rule->ports[j].first; port <= rule->ports[j].last;
-			     port++) {
-				if (seen[port / 8] & (1u << (port % 8)))
-					continue;
-				seen[port / 8] |= (uint8_t)(1u << (port % 8));
-				n++;
-			}
-	}
-	if (n > SB_MAX_PORT_RULES) {
-		*ret_restrict = false;
-		return add_note(b,
-				"TCP %s: net= allows %zu ports, more than Landlock rules are "
-				"worth; the port check is left to the Python guard",
-				direction == SB_NET_IN ? "bind" : "connect", n);
-	}
-	ports = calloc(n ? n : 1, sizeof(*ports));
-	if (!ports)
-		return -ENOMEM;
-	/* Most profiles allow a handful of ports or none: skip empty bytes
-	 * rather than test 65,536 bits on every start. */
-	for (size_t i = 0, k = 0; k < n && i < 65536 / 8; i++)
-		for (unsigned bit = 0; seen[i] && bit < 8; bit++)
-			if (seen[i] & (1u << bit))
-				ports[k++] = (uint16_t)(i * 8 + bit);
-	*ret_restrict = true;
-	*ret_ports = TAKE_PTR(ports);
-	*ret_n = n;
-	return 0;
-}
+#include "cgroup.h"
+#include "provider.h"
+#include "resource-limits.h"
 
 static bool category_granted(const struct sb_profile *p, enum sb_api_category c)
 {
@@ -181,8 +17,10 @@ static bool category_granted(const struct sb_profile *p, enum sb_api_category c)
 	return false;
 }
 
-static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p)
+static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p,
+			  enum sb_rules_mode mode)
 {
+	b->seccomp.landlock = b->provider->flags & SB_PROVIDER_FILES;
 	for (size_t i = 0; i < p->n_nets; i++) {
 		if (p->nets[i].action != SB_NET_ALLOW)
 			continue;
@@ -199,42 +37,57 @@ static void build_seccomp(struct sb_boundary *b, const struct sb_profile *p)
 	for (size_t i = 0; i < p->n_exposes; i++)
 		if (p->exposes[i].writable && p->py_sandbox)
 			b->seccomp.allow_unix_socket = true;
+	/* Creating, renaming, removing files and changing their metadata: only
+	 * with somewhere to write. seccomp cannot see paths; Landlock bounds
+	 * where the writes go, and has no right for metadata at all. */
+	for (size_t i = 0; i < p->n_exposes; i++)
+		if (p->exposes[i].writable)
+			b->seccomp.allow_write = true;
 	/* The kernel enforces the python-api decision for process creation, so
 	 * that native code cannot do what the Python guard refuses. */
 	b->seccomp.allow_exec = b->seccomp.allow_fork = category_granted(p, SB_API_PROCESS_EXEC);
+
+	/* Learning records what the rules would refuse, native code included
+	 * (learn-native.c watches the profile's own allowlist): the filter
+	 * refuses nothing the Python guard lets through while learning. */
+	b->seccomp_profile = b->seccomp;
+	if (mode == SB_MODE_LEARN) {
+		b->seccomp.allow_inet = true;
+		b->seccomp.allow_udp = true;
+		b->seccomp.allow_unix_socket = true;
+		b->seccomp.allow_exec = true;
+		b->seccomp.allow_fork = true;
+		b->seccomp.allow_write = true;
+	}
 }
 
-int sb_boundary_build(const struct sb_profile *p, enum sb_os_sandbox provider,
-		      const struct sb_interp_paths *interp, struct sb_boundary *ret)
+int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *provider,
+		      const struct sb_interp_paths *interp, enum sb_rules_mode mode,
+		      struct sb_boundary *ret)
 {
 	struct sb_boundary b = {
-	    .use_landlock = provider == SB_OS_LANDLOCK,
-	    .use_seccomp = provider != SB_OS_NONE,
-	    .limits = p->limits,
+	    .provider = provider,
+	    .use_seccomp = provider->flags & SB_PROVIDER_SECCOMP,
+	    .drop_capabilities = provider->flags & SB_PROVIDER_PRIVILEGES,
 	};
 	int r = 0;
 
-	if (b.use_landlock) {
-		r = collect_grants(&b, p, interp);
-		if (r >= 0)
-			r = collect_ports(&b, p, SB_NET_IN, &b.restrict_bind, &b.bind_ports,
-					  &b.n_bind_ports);
-		if (r >= 0)
-			r = collect_ports(&b, p, SB_NET_OUT, &b.restrict_connect, &b.connect_ports,
-					  &b.n_connect_ports);
-		for (size_t i = 0; r >= 0 && i < p->n_nets; i++) {
-			const struct sb_net_rule *n = &p->nets[i];
-
-			if (n->action == SB_NET_DENY || n->network_kind != SB_NET_NETWORK_ANY ||
-			    (n->protocols & SB_NET_UDP))
-				r = add_note(&b,
-					     "net=%s: Landlock filters TCP ports only; hosts, UDP "
-					     "and DENY rules are the Python guard's",
-					     n->text);
-		}
-	}
+	if (provider->flags & SB_PROVIDER_LIMITS)
+		b.limits = p->limits;
+	if (provider->flags & SB_PROVIDER_PRIVILEGES)
+		b.user = p->user;
 	if (b.use_seccomp)
-		build_seccomp(&b, p);
+		build_seccomp(&b, p, mode);
+	if (provider->prepare)
+		r = provider->prepare(&b, p, interp);
+	/* A cgroup v2 memory limit for the whole tree, where one can be made
+	 * (cgroup.h); RLIMIT_AS applies anyway. Not with a provider that
+	 * confines nothing (no seccomp: os-sandbox=none). */
+	if (r >= 0 && b.limits.memory_bytes && b.use_seccomp) {
+		r = sb_cgroup_probe("/", &b.cgroup_parent, &b.cgroup_note);
+		if (r == -EOPNOTSUPP)
+			r = 0;
+	}
 	if (r < 0) {
 		sb_boundary_done(&b);
 		return r;
@@ -252,6 +105,9 @@ void sb_boundary_done(struct sb_boundary *b)
 	sb_strv_free(b->notes);
 	free(b->bind_ports);
 	free(b->connect_ports);
+	free(b->cgroup_parent);
+	free(b->cgroup_note);
+	free(b->rule_file_conflict);
 	*b = (struct sb_boundary){0};
 }
 
@@ -283,51 +139,28 @@ static int check_memory_limit(const struct sb_limits *l, char **reterr)
 			l->memory_bytes, in_use / 1000000, needed / 1000000 + 1);
 }
 
-int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr)
+int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **reterr)
 {
-	if (!b->use_landlock)
-		return 0;
-	if (abi < 1)
-		return sb_error(reterr, -EOPNOTSUPP, "the kernel has no Landlock");
-	/* Without ABI 4 the ports a profile allows could not be told from the
-	 * ports it refuses: running anyway would allow every port. */
-	if (abi < 4 &&
-	    ((b->restrict_bind && b->n_bind_ports) || (b->restrict_connect && b->n_connect_ports)))
-		return sb_error(
-		    reterr, -EOPNOTSUPP,
-		    "net= allows TCP ports, but this kernel's Landlock ABI %d cannot "
-		    "filter TCP (ABI 4, Linux 6.7, is needed); use os-sandbox=subprocess "
-		    "to rely on seccomp and the Python guard, or a newer kernel",
-		    abi);
-	return 0;
-}
-
-int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *report, char **reterr)
-{
+	const struct sb_provider *provider = b->provider;
+	struct sb_privileges_report privileges;
 	int r;
 
-	r = sb_boundary_check_abi(b, b->use_landlock ? sb_landlock_abi() : 0, reterr);
-	if (r < 0)
-		return r;
-
-	if (b->use_landlock) {
-		const struct sb_landlock_policy policy = {
-		    .paths = b->paths,
-		    .n_paths = b->n_paths,
-		    .restrict_tcp_bind = b->restrict_bind,
-		    .bind_ports = b->bind_ports,
-		    .n_bind_ports = b->n_bind_ports,
-		    .restrict_tcp_connect = b->restrict_connect,
-		    .connect_ports = b->connect_ports,
-		    .n_connect_ports = b->n_connect_ports,
-		    .scope_abstract_unix = true,
-		    .scope_signal = true,
-		};
-
-		r = sb_landlock_apply(&policy, report, reterr);
+	/* A wrapper confines the program it runs, not this process. */
+	if (provider->flags & SB_PROVIDER_WRAPS_EXEC)
+		return sb_error(reterr, -EOPNOTSUPP,
+				"os-sandbox=%s runs the program under another program, which "
+				"this version of python-sb cannot do yet",
+				provider->name);
+	if (b->rule_file_conflict)
+		return sb_error(reterr, -EPERM, "%s", b->rule_file_conflict);
+	if (provider->enter) {
+		r = provider->enter(b, warnings, reterr);
 		if (r < 0)
 			return r;
 	}
+	r = sb_privileges_drop(&b->user, b->drop_capabilities, &privileges, reterr);
+	if (r < 0)
+		return r;
 	if (b->use_seccomp) {
 		r = sb_seccomp_apply(&b->seccomp, reterr);
 		if (r < 0)
@@ -349,85 +182,76 @@ int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *re
 	return 0;
 }
 
-static int explain_ports(struct sb_buf *out, const char *what, bool restricted,
-			 const uint16_t *ports, size_t n)
-{
-	int r;
-
-	if (!restricted)
-		return sb_buf_printf(out, "#   TCP %s: any port (left to the Python guard)\n",
-				     what);
-	if (n == 0)
-		return sb_buf_printf(out, "#   TCP %s: refused on every port\n", what);
-	r = sb_buf_printf(out, "#   TCP %s: only port%s", what, n > 1 ? "s" : "");
-	for (size_t i = 0; r >= 0 && i < n && i < 32; i++)
-		r = sb_buf_printf(out, "%s%u", i ? "," : " ", ports[i]);
-	if (r >= 0 && n > 32)
-		r = sb_buf_printf(out, ",… (%zu ports)", n);
-	return r < 0 ? r : sb_buf_puts(out, "\n");
-}
-
 int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 {
-	static const char *const limit_names[] = {"limit-cpu",	      "limit-memory",
-						  "limit-processes",  "limit-file-size",
-						  "limit-open-files", "timeout"};
-	const unsigned long long limit_values[] = {
-	    b->limits.cpu_ms,	       b->limits.memory_bytes, b->limits.processes,
-	    b->limits.file_size_bytes, b->limits.open_files,   b->limits.timeout_ms,
+	static const struct {
+		const char *key, *unit;
+		size_t offset;
+	} limits[] = {
+#define SB_LIMIT_KEY(id, key, unit, field, rlimit)                                                 \
+	{key, SB_UNIT_##unit, offsetof(struct sb_limits, field)},
+#define SB_UNIT_DURATION " ms"
+#define SB_UNIT_SIZE	 " bytes"
+#define SB_UNIT_COUNT	 ""
+#include "limit-key-list.h"
+#undef SB_LIMIT_KEY
+#undef SB_UNIT_DURATION
+#undef SB_UNIT_SIZE
+#undef SB_UNIT_COUNT
 	};
 	int r = sb_buf_puts(out, "\n# Kernel boundary\n");
 
-	if (r >= 0 && b->use_landlock) {
-		int abi = sb_landlock_abi();
-
-		static const struct {
-			int abi;
-			const char *what;
-		} features[] = {
-		    {2, "REFER (renames/links across directories stay refused)"},
-		    {3, "TRUNCATE (truncate() of granted files is not restricted)"},
-		    {4, "TCP bind/connect rules"},
-		    {5, "IOCTL_DEV (device ioctls are not restricted)"},
-		    {6, "scoping of abstract Unix sockets and signals"},
-		};
-
-		r = sb_buf_printf(out,
-				  "#   Landlock (ABI %d on this kernel): everything else is "
-				  "refused\n",
-				  abi);
-		for (size_t i = 0; r >= 0 && i < ELEMENTSOF(features); i++)
-			if (abi < features[i].abi)
-				r = sb_buf_printf(out, "#   missing in this kernel (ABI %d+): %s\n",
-						  features[i].abi, features[i].what);
-		for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
-			r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n",
-					  b->paths[i].writable ? "rw" : "ro", b->paths[i].path,
-					  b->path_reasons[i]);
-		if (r >= 0)
-			r = explain_ports(out, "bind", b->restrict_bind, b->bind_ports,
-					  b->n_bind_ports);
-		if (r >= 0)
-			r = explain_ports(out, "connect", b->restrict_connect, b->connect_ports,
-					  b->n_connect_ports);
-		if (r >= 0)
-			r = sb_buf_puts(out,
-					"#   abstract Unix sockets and signals: limited to the "
-					"sandbox (ABI 6+)\n");
-		for (char **n = b->notes; r >= 0 && n && *n; n++)
-			r = sb_buf_printf(out, "#   note: %s\n", *n);
-	} else if (r >= 0) {
+	/* Without a part of the provider's own, the line --explain has always
+	 * shown: Landlock is the one confinement a process can enter by itself. */
+	if (r >= 0 && b->provider->explain)
+		r = b->provider->explain(b, out);
+	else if (r >= 0)
 		r = sb_buf_puts(out, "#   no Landlock ruleset with this provider\n");
-	}
+	if (r >= 0)
+		r = sb_privileges_explain(&b->user, b->drop_capabilities, out);
 	if (r >= 0 && b->use_seccomp)
 		r = sb_seccomp_describe(&b->seccomp, out);
 	else if (r >= 0)
-		r = sb_buf_puts(out, "#   no seccomp filter with os-sandbox=none\n");
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(limit_names); i++)
-		if (limit_values[i])
-			r = sb_buf_printf(out, "#   %s: %llu%s\n", limit_names[i], limit_values[i],
-					  i == 0 || i == 5   ? " ms"
-					  : i == 1 || i == 3 ? " bytes"
-							     : "");
+		r = sb_buf_printf(out, "#   no seccomp filter with os-sandbox=%s\n",
+				  b->provider->name);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(limits); i++) {
+		unsigned long long v =
+		    *(const unsigned long long *)((const char *)&b->limits + limits[i].offset);
+
+		if (v)
+			r = sb_buf_printf(out, "#   %s: %llu%s\n", limits[i].key, v,
+					  limits[i].unit);
+	}
+	/* Which mechanism holds each, where it is not obvious. */
+	if (r >= 0 && b->limits.memory_bytes)
+		r = sb_buf_printf(
+		    out,
+		    "#   limit-memory holds by: RLIMIT_AS (each process's address "
+		    "space)%s%s%s%s\n",
+		    b->cgroup_parent ? ", and cgroup v2 memory.max for the whole tree "
+				       "(a child of "
+		    : b->cgroup_note ? "; no cgroup for the whole tree ("
+				     : "",
+		    b->cgroup_parent ? b->cgroup_parent
+		    : b->cgroup_note ? b->cgroup_note
+				     : "",
+		    b->cgroup_parent || b->cgroup_note ? ")" : "",
+		    b->use_seccomp ? "; memfd_create and System V shared memory refused by seccomp"
+				   : "");
+	if (r >= 0 && b->limits.output_bytes)
+		r = sb_buf_puts(out, "#   limit-output holds by: the supervisor counts what the "
+				     "program and its children write to stdout and stderr (pipes), "
+				     "and kills them all at the first byte past it (status 125)\n");
 	return r;
+}
+
+bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret)
+{
+	*ret = (struct sb_supervise_options){
+	    .timeout_ms = b->limits.timeout_ms,
+	    .output_bytes = b->limits.output_bytes,
+	    .memory_bytes = b->limits.memory_bytes,
+	    .cgroup_parent = b->cgroup_parent,
+	};
+	return ret->timeout_ms || ret->output_bytes || ret->cgroup_parent;
 }

@@ -4,13 +4,19 @@
 #include <stdint.h>
 
 #include "landlock.h"
+#include "privileges.h"
 #include "profile.h"
+#include "resource-limits.h"
 #include "seccomp-filter.h"
 
-/* The kernel side of a policy: what Landlock grants, what seccomp refuses,
- * which resource limits apply. Built from the profile as plain data (pure, no
- * syscalls), entered in one irreversible step just before the interpreter is
- * initialised. */
+/* The kernel side of a policy: what the provider makes the kernel enforce
+ * (its file grants and TCP ports), what seccomp refuses, which resource limits
+ * apply. Built from the profile as plain data (pure, no syscalls), entered in
+ * one irreversible step just before the interpreter is initialised. What is
+ * built and entered is the selected provider's business (provider.h): this
+ * file composes its part with the filter and the limits. */
+
+struct sb_provider;
 
 /* What the interpreter itself needs to read, from its own configuration. */
 struct sb_interp_paths {
@@ -19,35 +25,54 @@ struct sb_interp_paths {
 };
 
 struct sb_boundary {
-	bool use_landlock; /* os-sandbox=landlock */
-	bool use_seccomp;  /* every provider but none */
+	const struct sb_provider *provider;
+	/* Filled by a provider that confines files (SB_PROVIDER_FILES). */
 	struct sb_landlock_path *paths;
 	char **path_reasons; /* parallel to paths, for --explain */
 	size_t n_paths;
+	/* Filled by a provider that filters TCP ports (SB_PROVIDER_NET_TCP_PORTS). */
 	bool restrict_bind, restrict_connect;
 	uint16_t *bind_ports, *connect_ports;
 	size_t n_bind_ports, n_connect_ports;
-	char **notes; /* what the kernel layer leaves to the Python guard */
+	char **notes;	  /* what the provider leaves to the Python guard */
+	bool use_seccomp; /* SB_PROVIDER_SECCOMP */
 	struct sb_seccomp_policy seccomp;
-	struct sb_limits limits;
+	/* Learning (SB_MODE_LEARN): seccomp is relaxed, and this is the
+	 * profile's own allowlist, which learning's native observer watches. */
+	struct sb_seccomp_policy seccomp_profile;
+	bool drop_capabilities;	 /* SB_PROVIDER_PRIVILEGES */
+	struct sb_limits limits; /* SB_PROVIDER_LIMITS */
+	struct sb_identity user; /* user=: the identity to run the program as */
+	/* limit-memory: where the program's cgroup v2 goes (cgroup.h), or NULL
+	 * and why not, for --explain. */
+	char *cgroup_parent, *cgroup_note;
+	/* A rule file a writable grant reaches (rule-files.h), set by a
+	 * provider that cannot hide it: the boundary cannot be entered, and
+	 * --explain says why. */
+	char *rule_file_conflict;
 };
 
-/* 0 or -ENOMEM. */
-int sb_boundary_build(const struct sb_profile *p, enum sb_os_sandbox provider,
-		      const struct sb_interp_paths *interp, struct sb_boundary *ret);
+/* Learning (mode SB_MODE_LEARN) gets a seccomp filter that refuses nothing
+ * the Python guard would let through while learning: processes, Internet and
+ * Unix sockets. 0 or -ENOMEM. */
+int sb_boundary_build(const struct sb_profile *p, const struct sb_provider *provider,
+		      const struct sb_interp_paths *interp, enum sb_rules_mode mode,
+		      struct sb_boundary *ret);
 void sb_boundary_done(struct sb_boundary *b);
 
-/* Whether a kernel with this Landlock ABI can enforce what the policy needs;
- * -EOPNOTSUPP with *reterr when it cannot (TCP port rules need ABI 4). Rights
- * that only narrow further (IOCTL_DEV, scopes) are reported, not required. */
-int sb_boundary_check_abi(const struct sb_boundary *b, int abi, char **reterr);
+/* The provider's part, then seccomp, then the resource limits (last: building
+ * the ruleset and the filter needs memory and descriptors); between the
+ * provider's part and seccomp, the identity and the capabilities
+ * (privileges.h: seccomp refuses the calls that drop them). Must run before
+ * any thread exists: Landlock and seccomp only bind the calling thread and
+ * what it creates later. What the kernel could not enforce is added to
+ * *warnings. 0, or -errno with *reterr; after a failure the program must not
+ * run. */
+int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, char **reterr);
 
-/* Landlock, then seccomp, then the resource limits (last: building the
- * ruleset and the filter needs memory and descriptors). Must run before any thread exists: Landlock
- * and seccomp only bind the calling thread and what it creates later. 0, or -errno with *reterr;
- * after a failure the program must not run. */
-int sb_boundary_enter(const struct sb_boundary *b, struct sb_landlock_report *report,
-		      char **reterr);
+/* Whether a supervisor process must run the program (timeout=, limit-output=,
+ * limit-memory= with a cgroup), and its options. */
+bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret);
 
 /* Appends the kernel side of the policy to --explain's output. */
 int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out);

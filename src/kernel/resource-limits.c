@@ -14,6 +14,9 @@
  * would otherwise take away from it (RLIMIT_NPROC=1 makes its fork fail). */
 #include "resource-limits.h"
 
+#include "cgroup.h"
+#include "output-relay.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -54,17 +57,20 @@ struct sb_limit_def {
  * (they share the count, not the limit). The check is also skipped for root
  * (real uid 0 in the initial user namespace) and for tasks with
  * CAP_SYS_RESOURCE or CAP_SYS_ADMIN, so limit-processes does nothing for a
- * program running as root: such a caller must change uid (or drop both
- * capabilities) first. The same capabilities let a process raise any hard
- * limit back, so for root none of these limits is binding. */
+ * program running as uid 0: user= changes uid (privileges.c). The same
+ * capabilities let a process raise a hard limit back; they are dropped
+ * (privileges.c) before the program runs, so every limit binds, root's too. */
 static const struct sb_limit_def sb_limit_defs[] = {
-    {"limit-cpu", "RLIMIT_CPU", RLIMIT_CPU, true, offsetof(struct sb_limits, cpu_ms)},
-    {"limit-memory", "RLIMIT_AS", RLIMIT_AS, false, offsetof(struct sb_limits, memory_bytes)},
-    {"limit-processes", "RLIMIT_NPROC", RLIMIT_NPROC, false, offsetof(struct sb_limits, processes)},
-    {"limit-file-size", "RLIMIT_FSIZE", RLIMIT_FSIZE, false,
-     offsetof(struct sb_limits, file_size_bytes)},
-    {"limit-open-files", "RLIMIT_NOFILE", RLIMIT_NOFILE, false,
-     offsetof(struct sb_limits, open_files)},
+#define SB_LIMIT_KEY(id, key, unit, field, rlimit)                                                 \
+	{key, #rlimit, rlimit, SB_UNIT_##unit, offsetof(struct sb_limits, field)},
+#define SB_UNIT_DURATION true /* the profile counts milliseconds */
+#define SB_UNIT_SIZE	 false
+#define SB_UNIT_COUNT	 false
+#include "limit-key-list.h"
+#undef SB_LIMIT_KEY
+#undef SB_UNIT_DURATION
+#undef SB_UNIT_SIZE
+#undef SB_UNIT_COUNT
 };
 
 static rlim_t sb_min_rlim(rlim_t a, rlim_t b)
@@ -84,7 +90,7 @@ int sb_limits_apply(const struct sb_limits *limits, char **reterr)
 		struct rlimit cur, want;
 		rlim_t value;
 
-		if (v == 0)
+		if (v == 0 || d->resource < 0)
 			continue;
 #ifdef SB_HAVE_ASAN
 		/* Test builds only: see SB_HAVE_ASAN in util.h. */
@@ -142,6 +148,7 @@ struct sb_supervisor {
 	bool child_reaped;
 	int child_status;
 	int sfd;
+	struct sb_relay *relay; /* limit-output=, or NULL */
 };
 
 /* What sb_supervise() changes in the calling process, restored in the child
@@ -149,6 +156,7 @@ struct sb_supervisor {
 struct sb_saved_state {
 	sigset_t mask;
 	struct sigaction sigchld;
+	struct sigaction sigpipe;
 	int subreaper;
 };
 
@@ -406,19 +414,28 @@ static int sb_drain_signals(struct sb_supervisor *s, bool forward)
 	}
 }
 
-/* Waits for a signal on the signalfd, at most until deadline_ns. */
+/* Waits for a signal on the signalfd, at most until deadline_ns; meanwhile
+ * copies the program's output (limit-output=). */
 static int sb_wait_signal(struct sb_supervisor *s, uint64_t deadline_ns)
 {
-	struct pollfd pfd = {.fd = s->sfd, .events = POLLIN};
+	struct pollfd pfd[5] = {{.fd = s->sfd, .events = POLLIN}};
 	uint64_t now = sb_now_ns();
+	size_t n = 1;
 	struct timespec ts;
 
 	if (now >= deadline_ns)
 		return 0;
+	if (s->relay)
+		n += sb_relay_pollfds(s->relay, pfd + 1);
 	ts = sb_ns_to_timespec(deadline_ns - now);
 	/* EINTR: a handler of the caller's, for a signal we do not block. */
-	if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
-		return -errno;
+	if (ppoll(pfd, n, &ts, NULL) < 0) {
+		if (errno != EINTR)
+			return -errno;
+		return 0;
+	}
+	if (s->relay)
+		sb_relay_service(s->relay, pfd + 1, n - 1);
 	return 0;
 }
 
@@ -481,42 +498,62 @@ static void sb_child_setup(const struct sb_saved_state *saved, pid_t supervisor)
  * other children (the supervisor reaps any child, waitpid(-1), and kills every
  * descendant at the end, those included). Errors are returned in the caller's
  * process only: the child's side either returns 0 or dies. */
-int sb_supervise(unsigned long long timeout_ms, bool *ret_is_child, int *ret_status,
-		 bool *ret_timed_out, char **reterr)
+int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
+		     struct sb_supervise_result *ret, char **reterr)
 {
 	struct sb_supervisor s = {.sfd = -1};
+	_cleanup_(sb_cgroup_remove) struct sb_cgroup cgroup = {.dir_fd = -1};
+	struct sb_relay relay = {0};
+	struct sb_supervise_result counts = {0};
 	struct sb_saved_state saved;
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
 	uint64_t start, deadline;
 	bool timed_out = false;
+	int r, go[2] = {-1, -1};
 	sigset_t set;
-	int r;
-
-	if (timeout_ms == 0)
-		return sb_error(reterr, -EINVAL, "timeout: must be greater than 0");
 
 	/* Everything that can fail happens before the fork: once the child
 	 * exists, the only way out of this function is with it dead or
 	 * reaped. */
+	if (o->cgroup_parent) {
+		r = sb_cgroup_create(o->cgroup_parent, o->memory_bytes, &cgroup, reterr);
+		if (r < 0)
+			return r;
+		/* The program waits until it is in its cgroup. */
+		if (pipe2(go, O_CLOEXEC) < 0)
+			return sb_error(reterr, -errno, "limit-memory: cannot create a pipe: %s",
+					strerror(errno));
+	}
+	if (o->output_bytes || o->count_output) {
+		r = sb_relay_open(&relay, o->output_bytes, reterr);
+		if (r < 0)
+			goto fail_early;
+		s.relay = &relay;
+	}
 	sigemptyset(&set);
 	for (size_t i = 0; i < ELEMENTSOF(sb_forwarded_signals); i++)
 		sigaddset(&set, sb_forwarded_signals[i]);
 	sigaddset(&set, SIGCHLD);
 
-	if (prctl(PR_GET_CHILD_SUBREAPER, &saved.subreaper, 0, 0, 0) < 0)
-		return sb_error(reterr, -errno, "timeout: cannot read the subreaper flag: %s",
-				strerror(errno));
+	if (prctl(PR_GET_CHILD_SUBREAPER, &saved.subreaper, 0, 0, 0) < 0) {
+		r = sb_error(reterr, -errno, "supervisor: cannot read the subreaper flag: %s",
+			     strerror(errno));
+		goto fail_early;
+	}
 	/* Blocked before the fork, so that no signal is lost between fork()
 	 * and the first read of the signalfd. */
-	if (sigprocmask(SIG_BLOCK, &set, &saved.mask) < 0)
-		return sb_error(reterr, -errno, "timeout: cannot block signals: %s",
-				strerror(errno));
+	if (sigprocmask(SIG_BLOCK, &set, &saved.mask) < 0) {
+		r = sb_error(reterr, -errno, "supervisor: cannot block signals: %s",
+			     strerror(errno));
+		goto fail_early;
+	}
 	/* SIGCHLD set to SIG_IGN (or SA_NOCLDWAIT) makes the kernel reap our
 	 * children itself, and the program's status would be lost. */
 	if (sigaction(SIGCHLD, &dfl, &saved.sigchld) < 0) {
 		r = -errno;
 		sigprocmask(SIG_SETMASK, &saved.mask, NULL);
-		return sb_error(reterr, r, "timeout: cannot reset SIGCHLD: %s", strerror(-r));
+		r = sb_error(reterr, r, "supervisor: cannot reset SIGCHLD: %s", strerror(-r));
+		goto fail_early;
 	}
 	/* As a child subreaper, descendants orphaned by a double fork or a
 	 * daemon()ising parent are re-parented to us instead of to init:
@@ -524,21 +561,25 @@ int sb_supervise(unsigned long long timeout_ms, bool *ret_is_child, int *ret_sta
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		r = -errno;
 		sb_restore_state(&saved);
-		return sb_error(reterr, r, "timeout: cannot become a child subreaper: %s",
-				strerror(-r));
+		r = sb_error(reterr, r, "supervisor: cannot become a child subreaper: %s",
+			     strerror(-r));
+		goto fail_early;
 	}
 	s.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s.sfd < 0) {
 		r = -errno;
 		sb_restore_state(&saved);
-		return sb_error(reterr, r, "timeout: cannot create a signalfd: %s", strerror(-r));
+		r = sb_error(reterr, r, "supervisor: cannot create a signalfd: %s", strerror(-r));
+		goto fail_early;
 	}
 
 	s.self = getpid();
 	start = sb_now_ns();
 	/* Saturates instead of wrapping for absurd timeouts (> 500 years). */
-	deadline = timeout_ms > (UINT64_MAX - start) / 1000000ULL ? UINT64_MAX
-								  : start + timeout_ms * 1000000ULL;
+	deadline = !o->timeout_ms ? UINT64_MAX
+		   : o->timeout_ms > (UINT64_MAX - start) / 1000000ULL
+		       ? UINT64_MAX
+		       : start + o->timeout_ms * 1000000ULL;
 
 	/* The child is *not* moved to a process group of its own (unlike
 	 * timeout(1) without --foreground): it must stay in the terminal's
@@ -550,18 +591,51 @@ int sb_supervise(unsigned long long timeout_ms, bool *ret_is_child, int *ret_sta
 		r = -errno;
 		close(s.sfd);
 		sb_restore_state(&saved);
-		return sb_error(reterr, r, "timeout: cannot fork: %s", strerror(-r));
+		r = sb_error(reterr, r, "supervisor: cannot fork: %s", strerror(-r));
+		goto fail_early;
 	}
 	if (s.child == 0) {
+		char byte = 0;
+
 		close(s.sfd);
+		if (s.relay && sb_relay_child(s.relay) < 0)
+			_exit(EXIT_FAILURE);
 		sb_child_setup(&saved, s.self);
+		if (go[0] >= 0) {
+			close(go[1]);
+			/* Nothing but this byte: the supervisor died, or could not
+			 * move us; no program code runs outside the cgroup. */
+			if (read(go[0], &byte, 1) != 1 || byte != 'g')
+				_exit(EXIT_FAILURE);
+			close(go[0]);
+			if (cgroup.dir_fd >= 0)
+				close(cgroup.dir_fd);
+			free(cgroup.path);
+			cgroup = (struct sb_cgroup){.dir_fd = -1};
+		}
 		*ret_is_child = true;
-		*ret_status = 0;
-		*ret_timed_out = false;
+		*ret = (struct sb_supervise_result){0};
 		return 0;
 	}
+	if (s.relay) {
+		sb_relay_parent(s.relay);
+		/* A caller's reader that goes away must not kill the supervisor
+		 * (EPIPE instead); the program's own disposition is its own. */
+		sigaction(SIGPIPE, &ign, &saved.sigpipe);
+	}
+	r = 0;
+	if (go[0] >= 0) {
+		close(go[0]);
+		go[0] = -1;
+		r = sb_cgroup_attach(&cgroup, s.child, reterr);
+		if (r >= 0 && write(go[1], "g", 1) != 1)
+			r = sb_error(reterr, -errno, "limit-memory: cannot start the program: %s",
+				     strerror(errno));
+		close(go[1]);
+		go[1] = -1;
+	}
 
-	for (;;) {
+	while (r >= 0) {
 		r = sb_reap(&s);
 		if (r < 0 || s.child_reaped)
 			break;
@@ -575,20 +649,39 @@ int sb_supervise(unsigned long long timeout_ms, bool *ret_is_child, int *ret_sta
 			timed_out = true;
 			break;
 		}
+		if (s.relay && s.relay->exceeded)
+			break;
 		r = sb_wait_signal(&s, deadline);
 		if (r >= 0)
 			r = sb_drain_signals(&s, true);
-		if (r < 0)
-			break;
 	}
 
-	/* At the deadline, the program and all it started; after its exit,
-	 * whatever it left running in the background; after a failure here,
-	 * everything too (fail closed: nothing runs unsupervised). */
+	/* At the deadline or past limit-output, the program and all it
+	 * started; after its exit, whatever it left running in the
+	 * background; after a failure here, everything too (fail closed:
+	 * nothing runs unsupervised). */
 	if (r >= 0)
 		r = sb_kill_tree(&s);
 	else
 		(void)sb_kill_tree(&s);
+	/* What the pipes still hold, once every writer is gone: until the
+	 * deadline, or briefly when the program was killed. */
+	if (s.relay) {
+		sb_relay_flush(s.relay, timed_out || s.relay->exceeded || r < 0
+					    ? sb_now_ns() + SB_KILL_ROUND_NS * 10
+					    : deadline);
+		for (size_t i = 0; i < s.relay->n; i++) {
+			const struct sb_relay_stream *st = &s.relay->s[i];
+
+			counts.output_combined = counts.output_combined || st->both;
+			if (st->to == 2 && !st->both)
+				counts.stderr_bytes += st->bytes;
+			else
+				counts.stdout_bytes += st->bytes;
+		}
+		sb_relay_close(s.relay);
+		sigaction(SIGPIPE, &saved.sigpipe, NULL);
+	}
 
 	/* Signals that came during the kill are dropped here rather than
 	 * delivered when the mask is restored: the caller must still be alive
@@ -599,15 +692,50 @@ int sb_supervise(unsigned long long timeout_ms, bool *ret_is_child, int *ret_sta
 
 	if (r == -EBUSY)
 		return sb_error(reterr, r,
-				"timeout: processes of the program survived SIGKILL for %llus",
+				"supervisor: processes of the program survived SIGKILL for %llus",
 				SB_KILL_GRACE_NS / 1000000000ULL);
 	if (r < 0)
-		return sb_error(reterr, r, "timeout: cannot supervise the program: %s",
-				strerror(-r));
+		return reterr && *reterr
+			   ? r
+			   : sb_error(reterr, r, "cannot supervise the program: %s", strerror(-r));
 	if (!s.child_reaped)
-		return sb_error(reterr, -ECHILD, "timeout: the program's status was lost");
+		return sb_error(reterr, -ECHILD, "supervisor: the program's status was lost");
 	*ret_is_child = false;
-	*ret_status = s.child_status;
-	*ret_timed_out = timed_out;
+	*ret = (struct sb_supervise_result){
+	    .status = s.child_status,
+	    .timed_out = timed_out,
+	    .output_exceeded = s.relay && s.relay->exceeded,
+	    .memory_exceeded = sb_cgroup_oom_killed(&cgroup),
+	    .wall_ns = sb_now_ns() - start,
+	    .output_counted = s.relay != NULL,
+	};
+	ret->output_combined = counts.output_combined;
+	ret->stdout_bytes = counts.stdout_bytes;
+	ret->stderr_bytes = counts.stderr_bytes;
 	return 0;
+
+fail_early:
+	sb_relay_close(&relay);
+	if (go[0] >= 0) {
+		close(go[0]);
+		close(go[1]);
+	}
+	return r;
+}
+
+int sb_supervise(unsigned long long timeout_ms, bool *ret_is_child, int *ret_status,
+		 bool *ret_timed_out, char **reterr)
+{
+	struct sb_supervise_result res;
+	int r;
+
+	if (timeout_ms == 0)
+		return sb_error(reterr, -EINVAL, "timeout: must be greater than 0");
+	r = sb_supervise_run(&(struct sb_supervise_options){.timeout_ms = timeout_ms}, ret_is_child,
+			     &res, reterr);
+	if (r >= 0) {
+		*ret_status = res.status;
+		*ret_timed_out = res.timed_out;
+	}
+	return r;
 }

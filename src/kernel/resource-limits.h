@@ -2,28 +2,53 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
-/* Resource limits, a profile extension of ours (limit-*, timeout). A zero
- * field is "no limit". */
-struct sb_limits {
-	unsigned long long cpu_ms;	    /* limit-cpu: RLIMIT_CPU (rounded up to seconds) */
-	unsigned long long memory_bytes;    /* limit-memory: RLIMIT_AS */
-	unsigned long long processes;	    /* limit-processes: RLIMIT_NPROC */
-	unsigned long long file_size_bytes; /* limit-file-size: RLIMIT_FSIZE */
-	unsigned long long open_files;	    /* limit-open-files: RLIMIT_NOFILE */
-	unsigned long long timeout_ms;	    /* timeout: wall clock, whole process tree */
-};
+#include "profile-limits.h"
 
 /* setrlimit() for every non-zero field (soft and hard: the program cannot
  * raise them back). 0 or -errno with *reterr naming the limit. */
 int sb_limits_apply(const struct sb_limits *limits, char **reterr);
 
-/* With a timeout: forks. In the child, returns 0 at once (*ret_is_child =
- * true) and the caller goes on to run the program. In the parent (the
- * supervisor, which runs no program code), waits for the child, forwards
- * SIGINT/SIGTERM/SIGHUP/SIGQUIT to it, and at the deadline kills the child and
- * every descendant (the supervisor is a child subreaper, so descendants that
- * daemonise are still found). Returns 0 with the child's wait status in
+/* What the supervisor enforces; a zero field is "no such limit". */
+struct sb_supervise_options {
+	unsigned long long timeout_ms;
+	unsigned long long output_bytes; /* limit-output= (output-relay.h) */
+	unsigned long long memory_bytes; /* limit-memory=, with cgroup_parent */
+	const char *cgroup_parent;	 /* where the program's cgroup goes (cgroup.h), or NULL */
+	bool count_output;		 /* relay and count the output even without a limit */
+};
+
+struct sb_supervise_result {
+	int status; /* the program's wait status */
+	bool timed_out;
+	bool output_exceeded;
+	bool memory_exceeded; /* the kernel killed in the program's cgroup */
+	uint64_t wall_ns;     /* from the fork to the last process reaped */
+	/* With output_bytes or count_output: what the program and its children
+	 * wrote (up to the limit). combined: stdout and stderr were one file
+	 * (2>&1), relayed through one pipe to keep their order, and all of it
+	 * is counted as stdout. */
+	bool output_counted, output_combined;
+	unsigned long long stdout_bytes, stderr_bytes;
+};
+
+/* Forks. In the child, returns 0 at once (*ret_is_child = true) and the
+ * caller goes on to run the program (in its cgroup, with its output going
+ * through the supervisor when those apply). In the parent (the supervisor,
+ * which runs no program code), waits for the child, copies its output and
+ * counts it, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT to it, and at the
+ * deadline or past limit-output kills the child and every descendant (the
+ * supervisor is a child subreaper, so descendants that daemonise are still
+ * found). Returns 0 with *ret; -errno with *reterr. */
+int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
+		     struct sb_supervise_result *ret, char **reterr);
+
+/* The timeout alone (sb_supervise_run()). With a timeout: forks. In the child, returns 0 at once
+ * (*ret_is_child = true) and the caller goes on to run the program. In the parent (the supervisor,
+ * which runs no program code), waits for the child, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT to it,
+ * and at the deadline kills the child and every descendant (the supervisor is a child subreaper, so
+ * descendants that daemonise are still found). Returns 0 with the child's wait status in
  * *ret_status and *ret_timed_out; -errno with *reterr. */
 int sb_supervise(unsigned long long timeout_ms, bool *ret_is_child, int *ret_status,
 		 bool *ret_timed_out, char **reterr);

@@ -1,53 +1,383 @@
 /* SPDX-License-Identifier: MIT */
+/* The seccomp allowlist (seccomp-filter.h).
+ *
+ * Shape, as in Chromium's baseline policy and sandbox2's policy builder: the
+ * default action refuses; whole groups of system calls that only act on the
+ * process itself (its memory, its threads, its descriptors, its signals) are
+ * allowed; calls that serve both "this process" and "any process" are
+ * allowed only with arguments that name this process; calls that create,
+ * change or remove files, start processes or open sockets are allowed only
+ * with the profile rule that grants it. Integer arguments the kernel reads as
+ * int are compared on their low 32 bits (the kernel ignores the rest, so a
+ * full 64-bit comparison could be dodged with garbage in the upper half). */
 #include "seccomp-filter.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <termios.h>
+
+#include <netinet/in.h>
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080 /* glibc < 2.35; only reachable through clone3/unshare */
 #endif
+/* O_TMPFILE is this bit with O_DIRECTORY (glibc's __O_TMPFILE includes
+ * O_DIRECTORY, which a read-only open of a directory must keep). */
+#define O_TMPFILE_BIT 020000000
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER 0x5441
+#endif
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#endif
+#ifndef F_GET_RW_HINT
+#define F_GET_RW_HINT 1035
+#define F_SET_RW_HINT 1036
+#endif
+#ifndef F_GET_SEALS
+#define F_ADD_SEALS 1033
+#define F_GET_SEALS 1034
+#endif
+#ifndef F_OFD_GETLK
+#define F_OFD_GETLK  36
+#define F_OFD_SETLK  37
+#define F_OFD_SETLKW 38
+#endif
+#ifndef SO_ATTACH_REUSEPORT_CBPF
+#define SO_ATTACH_REUSEPORT_CBPF 51
+#define SO_ATTACH_REUSEPORT_EBPF 52
+#endif
 
-/* Syscall numbers above the highest one libseccomp can name, up to this
- * bound, fail with ENOSYS: they are newer than the table this filter was
- * built against (libseccomp 2.5.4 stops at 456; kernel 6.8+ added
- * statmount, listmount, open_tree_attr: new doors into mounts), so nobody
- * has decided whether they are safe, and libc treats ENOSYS as "old kernel"
- * and falls back. 512 is where the native x86_64 numbering stops: 512-547
- * are the x32 ABI's legacy numbers, and syscall_64.tbl reserves them. Each
- * number is one rule, and libseccomp's rule database grows quadratically
- * (1024 would cost 8 ms per launch against 1 ms). Above the bound the
- * kernel's own table answers ENOSYS until some kernel passes 547. Numbers
- * with the x32 bit set never get here (see SCMP_FLTATR_ACT_BADARCH). */
+/* The numbers above the highest one libseccomp can name, up to this bound,
+ * fail with ENOSYS: syscalls newer than the libseccomp python-sb was built
+ * with (2.5.4 stops at 456; kernel 6.8+ added statmount, listmount, mseal:
+ * new doors into mounts and memory), which nobody has decided are safe; libc
+ * treats ENOSYS as "old kernel" and falls back. 512 is where the native
+ * x86_64 numbering stops (512-547 are the x32 ABI's legacy numbers); above
+ * it, and in the gaps of the table (335-423 on x86_64: numbers no kernel
+ * assigns), the default answers EPERM. One rule per number: a leaf of the
+ * binary tree each, and the program's load time grows with its length.
+ * Numbers with the x32 bit set never get here (SCMP_FLTATR_ACT_BADARCH). */
 #define SB_SECCOMP_NR_BOUND 512
 
+#define MASK32 UINT64_C(0xffffffff)
+
+/* What a group of allowed calls needs from the profile. */
+enum grant {
+	G_BASE,	 /* always */
+	G_WRITE, /* an expose-rw rule */
+	G_FORK,	 /* python-api process grants */
+	G_EXEC,
+};
+
+static const char *const grant_rule[] = {
+    [G_BASE] = NULL,
+    [G_WRITE] = "an expose-rw rule",
+    [G_FORK] = "python-api=ALLOW:process-exec",
+    [G_EXEC] = "python-api=ALLOW:process-exec",
+};
+
+/* The groups, in --explain's order. */
+enum group {
+	K_PROCESS,
+	K_MEMORY,
+	K_TIME,
+	K_SIGNALS,
+	K_IO,
+	K_READ_FS,
+	K_SOCKET_OPS,
+	K_WRITE_FS,
+	K_METADATA,
+	K_PROCESSES,
+	K_EXEC,
+	K__N,
+};
+
+static const char *const group_name[K__N] = {
+    [K_PROCESS] = "its own identity, limits and children",
+    [K_MEMORY] = "its own memory",
+    [K_TIME] = "time, timers, waiting",
+    [K_SIGNALS] = "its own signal handling",
+    [K_IO] = "descriptors it holds",
+    [K_READ_FS] = "reading the file system (Landlock decides which files)",
+    [K_SOCKET_OPS] = "sockets it holds",
+    [K_WRITE_FS] = "creating, renaming, removing files",
+    [K_METADATA] = "changing modes, owners, times, extended attributes",
+    [K_PROCESSES] = "starting processes",
+    [K_EXEC] = "running programs",
+};
+
+/* Allowed with no condition on the arguments (once the grant is there). */
+static const struct allowed {
+	const char *name;
+	enum group group;
+	enum grant grant;
+} allowed_table[] = {
+    {"exit", K_PROCESS, G_BASE},
+    {"exit_group", K_PROCESS, G_BASE},
+    {"restart_syscall", K_PROCESS, G_BASE},
+    {"set_tid_address", K_PROCESS, G_BASE},
+    {"set_robust_list", K_PROCESS, G_BASE},
+    {"rseq", K_PROCESS, G_BASE},
+    {"arch_prctl", K_PROCESS, G_BASE}, /* x86: its own FS/GS bases, CPUID faulting */
+    {"getpid", K_PROCESS, G_BASE},
+    {"getppid", K_PROCESS, G_BASE},
+    {"gettid", K_PROCESS, G_BASE},
+    {"getuid", K_PROCESS, G_BASE},
+    {"geteuid", K_PROCESS, G_BASE},
+    {"getgid", K_PROCESS, G_BASE},
+    {"getegid", K_PROCESS, G_BASE},
+    {"getresuid", K_PROCESS, G_BASE},
+    {"getresgid", K_PROCESS, G_BASE},
+    {"getgroups", K_PROCESS, G_BASE},
+    {"getpgrp", K_PROCESS, G_BASE},
+    {"getpgid", K_PROCESS, G_BASE},
+    {"getsid", K_PROCESS, G_BASE},
+    {"setpgid", K_PROCESS, G_BASE}, /* the kernel limits it to itself and its children */
+    {"setsid", K_PROCESS, G_BASE},
+    {"capget", K_PROCESS, G_BASE},
+    {"uname", K_PROCESS, G_BASE},
+    {"sysinfo", K_PROCESS, G_BASE},
+    {"getrusage", K_PROCESS, G_BASE},
+    {"times", K_PROCESS, G_BASE},
+    {"getrlimit", K_PROCESS, G_BASE},
+    {"setrlimit", K_PROCESS, G_BASE}, /* its own; raising a hard limit needs a capability */
+    {"umask", K_PROCESS, G_BASE},
+    {"wait4", K_PROCESS, G_BASE},
+    {"waitid", K_PROCESS, G_BASE},
+    {"getcpu", K_PROCESS, G_BASE},
+    {"sched_yield", K_PROCESS, G_BASE},
+    {"sched_get_priority_max", K_PROCESS, G_BASE},
+    {"sched_get_priority_min", K_PROCESS, G_BASE},
+    {"sched_getaffinity", K_PROCESS, G_BASE},
+    {"sched_getscheduler", K_PROCESS, G_BASE},
+    {"sched_getparam", K_PROCESS, G_BASE},
+    {"sched_getattr", K_PROCESS, G_BASE},
+    {"sched_rr_get_interval", K_PROCESS, G_BASE},
+    {"getpriority", K_PROCESS, G_BASE},
+    {"getrandom", K_PROCESS, G_BASE},
+
+    {"brk", K_MEMORY, G_BASE},
+    {"mmap", K_MEMORY, G_BASE},
+    {"munmap", K_MEMORY, G_BASE},
+    {"mremap", K_MEMORY, G_BASE},
+    {"mprotect", K_MEMORY, G_BASE}, /* PROT_EXEC: extension modules, ctypes callbacks */
+    {"pkey_mprotect", K_MEMORY, G_BASE},
+    {"pkey_alloc", K_MEMORY, G_BASE},
+    {"pkey_free", K_MEMORY, G_BASE},
+    {"madvise", K_MEMORY, G_BASE},
+    {"mincore", K_MEMORY, G_BASE},
+    {"msync", K_MEMORY, G_BASE},
+    {"membarrier", K_MEMORY, G_BASE},
+
+    {"futex", K_TIME, G_BASE},
+    {"futex_waitv", K_TIME, G_BASE},
+    {"nanosleep", K_TIME, G_BASE},
+    {"clock_nanosleep", K_TIME, G_BASE},
+    {"clock_gettime", K_TIME, G_BASE},
+    {"clock_getres", K_TIME, G_BASE},
+    {"gettimeofday", K_TIME, G_BASE},
+    {"time", K_TIME, G_BASE},
+    {"getitimer", K_TIME, G_BASE},
+    {"setitimer", K_TIME, G_BASE},
+    {"alarm", K_TIME, G_BASE},
+    {"timer_create", K_TIME, G_BASE},
+    {"timer_settime", K_TIME, G_BASE},
+    {"timer_gettime", K_TIME, G_BASE},
+    {"timer_getoverrun", K_TIME, G_BASE},
+    {"timer_delete", K_TIME, G_BASE},
+    {"timerfd_create", K_TIME, G_BASE},
+    {"timerfd_settime", K_TIME, G_BASE},
+    {"timerfd_gettime", K_TIME, G_BASE},
+    {"eventfd", K_TIME, G_BASE},
+    {"eventfd2", K_TIME, G_BASE},
+
+    {"rt_sigaction", K_SIGNALS, G_BASE},
+    {"rt_sigprocmask", K_SIGNALS, G_BASE},
+    {"rt_sigreturn", K_SIGNALS, G_BASE},
+    {"rt_sigpending", K_SIGNALS, G_BASE},
+    {"rt_sigsuspend", K_SIGNALS, G_BASE},
+    {"rt_sigtimedwait", K_SIGNALS, G_BASE},
+    {"sigaltstack", K_SIGNALS, G_BASE},
+    {"pause", K_SIGNALS, G_BASE},
+    {"signalfd", K_SIGNALS, G_BASE},
+    {"signalfd4", K_SIGNALS, G_BASE},
+
+    {"read", K_IO, G_BASE},
+    {"write", K_IO, G_BASE},
+    {"readv", K_IO, G_BASE},
+    {"writev", K_IO, G_BASE},
+    {"pread64", K_IO, G_BASE},
+    {"pwrite64", K_IO, G_BASE},
+    {"preadv", K_IO, G_BASE},
+    {"pwritev", K_IO, G_BASE},
+    {"preadv2", K_IO, G_BASE},
+    {"pwritev2", K_IO, G_BASE},
+    {"lseek", K_IO, G_BASE},
+    {"close", K_IO, G_BASE},
+    {"close_range", K_IO, G_BASE},
+    {"dup", K_IO, G_BASE},
+    {"dup2", K_IO, G_BASE},
+    {"dup3", K_IO, G_BASE},
+    {"pipe", K_IO, G_BASE},
+    {"pipe2", K_IO, G_BASE},
+    {"poll", K_IO, G_BASE},
+    {"ppoll", K_IO, G_BASE},
+    {"select", K_IO, G_BASE},
+    {"pselect6", K_IO, G_BASE},
+    {"epoll_create", K_IO, G_BASE},
+    {"epoll_create1", K_IO, G_BASE},
+    {"epoll_ctl", K_IO, G_BASE},
+    {"epoll_wait", K_IO, G_BASE},
+    {"epoll_pwait", K_IO, G_BASE},
+    {"epoll_pwait2", K_IO, G_BASE},
+    {"sendfile", K_IO, G_BASE},
+    {"copy_file_range", K_IO, G_BASE},
+    {"splice", K_IO, G_BASE},
+    {"tee", K_IO, G_BASE},
+    {"fsync", K_IO, G_BASE},
+    {"fdatasync", K_IO, G_BASE},
+    {"sync_file_range", K_IO, G_BASE},
+    {"fadvise64", K_IO, G_BASE},
+    {"readahead", K_IO, G_BASE},
+    {"flock", K_IO, G_BASE},
+    /* A descriptor open for writing (Landlock or the file's mode decided
+     * that when it was opened) may be cut or extended. */
+    {"ftruncate", K_IO, G_BASE},
+    {"fallocate", K_IO, G_BASE},
+
+    {"stat", K_READ_FS, G_BASE},
+    {"fstat", K_READ_FS, G_BASE},
+    {"lstat", K_READ_FS, G_BASE},
+    {"newfstatat", K_READ_FS, G_BASE},
+    {"statx", K_READ_FS, G_BASE},
+    {"statfs", K_READ_FS, G_BASE},
+    {"fstatfs", K_READ_FS, G_BASE},
+    {"access", K_READ_FS, G_BASE},
+    {"faccessat", K_READ_FS, G_BASE},
+    {"faccessat2", K_READ_FS, G_BASE},
+    {"readlink", K_READ_FS, G_BASE},
+    {"readlinkat", K_READ_FS, G_BASE},
+    {"getdents", K_READ_FS, G_BASE},
+    {"getdents64", K_READ_FS, G_BASE},
+    {"getcwd", K_READ_FS, G_BASE},
+    {"chdir", K_READ_FS, G_BASE},
+    {"fchdir", K_READ_FS, G_BASE},
+    {"getxattr", K_READ_FS, G_BASE},
+    {"lgetxattr", K_READ_FS, G_BASE},
+    {"fgetxattr", K_READ_FS, G_BASE},
+    {"listxattr", K_READ_FS, G_BASE},
+    {"llistxattr", K_READ_FS, G_BASE},
+    {"flistxattr", K_READ_FS, G_BASE},
+
+    {"bind", K_SOCKET_OPS, G_BASE},
+    {"connect", K_SOCKET_OPS, G_BASE},
+    {"listen", K_SOCKET_OPS, G_BASE},
+    {"accept", K_SOCKET_OPS, G_BASE},
+    {"accept4", K_SOCKET_OPS, G_BASE},
+    {"getsockname", K_SOCKET_OPS, G_BASE},
+    {"getpeername", K_SOCKET_OPS, G_BASE},
+    {"sendto", K_SOCKET_OPS, G_BASE},
+    {"recvfrom", K_SOCKET_OPS, G_BASE},
+    {"sendmsg", K_SOCKET_OPS, G_BASE},
+    {"recvmsg", K_SOCKET_OPS, G_BASE},
+    {"sendmmsg", K_SOCKET_OPS, G_BASE},
+    {"recvmmsg", K_SOCKET_OPS, G_BASE},
+    {"shutdown", K_SOCKET_OPS, G_BASE},
+    {"getsockopt", K_SOCKET_OPS, G_BASE},
+
+    /* open, openat, openat2 and creat: add_open(). */
+    {"mkdir", K_WRITE_FS, G_WRITE},
+    {"mkdirat", K_WRITE_FS, G_WRITE},
+    {"rmdir", K_WRITE_FS, G_WRITE},
+    {"rename", K_WRITE_FS, G_WRITE},
+    {"renameat", K_WRITE_FS, G_WRITE},
+    {"renameat2", K_WRITE_FS, G_WRITE},
+    {"link", K_WRITE_FS, G_WRITE},
+    {"linkat", K_WRITE_FS, G_WRITE},
+    {"symlink", K_WRITE_FS, G_WRITE},
+    {"symlinkat", K_WRITE_FS, G_WRITE},
+    {"unlink", K_WRITE_FS, G_WRITE},
+    {"unlinkat", K_WRITE_FS, G_WRITE},
+    {"mknod", K_WRITE_FS, G_WRITE}, /* FIFOs; device nodes need CAP_MKNOD */
+    {"mknodat", K_WRITE_FS, G_WRITE},
+    {"truncate", K_WRITE_FS, G_WRITE},
+    {"sync", K_WRITE_FS, G_WRITE},
+    {"syncfs", K_WRITE_FS, G_WRITE},
+
+    {"chmod", K_METADATA, G_WRITE},
+    {"fchmod", K_METADATA, G_WRITE},
+    {"fchmodat", K_METADATA, G_WRITE},
+    {"fchmodat2", K_METADATA, G_WRITE}, /* newer glibc's lchmod(); unknown to 2.5.4 */
+    {"chown", K_METADATA, G_WRITE},
+    {"fchown", K_METADATA, G_WRITE},
+    {"lchown", K_METADATA, G_WRITE},
+    {"fchownat", K_METADATA, G_WRITE},
+    {"utime", K_METADATA, G_WRITE},
+    {"utimes", K_METADATA, G_WRITE},
+    {"futimesat", K_METADATA, G_WRITE},
+    {"utimensat", K_METADATA, G_WRITE},
+    {"setxattr", K_METADATA, G_WRITE},
+    {"lsetxattr", K_METADATA, G_WRITE},
+    {"fsetxattr", K_METADATA, G_WRITE},
+    {"removexattr", K_METADATA, G_WRITE},
+    {"lremovexattr", K_METADATA, G_WRITE},
+    {"fremovexattr", K_METADATA, G_WRITE},
+
+    /* clone() of processes and the signals to other pids: add_clone(),
+     * add_signals(). */
+    {"fork", K_PROCESSES, G_FORK},
+    {"vfork", K_PROCESSES, G_FORK},
+    {"pidfd_open", K_PROCESSES, G_FORK},
+    {"pidfd_send_signal", K_PROCESSES, G_FORK},
+    {"tkill", K_PROCESSES, G_FORK},
+
+    {"execve", K_EXEC, G_EXEC},
+    {"execveat", K_EXEC, G_EXEC},
+};
+
+/* Refused whatever the profile grants; the reasons --explain gives, and what
+ * the tests sweep. Not the list of what is refused (everything not allowed
+ * is): the calls a reviewer will look for. Keep entries with the same reason
+ * together: sb_seccomp_describe() prints one line per run of equal reasons. */
 #define WHY_PROCESSES "reaching into other processes"
 #define WHY_KERNEL    "kernel attack surface"
 #define WHY_MOUNT     "mounts and namespaces"
 #define WHY_SYSTEM    "system administration"
-#define WHY_HW	      "direct hardware access"
+#define WHY_HW	      "direct hardware access, the process's own descriptor tables"
 #define WHY_IPC	      "System V / POSIX IPC outlives the sandbox and is shared host-wide"
+#define WHY_WATCH     "watching or stalling other programs' file accesses"
+#define WHY_MEMORY    "memory outside limit-memory, NUMA placement"
+#define WHY_PRIV      "identity and privileges"
 
-/* The syscalls a Python program has no business with: EPERM whatever the
- * profile grants. Names libseccomp does not know on this architecture (vm86
- * on x86_64) are skipped. Keep entries with the same reason together:
- * sb_seccomp_describe() prints one line per run of equal reasons. */
-static const struct sb_denied_syscall {
+static const struct refused {
 	const char *name;
 	const char *reason;
-} denied_table[] = {
+} refused_table[] = {
     {"ptrace", WHY_PROCESSES},
     {"process_vm_readv", WHY_PROCESSES},
     {"process_vm_writev", WHY_PROCESSES},
     {"pidfd_getfd", WHY_PROCESSES},
     {"kcmp", WHY_PROCESSES},
+    {"process_madvise", WHY_PROCESSES},
+    {"process_mrelease", WHY_PROCESSES},
+    {"get_robust_list", WHY_PROCESSES},
+    {"migrate_pages", WHY_PROCESSES},
+    {"move_pages", WHY_PROCESSES},
+    {"ioprio_set", WHY_PROCESSES},
     {"io_uring_setup", WHY_KERNEL}, /* also bypasses seccomp: its ops are not syscalls */
     {"io_uring_enter", WHY_KERNEL},
     {"io_uring_register", WHY_KERNEL},
+    {"io_setup", WHY_KERNEL},
+    {"io_submit", WHY_KERNEL},
     {"bpf", WHY_KERNEL},
     {"perf_event_open", WHY_KERNEL},
     {"userfaultfd", WHY_KERNEL}, /* stalls kernel copies: widens race windows */
@@ -57,6 +387,9 @@ static const struct sb_denied_syscall {
     {"lookup_dcookie", WHY_KERNEL},
     {"open_by_handle_at", WHY_KERNEL}, /* escapes a chroot/bind mount (the "shocker" exploit) */
     {"name_to_handle_at", WHY_KERNEL},
+    {"seccomp", WHY_KERNEL},
+    {"landlock_create_ruleset", WHY_KERNEL},
+    {"vmsplice", WHY_KERNEL},
     {"mount", WHY_MOUNT},
     {"umount2", WHY_MOUNT},
     {"pivot_root", WHY_MOUNT},
@@ -82,10 +415,19 @@ static const struct sb_denied_syscall {
     {"quotactl", WHY_SYSTEM},
     {"quotactl_fd", WHY_SYSTEM},
     {"syslog", WHY_SYSTEM},
+    {"sethostname", WHY_SYSTEM},
+    {"setdomainname", WHY_SYSTEM},
+    {"settimeofday", WHY_SYSTEM},
+    {"clock_settime", WHY_SYSTEM},
+    {"clock_adjtime", WHY_SYSTEM},
+    {"adjtimex", WHY_SYSTEM},
+    {"vhangup", WHY_SYSTEM},
     {"iopl", WHY_HW},
     {"ioperm", WHY_HW},
+    {"modify_ldt", WHY_HW},
     {"vm86", WHY_HW},
     {"vm86old", WHY_HW},
+    {"set_thread_area", WHY_HW},
     {"shmget", WHY_IPC},
     {"shmat", WHY_IPC},
     {"shmctl", WHY_IPC},
@@ -104,41 +446,132 @@ static const struct sb_denied_syscall {
     {"mq_timedreceive", WHY_IPC},
     {"mq_notify", WHY_IPC},
     {"mq_getsetattr", WHY_IPC},
+    {"fanotify_init", WHY_WATCH},
+    {"fanotify_mark", WHY_WATCH},
+    {"inotify_init", WHY_WATCH},
+    {"inotify_init1", WHY_WATCH},
+    {"inotify_add_watch", WHY_WATCH},
+    {"memfd_create", WHY_MEMORY},
+    {"memfd_secret", WHY_MEMORY},
+    {"mlock", WHY_MEMORY},
+    {"mlock2", WHY_MEMORY},
+    {"mlockall", WHY_MEMORY},
+    {"remap_file_pages", WHY_MEMORY},
+    {"mbind", WHY_MEMORY},
+    {"set_mempolicy", WHY_MEMORY},
+    {"setuid", WHY_PRIV},
+    {"setgid", WHY_PRIV},
+    {"setreuid", WHY_PRIV},
+    {"setregid", WHY_PRIV},
+    {"setresuid", WHY_PRIV},
+    {"setresgid", WHY_PRIV},
+    {"setfsuid", WHY_PRIV},
+    {"setfsgid", WHY_PRIV},
+    {"setgroups", WHY_PRIV},
+    {"capset", WHY_PRIV},
 };
 
-/* Namespace creation through clone(); unshare and setns are denied outright.
- * CLONE_NEWTIME shares its bit with the exit signal in clone() (no valid
- * signal has bit 7 set), so matching it costs nothing. */
-static const struct {
-	uint64_t flag;
-	const char *name;
-} clone_ns_flags[] = {
-    {CLONE_NEWNS, "CLONE_NEWNS"},     {CLONE_NEWCGROUP, "CLONE_NEWCGROUP"},
-    {CLONE_NEWUTS, "CLONE_NEWUTS"},   {CLONE_NEWIPC, "CLONE_NEWIPC"},
-    {CLONE_NEWUSER, "CLONE_NEWUSER"}, {CLONE_NEWPID, "CLONE_NEWPID"},
-    {CLONE_NEWNET, "CLONE_NEWNET"},   {CLONE_NEWTIME, "CLONE_NEWTIME"},
-};
+/* clone() flags that create namespaces (unshare and setns are refused). In
+ * clone(), CLONE_NEWTIME shares its bit with the exit signal, which no valid
+ * signal sets (signals stop at 64), so refusing it costs nothing. */
+#define CLONE_NS_FLAGS                                                                             \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |             \
+	 CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME)
 
-/* The kernel declares ioctl's cmd as unsigned int, so it only looks at the
- * low 32 bits of the register, while seccomp compares all 64: an equality
- * test on TIOCSTI would let TIOCSTI | 1UL << 32 through (CVE-2017-5226,
- * bubblewrap's TIOCSTI escape, had this shape). Hence MASKED_EQ 0xffffffff,
- * and note that libseccomp's SCMP_A1_32() only truncates the datum, not the
- * argument. TIOCSTI pushes bytes into the terminal's input queue: the shell
- * the sandbox was started from would run them after we exit. TIOCLINUX can
- * read the virtual console's screen and paste its selection. */
+/* ioctl requests on the descriptors a program holds: terminal attributes and
+ * size (isatty, the REPL's line editing, os.get_terminal_size), bytes queued,
+ * non-blocking and close-on-exec, pseudo-terminals it opened. Never TIOCSTI
+ * (pushes input into the terminal the sandbox was started from) or
+ * TIOCLINUX (reads the console's screen). */
 static const struct {
 	unsigned long cmd;
 	const char *name;
-} denied_ioctls[] = {
-    {TIOCSTI, "TIOCSTI"},
-    {TIOCLINUX, "TIOCLINUX"},
+} ioctl_table[] = {
+    {TCGETS, "TCGETS"},	      {TCSETS, "TCSETS"},	  {TCSETSW, "TCSETSW"},
+    {TCSETSF, "TCSETSF"},     {TCFLSH, "TCFLSH"},	  {TIOCGWINSZ, "TIOCGWINSZ"},
+    {TIOCGPGRP, "TIOCGPGRP"}, {TIOCOUTQ, "TIOCOUTQ"},	  {FIONREAD, "FIONREAD"},
+    {FIONBIO, "FIONBIO"},     {FIOCLEX, "FIOCLEX"},	  {FIONCLEX, "FIONCLEX"},
+    {TIOCGPTN, "TIOCGPTN"},   {TIOCSPTLCK, "TIOCSPTLCK"}, {TIOCGPTPEER, "TIOCGPTPEER"},
 };
 
-#define MASK32 UINT64_C(0xffffffff)
+/* fcntl commands: not F_SETOWN/F_SETOWN_EX/F_SETSIG (SIGIO sent to another
+ * process, with the setter's credentials: a uid 0 without capabilities
+ * could signal every process), F_SETLEASE (stalls other processes' opens of
+ * the file) or F_NOTIFY (directory notification by signal). */
+static const struct {
+	unsigned cmd;
+	const char *name;
+} fcntl_table[] = {
+    {F_DUPFD, "F_DUPFD"},
+    {F_GETFD, "F_GETFD"},
+    {F_SETFD, "F_SETFD"},
+    {F_GETFL, "F_GETFL"},
+    {F_SETFL, "F_SETFL"},
+    {F_GETLK, "F_GETLK"},
+    {F_SETLK, "F_SETLK"},
+    {F_SETLKW, "F_SETLKW"},
+    {F_GETOWN, "F_GETOWN"},
+    {F_GETSIG, "F_GETSIG"},
+    {F_GETOWN_EX, "F_GETOWN_EX"},
+    {F_OFD_GETLK, "F_OFD_GETLK"},
+    {F_OFD_SETLK, "F_OFD_SETLK"},
+    {F_OFD_SETLKW, "F_OFD_SETLKW"},
+    {F_GETLEASE, "F_GETLEASE"},
+    {F_DUPFD_CLOEXEC, "F_DUPFD_CLOEXEC"},
+    {F_SETPIPE_SZ, "F_SETPIPE_SZ"},
+    {F_GETPIPE_SZ, "F_GETPIPE_SZ"},
+    {F_ADD_SEALS, "F_ADD_SEALS"},
+    {F_GET_SEALS, "F_GET_SEALS"},
+    {F_GET_RW_HINT, "F_GET_RW_HINT"},
+    {F_SET_RW_HINT, "F_SET_RW_HINT"},
+};
 
-/* personality(2): the kernel takes an unsigned int; 0xffffffff only queries. */
-#define PERSONA_QUERY UINT64_C(0xffffffff)
+/* prctl options that only read the process's state or set harmless
+ * properties of itself. Not PR_SET_MM (rewrites what /proc shows of the
+ * process, its auxv and its brk), PR_SET_DUMPABLE (would let other processes
+ * of the uid ptrace it), PR_SET_PTRACER, PR_SET_SECCOMP, PR_SET_SECUREBITS,
+ * PR_SET_KEEPCAPS, PR_CAP_AMBIENT, PR_CAPBSET_DROP, PR_SET_IO_FLUSHER,
+ * PR_SET_SYSCALL_USER_DISPATCH... */
+static const struct {
+	unsigned option;
+	const char *name;
+} prctl_table[] = {
+    {PR_SET_PDEATHSIG, "PR_SET_PDEATHSIG"},
+    {PR_GET_PDEATHSIG, "PR_GET_PDEATHSIG"},
+    {PR_GET_DUMPABLE, "PR_GET_DUMPABLE"},
+    {PR_GET_KEEPCAPS, "PR_GET_KEEPCAPS"},
+    {PR_SET_NAME, "PR_SET_NAME"},
+    {PR_GET_NAME, "PR_GET_NAME"},
+    {PR_GET_SECCOMP, "PR_GET_SECCOMP"},
+    {PR_CAPBSET_READ, "PR_CAPBSET_READ"},
+    {PR_SET_TIMERSLACK, "PR_SET_TIMERSLACK"},
+    {PR_GET_TIMERSLACK, "PR_GET_TIMERSLACK"},
+    {PR_GET_SECUREBITS, "PR_GET_SECUREBITS"},
+    {PR_SET_CHILD_SUBREAPER, "PR_SET_CHILD_SUBREAPER"},
+    {PR_GET_CHILD_SUBREAPER, "PR_GET_CHILD_SUBREAPER"},
+    {PR_SET_NO_NEW_PRIVS, "PR_SET_NO_NEW_PRIVS"},
+    {PR_GET_NO_NEW_PRIVS, "PR_GET_NO_NEW_PRIVS"},
+    {PR_GET_TID_ADDRESS, "PR_GET_TID_ADDRESS"},
+    {PR_SET_THP_DISABLE, "PR_SET_THP_DISABLE"},
+    {PR_GET_THP_DISABLE, "PR_GET_THP_DISABLE"},
+    {PR_GET_SPECULATION_CTRL, "PR_GET_SPECULATION_CTRL"},
+    {PR_SET_SPECULATION_CTRL, "PR_SET_SPECULATION_CTRL"},
+    {PR_SET_VMA, "PR_SET_VMA"},
+};
+
+/* setsockopt(SOL_SOCKET, ...) options that attach a classic or eBPF program
+ * to a socket: a verifier and JIT the program has no business reaching. */
+static const unsigned socket_option_refused[] = {
+    SO_ATTACH_FILTER, SO_ATTACH_BPF, SO_ATTACH_REUSEPORT_CBPF, SO_ATTACH_REUSEPORT_EBPF};
+/* setsockopt() levels besides SOL_SOCKET: the protocols socket() allows. */
+static const unsigned socket_levels[] = {IPPROTO_IP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_IPV6};
+
+/* "this process": sched_*, prlimit64, get/setpriority take pid 0 or its pid. */
+static const char *const self_pid_calls[] = {
+    "sched_setaffinity",  "sched_getaffinity", "sched_setscheduler",
+    "sched_getscheduler", "sched_setparam",    "sched_getparam",
+    "sched_setattr",	  "sched_getattr",     "sched_rr_get_interval",
+};
 
 static void sb_scmp_releasep(scmp_filter_ctx *ctx)
 {
@@ -146,9 +579,17 @@ static void sb_scmp_releasep(scmp_filter_ctx *ctx)
 		seccomp_release(*ctx);
 }
 
-const char *sb_seccomp_denied_syscall(size_t i)
+const char *sb_seccomp_base_syscall(size_t i)
 {
-	return i < ELEMENTSOF(denied_table) ? denied_table[i].name : NULL;
+	for (size_t k = 0; k < ELEMENTSOF(allowed_table); k++)
+		if (allowed_table[k].grant == G_BASE && i-- == 0)
+			return allowed_table[k].name;
+	return NULL;
+}
+
+const char *sb_seccomp_refused_syscall(size_t i)
+{
+	return i < ELEMENTSOF(refused_table) ? refused_table[i].name : NULL;
 }
 
 /* The native number, or -1 when this architecture has no such syscall
@@ -161,48 +602,63 @@ static int resolve(const char *name)
 	return nr < 0 ? -1 : nr;
 }
 
+/* What build() needs besides the policy. */
+struct build_ctx {
+	scmp_filter_ctx ctx;
+	uint64_t self;		    /* the pid, or SB_SECCOMP_SELF_PID */
+	const char *const *observe; /* learning: notified whatever the rules say */
+	char **reterr;
+};
+
+static bool observed(const struct build_ctx *b, const char *name)
+{
+	for (const char *const *o = b->observe; o && *o; o++)
+		if (streq(*o, name))
+			return true;
+	return false;
+}
+
 /* One rule; its comparisons are ANDed (libseccomp 2.5 refuses two of them on
  * the same argument with -EINVAL). The _exact variant fails instead of
  * silently rewriting the rule. */
-static int add_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n_cmp,
-		    const struct scmp_arg_cmp *cmp, char **reterr)
+static int rule(struct build_ctx *b, uint32_t action, const char *name, unsigned n_cmp,
+		const struct scmp_arg_cmp *cmp)
 {
 	int nr = resolve(name), r;
 
-	if (nr < 0)
+	if (nr < 0 || observed(b, name))
 		return 0;
-	r = seccomp_rule_add_exact_array(ctx, action, nr, n_cmp, cmp);
+	r = seccomp_rule_add_exact_array(b->ctx, action, nr, n_cmp, cmp);
 	if (r < 0)
-		return sb_error(reterr, r, "seccomp_rule_add_exact(%s): %s", name, strerror(-r));
+		return sb_error(b->reterr, r, "seccomp_rule_add_exact(%s): %s", name, strerror(-r));
 	return 0;
 }
 
-static int deny(scmp_filter_ctx ctx, const char *name, unsigned n_cmp,
-		const struct scmp_arg_cmp *cmp, char **reterr)
+static int allow(struct build_ctx *b, const char *name, unsigned n_cmp,
+		 const struct scmp_arg_cmp *cmp)
 {
-	return add_rule(ctx, SCMP_ACT_ERRNO(EPERM), name, n_cmp, cmp, reterr);
+	return rule(b, SCMP_ACT_ALLOW, name, n_cmp, cmp);
 }
 
-/* Denies `name` when argument `arg`, masked with `mask`, lies in [lo, hi]
- * (hi <= mask; mask is 2^k - 1). Rules cannot hold two comparisons on one
+/* Allows `name` when argument `arg`, masked with `mask`, lies in [lo, hi]
+ * (hi <= mask; mask is 2^k - 1). A rule cannot hold two comparisons on one
  * argument, so the range is cut into aligned power-of-two blocks, each one
- * MASKED_EQ: [3, 9] becomes 3, 4-7, 8-9. `also` is ANDed to each rule. */
-static int deny_block_range(scmp_filter_ctx ctx, const char *name, unsigned arg, uint64_t mask,
-			    uint64_t lo, uint64_t hi, const struct scmp_arg_cmp *also,
-			    char **reterr)
+ * MASKED_EQ: [3, 9] becomes 3, 4-7, 8-9. `also` (n_also of them, on other
+ * arguments) is ANDed to each rule. */
+static int allow_range(struct build_ctx *b, const char *name, unsigned arg, uint64_t mask,
+		       uint64_t lo, uint64_t hi, const struct scmp_arg_cmp *also, unsigned n_also)
 {
 	while (lo <= hi) {
+		struct scmp_arg_cmp cmp[3];
 		uint64_t size = 1;
 		int r;
 
 		while (size <= mask / 2 && lo % (size * 2) == 0 && lo + size * 2 - 1 <= hi)
 			size *= 2;
-		struct scmp_arg_cmp cmp[2] = {
-		    {arg, SCMP_CMP_MASKED_EQ, mask & ~(size - 1), lo},
-		};
-		if (also)
-			cmp[1] = *also;
-		r = deny(ctx, name, also ? 2 : 1, cmp, reterr);
+		cmp[0] = (struct scmp_arg_cmp){arg, SCMP_CMP_MASKED_EQ, mask & ~(size - 1), lo};
+		for (unsigned i = 0; i < n_also && i < 2; i++)
+			cmp[1 + i] = also[i];
+		r = allow(b, name, 1 + n_also, cmp);
 		if (r < 0)
 			return r;
 		if (hi - lo < size)
@@ -212,147 +668,232 @@ static int deny_block_range(scmp_filter_ctx ctx, const char *name, unsigned arg,
 	return 0;
 }
 
-/* Denies `name` unless argument `arg` equals one of `allowed` (sorted, no
- * duplicates). With mask == UINT64_MAX all 64 bits are compared, so a value
- * with garbage in the upper half, which the kernel would truncate to an
- * allowed int, is refused: an allow-list fails closed. The ends become one
- * LT and one GT rule, the gaps between allowed values blocks. With a
- * narrower mask (socket type & 0xf) everything outside is made of blocks. */
-static int deny_unless_in(scmp_filter_ctx ctx, const char *name, unsigned arg, uint64_t mask,
-			  const uint64_t *allowed, size_t n, const struct scmp_arg_cmp *also,
-			  char **reterr)
+/* Allows `name` when the low 32 bits of argument `arg` are one of values[],
+ * each ANDed with `also`. */
+static int allow_values32(struct build_ctx *b, const char *name, unsigned arg,
+			  const uint64_t *values, size_t n, const struct scmp_arg_cmp *also,
+			  unsigned n_also)
 {
-	const bool full = mask == UINT64_MAX;
-	uint64_t next = 0; /* lowest value not yet decided */
-	int r;
-
-	if (n == 0) {
-		struct scmp_arg_cmp cmp[1] = {{0}};
-
-		if (also)
-			cmp[0] = *also;
-		return deny(ctx, name, also ? 1 : 0, cmp, reterr);
-	}
 	for (size_t i = 0; i < n; i++) {
-		if (allowed[i] > next) {
-			if (full && i == 0) {
-				struct scmp_arg_cmp cmp[2] = {
-				    {arg, SCMP_CMP_LT, allowed[0], 0},
-				};
-				if (also)
-					cmp[1] = *also;
-				r = deny(ctx, name, also ? 2 : 1, cmp, reterr);
-			} else {
-				r = deny_block_range(ctx, name, arg, mask, next, allowed[i] - 1,
-						     also, reterr);
-			}
-			if (r < 0)
-				return r;
-		}
-		next = allowed[i] + 1;
-	}
-	if (allowed[n - 1] == mask)
-		return 0;
-	if (!full)
-		return deny_block_range(ctx, name, arg, mask, next, mask, also, reterr);
-	struct scmp_arg_cmp cmp[2] = {
-	    {arg, SCMP_CMP_GT, allowed[n - 1], 0},
-	};
-	if (also)
-		cmp[1] = *also;
-	return deny(ctx, name, also ? 2 : 1, cmp, reterr);
-}
+		struct scmp_arg_cmp cmp[3] = {{arg, SCMP_CMP_MASKED_EQ, MASK32, values[i]}};
+		int r;
 
-static int add_personality(scmp_filter_ctx ctx, char **reterr)
-{
-	/* Allow exactly PER_LINUX (0) and the 0xffffffff query; the flags
-	 * (ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, MMAP_PAGE_ZERO...) weaken
-	 * what runs next. "Neither all zeros nor all ones" cannot be one rule
-	 * (one comparison per argument, no NE under a mask), but such a 32-bit
-	 * value always has, cyclically, a 1 followed by a 0: deny bit i set
-	 * with bit i+1 clear, for each i. 32 rules; the upper half of the
-	 * register is ignored, as the kernel ignores it. */
-	for (unsigned i = 0; i < 32; i++) {
-		const uint64_t bit = UINT64_C(1) << i, next = UINT64_C(1) << ((i + 1) % 32);
-		const struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_MASKED_EQ, bit | next, bit);
-		int r = deny(ctx, "personality", 1, &cmp, reterr);
-
+		for (unsigned k = 0; k < n_also && k < 2; k++)
+			cmp[1 + k] = also[k];
+		r = allow(b, name, 1 + n_also, cmp);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-static int add_clone(scmp_filter_ctx ctx, const struct sb_seccomp_policy *policy, char **reterr)
+static bool granted(const struct sb_seccomp_policy *p, enum grant g)
 {
+	switch (g) {
+	case G_BASE:
+		return true;
+	case G_WRITE:
+		return p->allow_write;
+	case G_FORK:
+		return p->allow_fork;
+	case G_EXEC:
+		return p->allow_exec;
+	}
+	return false;
+}
+
+static int add_open(struct build_ctx *b, const struct sb_seccomp_policy *policy)
+{
+	/* Read-only opens: no write access, no O_CREAT, O_TRUNC (which
+	 * truncates even with O_RDONLY) or O_TMPFILE. The flags are an int:
+	 * the mask has no bit above 31. */
+	const uint64_t writes = O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT;
+	const struct scmp_arg_cmp open_ro = SCMP_A1(SCMP_CMP_MASKED_EQ, writes, 0);
+	const struct scmp_arg_cmp openat_ro = SCMP_A2(SCMP_CMP_MASKED_EQ, writes, 0);
+	int r;
+
+	/* With Landlock, the kernel checks each path against the grants
+	 * (/dev/null and expose-rw directories are writable, nothing else):
+	 * the flags need no second look, and open(os.devnull, "w"), which
+	 * asks for O_CREAT | O_TRUNC, keeps working without an expose-rw
+	 * rule. Without Landlock nothing checks paths: writing needs one. */
+	if (policy->allow_write || policy->landlock) {
+		r = allow(b, "open", 0, NULL);
+		if (r >= 0)
+			r = allow(b, "openat", 0, NULL);
+		if (r >= 0)
+			r = allow(b, "openat2", 0, NULL);
+		return r < 0 ? r : allow(b, "creat", 0, NULL);
+	}
+	r = allow(b, "open", 1, &open_ro);
+	if (r >= 0)
+		r = allow(b, "openat", 1, &openat_ro);
+	/* openat2 passes its flags in memory: ENOSYS, and libc uses openat. */
+	if (r >= 0)
+		r = rule(b, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL);
+	return r;
+}
+
+static int add_clone(struct build_ctx *b, const struct sb_seccomp_policy *policy)
+{
+	/* clone() takes unsigned long flags but the kernel reads the low 32
+	 * bits: the masks below have no bit above 31. Threads only, without
+	 * the process grants: CLONE_THREAD requires CLONE_SIGHAND, which
+	 * requires CLONE_VM, so what passes is a thread of this process. */
+	const struct scmp_arg_cmp threads =
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NS_FLAGS | CLONE_THREAD, CLONE_THREAD);
+	const struct scmp_arg_cmp any = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NS_FLAGS, 0);
 	int r;
 
 	/* clone3 passes its flags in memory, where seccomp cannot look; with
 	 * ENOSYS glibc retries with clone(), whose flags are in a register. */
-	r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, reterr);
-	if (r < 0)
-		return r;
-	/* clone() takes unsigned long flags but uses the low 32 bits only:
-	 * compare under a 32-bit mask, as for ioctl. Several rules, ORed. */
-	for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags); i++) {
-		const uint64_t f = clone_ns_flags[i].flag;
-		const struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_MASKED_EQ, f, f);
-
-		r = deny(ctx, "clone", 1, &cmp, reterr);
-		if (r < 0)
-			return r;
-	}
-	if (policy->allow_fork)
-		return 0;
-	/* Threads only: CLONE_THREAD requires CLONE_SIGHAND, which requires
-	 * CLONE_VM, so what passes is a thread of this process. */
-	const struct scmp_arg_cmp no_thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
-	r = deny(ctx, "clone", 1, &no_thread, reterr);
+	r = rule(b, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
 	if (r >= 0)
-		r = deny(ctx, "fork", 0, NULL, reterr);
-	if (r >= 0)
-		r = deny(ctx, "vfork", 0, NULL, reterr);
+		r = allow(b, "clone", 1, policy->allow_fork ? &any : &threads);
 	return r;
 }
 
-static int add_sockets(scmp_filter_ctx ctx, const struct sb_seccomp_policy *policy, char **reterr)
+/* Signals: to itself only, unless the program may start processes (then to
+ * any pid but -1, "every process it may signal"). Landlock's signal scoping
+ * (ABI 6) confines them to the sandbox under os-sandbox=landlock. */
+static int add_signals(struct build_ctx *b, const struct sb_seccomp_policy *policy)
 {
-	uint64_t domains[3], types[2];
-	size_t n_domains = 0, n_types = 0;
+	static const char *const self_target[] = {"kill", "tgkill", "rt_sigqueueinfo",
+						  "rt_tgsigqueueinfo"};
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(self_target); i++) {
+		if (policy->allow_fork && i == 0)
+			/* pid_t is an int: -1 is 0xffffffff in the low half. */
+			r = allow_range(b, "kill", 0, MASK32, 0, MASK32 - 1, NULL, 0);
+		else if (policy->allow_fork)
+			r = allow(b, self_target[i], 0, NULL);
+		else
+			r = allow_values32(b, self_target[i], 0, &b->self, 1, NULL, 0);
+	}
+	return r;
+}
+
+/* The sched_* setters, prlimit64, setpriority: pid 0 or the process's own. */
+static int add_self_pid_calls(struct build_ctx *b)
+{
+	const uint64_t self[] = {0, b->self};
+	const struct scmp_arg_cmp prio_process = SCMP_A0(SCMP_CMP_MASKED_EQ, MASK32, PRIO_PROCESS);
+	const struct scmp_arg_cmp read_only = SCMP_A2(SCMP_CMP_EQ, 0);
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(self_pid_calls); i++)
+		r = allow_values32(b, self_pid_calls[i], 0, self, ELEMENTSOF(self), NULL, 0);
+	/* prlimit64(pid, resource, new, old): reading (new == NULL) is what
+	 * the kernel already limits to processes of the same uid. */
+	if (r >= 0)
+		r = allow(b, "prlimit64", 1, &read_only);
+	if (r >= 0)
+		r = allow_values32(b, "prlimit64", 0, self, ELEMENTSOF(self), NULL, 0);
+	if (r >= 0)
+		r = allow_values32(b, "setpriority", 1, self, ELEMENTSOF(self), &prio_process, 1);
+	return r;
+}
+
+static int add_ioctl_fcntl_prctl(struct build_ctx *b)
+{
+	int r = 0;
+
+	/* The kernel declares ioctl's cmd as unsigned int, so it only looks at
+	 * the low 32 bits of the register: a 64-bit equality on an allowed
+	 * request would be harmless, but a denylist compared that way let
+	 * TIOCSTI | 1UL << 32 through (CVE-2017-5226, bubblewrap's TIOCSTI
+	 * escape, had this shape); masking keeps the two views the same. */
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ioctl_table); i++) {
+		const uint64_t v = ioctl_table[i].cmd & MASK32;
+
+		r = allow_values32(b, "ioctl", 1, &v, 1, NULL, 0);
+	}
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(fcntl_table); i++) {
+		const uint64_t v = fcntl_table[i].cmd;
+
+		r = allow_values32(b, "fcntl", 1, &v, 1, NULL, 0);
+	}
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(prctl_table); i++) {
+		const uint64_t v = prctl_table[i].option;
+
+		r = allow_values32(b, "prctl", 0, &v, 1, NULL, 0);
+	}
+	/* personality(2): exactly PER_LINUX (0) and the 0xffffffff query; the
+	 * flags (ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, MMAP_PAGE_ZERO...)
+	 * weaken what runs next. The kernel takes an unsigned int. */
+	if (r >= 0) {
+		const uint64_t personas[] = {0, MASK32};
+
+		r = allow_values32(b, "personality", 0, personas, ELEMENTSOF(personas), NULL, 0);
+	}
+	return r;
+}
+
+static int add_sockets(struct build_ctx *b, const struct sb_seccomp_policy *policy)
+{
+	static const int inet_domains[] = {AF_INET, AF_INET6};
 	int r;
 
-	/* Allow-list of domains: AF_NETLINK, AF_PACKET, AF_VSOCK, AF_ALG, AF_KEY
-	 * and the rest are refused even with every grant. socketpair() is not
-	 * filtered: asyncio's self-pipe needs it, and an unnamed pair reaches
-	 * nothing outside the process. */
-	if (policy->allow_unix_socket)
-		domains[n_domains++] = AF_UNIX;
-	if (policy->allow_inet) {
-		domains[n_domains++] = AF_INET;
-		domains[n_domains++] = AF_INET6;
-	}
-	r = deny_unless_in(ctx, "socket", 0, UINT64_MAX, domains, n_domains, NULL, reterr);
-	if (r < 0 || !policy->allow_inet)
-		return r;
-
-	/* net= rules speak of TCP and UDP only: SOCK_STREAM, plus SOCK_DGRAM
-	 * with a udp rule. SOCK_RAW (root in a container could craft UDP with
-	 * it), SOCK_SEQPACKET (SCTP) and SOCK_PACKET are refused. The type
+	/* An unnamed pair reaches nothing outside the process (asyncio's
+	 * self-pipe, multiprocessing): AF_UNIX only. The domain is an int. */
+	r = allow_values32(b, "socketpair", 0, (const uint64_t[]){AF_UNIX}, 1, NULL, 0);
+	/* socket(): allowed domains only, compared on all 64 bits (a value
+	 * the kernel would truncate to an allowed domain is refused: an
+	 * allowlist fails closed). AF_NETLINK, AF_PACKET, AF_VSOCK, AF_ALG,
+	 * AF_KEY and the rest are refused even with every grant. */
+	if (r >= 0 && policy->allow_unix_socket)
+		r = allow(b, "socket", 1, &SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	/* net= rules speak of TCP and UDP only: SOCK_STREAM with protocol 0 or
+	 * TCP, plus SOCK_DGRAM with 0 or UDP with a udp rule. SOCK_RAW (root in
+	 * a container could craft UDP with it), SOCK_SEQPACKET, SCTP and MPTCP
+	 * (SOCK_STREAM with their own protocol numbers) are refused. The type
 	 * carries SOCK_NONBLOCK and SOCK_CLOEXEC above SOCK_TYPE_MASK (0xf),
 	 * which is what the kernel looks at. */
-	types[n_types++] = SOCK_STREAM;
-	if (policy->allow_udp)
-		types[n_types++] = SOCK_DGRAM;
-	for (size_t i = 0; r >= 0 && i < 2; i++) {
-		const struct scmp_arg_cmp domain =
-		    SCMP_A0(SCMP_CMP_EQ, i == 0 ? AF_INET : AF_INET6, 0);
+	for (size_t i = 0; r >= 0 && policy->allow_inet && i < ELEMENTSOF(inet_domains); i++) {
+		const struct {
+			int type, protocol;
+		} kinds[] = {{SOCK_STREAM, 0},
+			     {SOCK_STREAM, IPPROTO_TCP},
+			     {SOCK_DGRAM, 0},
+			     {SOCK_DGRAM, IPPROTO_UDP}};
 
-		r = deny_unless_in(ctx, "socket", 1, 0xf, types, n_types, &domain, reterr);
+		for (size_t k = 0; r >= 0 && k < ELEMENTSOF(kinds); k++) {
+			if (kinds[k].type == SOCK_DGRAM && !policy->allow_udp)
+				continue;
+			const struct scmp_arg_cmp cmp[3] = {
+			    SCMP_A0(SCMP_CMP_EQ, inet_domains[i]),
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, kinds[k].type),
+			    SCMP_A2(SCMP_CMP_MASKED_EQ, MASK32, kinds[k].protocol),
+			};
+			r = allow(b, "socket", 3, cmp);
+		}
+	}
+	/* setsockopt(): the protocol levels above, and SOL_SOCKET without the
+	 * options that attach BPF programs. */
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(socket_levels); i++) {
+		const uint64_t v = socket_levels[i];
+
+		r = allow_values32(b, "setsockopt", 1, &v, 1, NULL, 0);
+	}
+	if (r >= 0) {
+		const struct scmp_arg_cmp level = SCMP_A1(SCMP_CMP_MASKED_EQ, MASK32, SOL_SOCKET);
+		uint64_t next = 0; /* lowest option not decided yet (sorted table) */
+
+		for (size_t i = 0; r >= 0 && i < ELEMENTSOF(socket_option_refused); i++) {
+			if (socket_option_refused[i] > next)
+				r = allow_range(b, "setsockopt", 2, MASK32, next,
+						socket_option_refused[i] - 1, &level, 1);
+			next = socket_option_refused[i] + 1;
+		}
+		if (r >= 0)
+			r = allow_range(b, "setsockopt", 2, MASK32, next, MASK32, &level, 1);
 	}
 	return r;
 }
 
-static int add_unknown_syscalls(scmp_filter_ctx ctx, char **reterr)
+/* Every number above the last one libseccomp names, below the bound: ENOSYS. */
+static int add_unknown_syscalls(struct build_ctx *b)
 {
 	int last = -1;
 
@@ -364,10 +905,29 @@ static int add_unknown_syscalls(scmp_filter_ctx ctx, char **reterr)
 		free(name);
 	}
 	for (int nr = last + 1; nr < SB_SECCOMP_NR_BOUND; nr++) {
-		int r = seccomp_rule_add_exact(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+		int r = seccomp_rule_add_exact(b->ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
 
 		if (r < 0)
-			return sb_error(reterr, r, "seccomp_rule_add_exact(syscall %d): %s", nr,
+			return sb_error(b->reterr, r, "seccomp_rule_add_exact(syscall %d): %s", nr,
+					strerror(-r));
+	}
+	return 0;
+}
+
+/* Learning: the observed calls go to the helper whatever their arguments,
+ * through the default action (no rule of theirs was added); sendto() only
+ * with a destination (the datagrams of an unconnected socket): without one
+ * it stays allowed. */
+static int add_observed(struct build_ctx *b)
+{
+	for (const char *const *o = b->observe; *o; o++) {
+		int nr = resolve(*o), r;
+
+		if (nr < 0 || !streq(*o, "sendto"))
+			continue;
+		r = seccomp_rule_add_exact(b->ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A4(SCMP_CMP_EQ, 0));
+		if (r < 0)
+			return sb_error(b->reterr, r, "seccomp_rule_add_exact(%s): %s", *o,
 					strerror(-r));
 	}
 	return 0;
@@ -383,18 +943,22 @@ static int set_attr(scmp_filter_ctx ctx, enum scmp_filter_attr attr, uint32_t va
 	return 0;
 }
 
-/* The libseccomp context of a policy, ready to load or export. */
-static int build(const struct sb_seccomp_policy *policy, scmp_filter_ctx *ret, char **reterr)
+/* The libseccomp context of a policy, ready to load or export; `refuse` is
+ * what happens to everything the list does not allow. */
+static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid, uint32_t refuse,
+		 const char *const *observe, scmp_filter_ctx *ret, char **reterr)
 {
 	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
+	struct build_ctx b = {.self = self_pid, .observe = observe, .reterr = reterr};
 	int r;
 
 	if (!policy)
 		return sb_error(reterr, -EINVAL, "sb_seccomp_apply: no policy");
 
-	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	ctx = seccomp_init(refuse);
 	if (!ctx)
 		return sb_error(reterr, -ENOMEM, "seccomp_init: out of memory");
+	b.ctx = ctx;
 
 	/* The filter only lists x86_64 numbers. A 64-bit process can still
 	 * enter the kernel through the i386 ABI (int $0x80: different numbers,
@@ -416,33 +980,29 @@ static int build(const struct sb_seccomp_policy *policy, scmp_filter_ctx *ret, c
 		return r;
 	/* Best effort, not security relevant: the kernel's errno from
 	 * seccomp_load() rather than -ECANCELED, and a binary tree over the
-	 * syscall numbers instead of a linear scan. */
+	 * syscall numbers instead of a linear scan of some 250 of them. */
 	(void)seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
 	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 
-	for (size_t i = 0; i < ELEMENTSOF(denied_table); i++) {
-		r = deny(ctx, denied_table[i].name, 0, NULL, reterr);
-		if (r < 0)
-			return r;
-	}
-	r = add_personality(ctx, reterr);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(allowed_table); i++)
+		if (granted(policy, allowed_table[i].grant))
+			r = allow(&b, allowed_table[i].name, 0, NULL);
 	if (r >= 0)
-		r = add_clone(ctx, policy, reterr);
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(denied_ioctls); i++) {
-		const struct scmp_arg_cmp cmp =
-		    SCMP_A1(SCMP_CMP_MASKED_EQ, MASK32, denied_ioctls[i].cmd);
-
-		r = deny(ctx, "ioctl", 1, &cmp, reterr);
-	}
+		r = add_open(&b, policy);
 	if (r >= 0)
-		r = add_sockets(ctx, policy, reterr);
-	if (r >= 0 && !policy->allow_exec) {
-		r = deny(ctx, "execve", 0, NULL, reterr);
-		if (r >= 0)
-			r = deny(ctx, "execveat", 0, NULL, reterr);
-	}
+		r = add_clone(&b, policy);
 	if (r >= 0)
-		r = add_unknown_syscalls(ctx, reterr);
+		r = add_signals(&b, policy);
+	if (r >= 0)
+		r = add_self_pid_calls(&b);
+	if (r >= 0)
+		r = add_ioctl_fcntl_prctl(&b);
+	if (r >= 0)
+		r = add_sockets(&b, policy);
+	if (r >= 0)
+		r = add_unknown_syscalls(&b);
+	if (r >= 0 && observe)
+		r = add_observed(&b);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(ctx);
@@ -454,7 +1014,7 @@ int sb_seccomp_apply_dynamic(const struct sb_seccomp_policy *policy, char **rete
 	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
 
-	r = build(policy, &ctx, reterr);
+	r = build(policy, (uint32_t)getpid(), SCMP_ACT_ERRNO(EPERM), NULL, &ctx, reterr);
 	if (r < 0)
 		return r;
 	r = seccomp_load(ctx);
@@ -463,12 +1023,33 @@ int sb_seccomp_apply_dynamic(const struct sb_seccomp_policy *policy, char **rete
 	return 0;
 }
 
+int sb_seccomp_apply_notify(const struct sb_seccomp_policy *policy, const char *const *observe,
+			    int *ret_fd, char **reterr)
+{
+	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
+	int r, fd;
+
+	r = build(policy, (uint32_t)getpid(), SCMP_ACT_NOTIFY, observe, &ctx, reterr);
+	if (r < 0)
+		return r;
+	r = seccomp_load(ctx);
+	if (r < 0)
+		return sb_error(reterr, r, "seccomp_load: %s", strerror(-r));
+	/* libseccomp keeps the number in its global state too, but closes it
+	 * only in seccomp_reset(NULL), which python-sb never calls. */
+	fd = seccomp_notify_fd(ctx);
+	if (fd < 0) /* loaded, and nobody can answer: nothing may run */
+		return sb_error(reterr, -EPIPE, "seccomp_notify_fd: %s", strerror(-fd));
+	*ret_fd = fd;
+	return 0;
+}
+
 int sb_seccomp_export(const struct sb_seccomp_policy *policy, int fd, char **reterr)
 {
 	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
 
-	r = build(policy, &ctx, reterr);
+	r = build(policy, SB_SECCOMP_SELF_PID, SCMP_ACT_ERRNO(EPERM), NULL, &ctx, reterr);
 	if (r < 0)
 		return r;
 	r = seccomp_export_bpf(ctx, fd);
@@ -477,13 +1058,28 @@ int sb_seccomp_export(const struct sb_seccomp_policy *policy, int fd, char **ret
 	return 0;
 }
 
+size_t sb_seccomp_patch_self_pid(void *insns, size_t n_insns, uint32_t pid)
+{
+	struct sock_filter *f = insns;
+	size_t n = 0;
+
+	for (size_t i = 0; i < n_insns; i++)
+		if (f[i].code == (BPF_JMP | BPF_JEQ | BPF_K) && f[i].k == SB_SECCOMP_SELF_PID) {
+			f[i].k = pid;
+			n++;
+		}
+	return n;
+}
+
 unsigned sb_seccomp_policy_key(const struct sb_seccomp_policy *policy)
 {
 	/* UDP without inet sockets means nothing: one key for both. */
 	return (policy->allow_inet ? 1u : 0u) |
 	       (policy->allow_inet && policy->allow_udp ? 2u : 0u) |
 	       (policy->allow_unix_socket ? 4u : 0u) | (policy->allow_exec ? 8u : 0u) |
-	       (policy->allow_fork ? 16u : 0u);
+	       (policy->allow_fork ? 16u : 0u) | (policy->allow_write ? 32u : 0u) |
+	       /* With allow_write, open() is unrestricted either way. */
+	       (policy->landlock && !policy->allow_write ? 64u : 0u);
 }
 
 void sb_seccomp_policy_from_key(unsigned key, struct sb_seccomp_policy *ret)
@@ -494,64 +1090,176 @@ void sb_seccomp_policy_from_key(unsigned key, struct sb_seccomp_policy *ret)
 	    .allow_unix_socket = key & 4u,
 	    .allow_exec = key & 8u,
 	    .allow_fork = key & 16u,
+	    .allow_write = key & 32u,
+	    .landlock = (key & 64u) && !(key & 32u),
 	};
 }
 
-int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *out)
+enum sb_seccomp_need sb_seccomp_rule_for(int nr, const uint64_t args[6], const char **ret_rule)
 {
+	static const enum sb_seccomp_need of_grant[] = {
+	    [G_BASE] = SB_SECCOMP_NEED_NONE,
+	    [G_WRITE] = SB_SECCOMP_NEED_WRITE,
+	    [G_FORK] = SB_SECCOMP_NEED_PROCESS,
+	    [G_EXEC] = SB_SECCOMP_NEED_PROCESS,
+	};
+	const uint64_t writes = O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT;
+	char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+	enum sb_seccomp_need need = SB_SECCOMP_NEED_NONE;
+
+	*ret_rule = NULL;
+	if (!name)
+		return need;
+	for (size_t i = 0; i < ELEMENTSOF(allowed_table); i++)
+		if (streq(name, allowed_table[i].name)) {
+			need = of_grant[allowed_table[i].grant];
+			goto done;
+		}
+	if ((streq(name, "open") && (args[1] & writes)) ||
+	    (streq(name, "openat") && (args[2] & writes)) || streq(name, "openat2") ||
+	    streq(name, "creat"))
+		need = SB_SECCOMP_NEED_WRITE;
+	else if (streq(name, "clone") && !(args[0] & CLONE_NS_FLAGS))
+		need = SB_SECCOMP_NEED_PROCESS;
+	else if ((streq(name, "kill") || streq(name, "tgkill") || streq(name, "rt_sigqueueinfo") ||
+		  streq(name, "rt_tgsigqueueinfo")) &&
+		 (args[0] & MASK32) != MASK32)
+		need = SB_SECCOMP_NEED_PROCESS;
+	else if (streq(name, "socket") && (args[0] == AF_INET || args[0] == AF_INET6) &&
+		 ((args[1] & 0xf) == SOCK_STREAM || (args[1] & 0xf) == SOCK_DGRAM))
+		need = SB_SECCOMP_NEED_NET;
+	else if (streq(name, "socket") && args[0] == AF_UNIX)
+		need = SB_SECCOMP_NEED_UNIX;
+done:
+	free(name);
+	switch (need) {
+	case SB_SECCOMP_NEED_NONE:
+		break;
+	case SB_SECCOMP_NEED_WRITE:
+		*ret_rule = grant_rule[G_WRITE];
+		break;
+	case SB_SECCOMP_NEED_PROCESS:
+		*ret_rule = grant_rule[G_FORK];
+		break;
+	case SB_SECCOMP_NEED_NET:
+		*ret_rule = (args[1] & 0xf) == SOCK_DGRAM ? "a udp net= rule" : "a tcp net= rule";
+		break;
+	case SB_SECCOMP_NEED_UNIX:
+		*ret_rule = "an expose-rw rule with py-sandbox=true";
+		break;
+	}
+	return need;
+}
+
+/* ---- --explain --------------------------------------------------------------- */
+
+static int describe_group(struct sb_buf *out, const struct sb_seccomp_policy *policy, enum group k,
+			  bool want_granted)
+{
+	bool first = true;
 	int r = 0;
 
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(denied_table);) {
-		const char *reason = denied_table[i].reason;
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(allowed_table); i++) {
+		const struct allowed *a = &allowed_table[i];
+
+		if (a->group != k || granted(policy, a->grant) != want_granted ||
+		    resolve(a->name) < 0)
+			continue;
+		if (first && want_granted)
+			r = sb_buf_printf(out, "#   seccomp allows, %s: %s", group_name[k],
+					  a->name);
+		else if (first)
+			r = sb_buf_printf(out, "#   seccomp refuses (needs %s), %s: %s",
+					  grant_rule[a->grant], group_name[k], a->name);
+		else
+			r = sb_buf_printf(out, ", %s", a->name);
+		first = false;
+	}
+	return r < 0 || first ? r : sb_buf_putc(out, '\n');
+}
+
+#define NAMES_OF(table, field)                                                                     \
+	({                                                                                         \
+		int _r = 0;                                                                        \
+		for (size_t _i = 0; _r >= 0 && _i < ELEMENTSOF(table); _i++)                       \
+			_r = sb_buf_printf(out, "%s%s", _i ? "," : "", table[_i].field);           \
+		_r;                                                                                \
+	})
+
+int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *out)
+{
+	int r;
+
+	r = sb_buf_printf(out,
+			  "#   seccomp: an allowlist; anything else fails with EPERM, numbers "
+			  "past libseccomp %u.%u.%u's table with ENOSYS (libc falls back); foreign "
+			  "ABIs (i386 int $0x80, x32) kill the process\n",
+			  seccomp_version()->major, seccomp_version()->minor,
+			  seccomp_version()->micro);
+	for (int k = 0; r >= 0 && k < K__N; k++)
+		r = describe_group(out, policy, (enum group)k, true);
+	if (r >= 0)
+		r = sb_buf_printf(out,
+				  "#   seccomp allows, with conditions: open, openat %s; "
+				  "clone: %s (clone3: ENOSYS, libc falls back to clone); ",
+				  policy->allow_write ? "with any flags (an expose-rw rule)"
+				  : policy->landlock
+				      ? "with any flags (Landlock decides which files may be "
+					"written: /dev/null only, without an expose-rw rule)"
+				      : "read-only (no write access, O_CREAT, O_TRUNC, O_TMPFILE "
+					"without an expose-rw rule: nothing checks paths without "
+					"Landlock; openat2: ENOSYS; creat refused)",
+				  policy->allow_fork ? "threads and processes, no CLONE_NEW* flag"
+						     : "threads only, no CLONE_NEW* flag");
+	if (r >= 0)
+		r = sb_buf_printf(out, "kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo: %s; ",
+				  policy->allow_fork ? "any pid but -1" : "this process only");
+	if (r >= 0)
+		r = sb_buf_puts(out,
+				"sched_setaffinity, sched_setscheduler, sched_setparam, "
+				"sched_setattr, setpriority, prlimit64 with a new limit: this "
+				"process only (pid 0 or its own); personality: PER_LINUX and the "
+				"0xffffffff query\n#   seccomp allows ioctl() ");
+	if (r >= 0)
+		r = NAMES_OF(ioctl_table, name);
+	if (r >= 0)
+		r = sb_buf_puts(out, " only (request compared on 32 bits; never TIOCSTI, "
+				     "TIOCLINUX)\n#   seccomp allows fcntl() ");
+	if (r >= 0)
+		r = NAMES_OF(fcntl_table, name);
+	if (r >= 0)
+		r = sb_buf_puts(out, " only\n#   seccomp allows prctl() ");
+	if (r >= 0)
+		r = NAMES_OF(prctl_table, name);
+	if (r >= 0)
+		r = sb_buf_printf(
+		    out,
+		    " only\n#   seccomp: socket(): AF_UNIX %s; AF_INET/AF_INET6 %s; every other "
+		    "domain refused; socketpair(): AF_UNIX only; setsockopt(): IP, TCP, UDP, IPv6 "
+		    "and SOL_SOCKET levels, no SO_ATTACH_* (BPF programs)\n",
+		    policy->allow_unix_socket ? "allowed (the Python guard checks the socket path)"
+					      : "refused (needs an expose-rw rule and "
+						"py-sandbox=true)",
+		    !policy->allow_inet ? "refused (no net= rule)"
+		    : policy->allow_udp ? "SOCK_STREAM (TCP) and SOCK_DGRAM (UDP) only"
+					: "SOCK_STREAM (TCP) only (no udp net= rule)");
+	for (int k = 0; r >= 0 && k < K__N; k++)
+		r = describe_group(out, policy, (enum group)k, false);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(refused_table);) {
+		const char *reason = refused_table[i].reason;
 		bool first = true;
 
-		r = sb_buf_printf(out, "#   seccomp: deny (EPERM), %s:", reason);
-		for (; r >= 0 && i < ELEMENTSOF(denied_table) &&
-		       streq(denied_table[i].reason, reason);
+		r = sb_buf_printf(out, "#   seccomp refuses whatever the rules, %s:", reason);
+		for (; r >= 0 && i < ELEMENTSOF(refused_table) &&
+		       streq(refused_table[i].reason, reason);
 		     i++) {
-			if (resolve(denied_table[i].name) < 0)
+			if (resolve(refused_table[i].name) < 0)
 				continue; /* not on this architecture */
-			r = sb_buf_printf(out, "%s %s", first ? "" : ",", denied_table[i].name);
+			r = sb_buf_printf(out, "%s %s", first ? "" : ",", refused_table[i].name);
 			first = false;
 		}
 		if (r >= 0)
 			r = sb_buf_putc(out, '\n');
 	}
-	if (r >= 0)
-		r = sb_buf_puts(out,
-				"#   seccomp: personality(): only PER_LINUX and the 0xffffffff "
-				"query\n");
-	if (r >= 0)
-		r = sb_buf_puts(out, "#   seccomp: ioctl(): TIOCSTI, TIOCLINUX refused (command "
-				     "compared on 32 bits)\n");
-	if (r >= 0)
-		r = sb_buf_puts(out, "#   seccomp: clone3 fails with ENOSYS (libc falls back to "
-				     "clone, whose flags the filter sees)\n");
-	if (r >= 0)
-		r = sb_buf_puts(out,
-				"#   seccomp: clone(): namespace flags (CLONE_NEW*) refused\n");
-	if (r >= 0 && !policy->allow_fork)
-		r = sb_buf_puts(out, "#   seccomp: fork, vfork, clone without CLONE_THREAD refused "
-				     "(python-api does not grant process-exec)\n");
-	if (r >= 0 && !policy->allow_exec)
-		r = sb_buf_puts(out, "#   seccomp: execve, execveat refused (python-api does not "
-				     "grant process-exec)\n");
-	if (r >= 0)
-		r = sb_buf_printf(out,
-				  "#   seccomp: socket(): AF_UNIX %s; AF_INET/AF_INET6 %s; "
-				  "every other domain refused; socketpair() allowed\n",
-				  policy->allow_unix_socket
-				      ? "allowed (the Python guard checks the socket path)"
-				      : "refused (needs an expose-rw rule and py-sandbox=true)",
-				  !policy->allow_inet ? "refused (no net= rule)"
-				  : policy->allow_udp ? "SOCK_STREAM and SOCK_DGRAM only"
-						      : "SOCK_STREAM only (no udp net= rule)");
-	if (r >= 0)
-		r = sb_buf_printf(out,
-				  "#   seccomp: syscalls newer than libseccomp %u.%u.%u knows "
-				  "fail with ENOSYS; foreign ABIs (i386 int $0x80, x32) kill "
-				  "the process\n",
-				  seccomp_version()->major, seccomp_version()->minor,
-				  seccomp_version()->micro);
 	return r;
 }

@@ -9,6 +9,7 @@
 int sb_seccomp_apply(const struct sb_seccomp_policy *policy, char **reterr)
 {
 	const struct sb_seccomp_program *prog;
+	_cleanup_free_ struct sock_filter *insns = NULL;
 	struct sock_fprog fprog;
 
 	if (!policy)
@@ -17,13 +18,21 @@ int sb_seccomp_apply(const struct sb_seccomp_policy *policy, char **reterr)
 	if (prog->n_insns == 0)
 		return sb_seccomp_apply_dynamic(policy, reterr);
 
+	/* The compiled program says "this process" with a placeholder (the
+	 * pid is not known when python-sb is built): a copy gets ours. */
+	insns = malloc((size_t)prog->n_insns * sizeof(*insns));
+	if (!insns)
+		return sb_error(reterr, -ENOMEM, "seccomp: out of memory");
+	memcpy(insns, prog->code, (size_t)prog->n_insns * sizeof(*insns));
+	sb_seccomp_patch_self_pid(insns, prog->n_insns, (uint32_t)getpid());
+
 	/* Required to load a filter without CAP_SYS_ADMIN, and keeps a setuid
 	 * binary from running under a filter it did not expect. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return sb_error(reterr, -errno, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
 	fprog = (struct sock_fprog){
 	    .len = prog->n_insns,
-	    .filter = (struct sock_filter *)(void *)prog->code,
+	    .filter = insns,
 	};
 	/* TSYNC: every thread, in case a library started one before us; the
 	 * call fails rather than leave one unfiltered. */

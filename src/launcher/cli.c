@@ -34,6 +34,8 @@ enum {
 	OPT_INTERACTIVE = 1u << 12,
 	OPT_QUIET = 1u << 13,
 	OPT_NO_SITE = 1u << 14,
+	OPT_REPORT = 1u << 15,	  /* --report=FILE: the run report (docs/report.md) */
+	OPT_REPORT_FD = 1u << 16, /* --report-fd=N: the same, to a descriptor */
 };
 
 /* CPython's SHORT_OPTS ("bBc:dEhiIJm:OPqRsStuvVW:xX:?"). 't' is still accepted, and ignored, by
@@ -82,6 +84,8 @@ static const struct long_opt {
     {"pysandboxes-config", OPT_ARG | OPT_OURS | OPT_CONFIG},
     {"explain", OPT_OURS | OPT_EXPLAIN},
     {"pysandboxes-worker", OPT_ARG | OPT_OURS | OPT_WORKER},
+    {"report", OPT_ARG | OPT_OURS | OPT_REPORT},
+    {"report-fd", OPT_ARG | OPT_OURS | OPT_REPORT_FD},
 };
 
 static const struct {
@@ -325,6 +329,18 @@ static int scan_long(struct parser *p)
 		return p->cli.worker ? 0 : -ENOMEM;
 	}
 
+	if (o->flags & (OPT_REPORT | OPT_REPORT_FD)) {
+		char **field = o->flags & OPT_REPORT ? &p->cli.report : &p->cli.report_fd;
+
+		if (!value || !*value)
+			return usage_error(p, "--%s requires %s", o->name,
+					   o->flags & OPT_REPORT ? "a file name"
+								 : "a descriptor number");
+		free(*field);
+		*field = strdup(value);
+		return *field ? 0 : -ENOMEM;
+	}
+
 	/* --check-hash-based-pycs: CPython's own messages, including its "options" plural. */
 	if (!value)
 		return usage_error(p, "Argument expected for the %s options", tok);
@@ -439,6 +455,8 @@ void sb_cli_done(struct sb_cli *cli)
 	sb_strv_free(cli->rules);
 	free(cli->config_path);
 	free(cli->worker);
+	free(cli->report);
+	free(cli->report_fd);
 	sb_strv_free(cli->python_argv);
 	free(cli->target);
 	*cli = (struct sb_cli){0};

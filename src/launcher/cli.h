@@ -21,6 +21,8 @@ struct sb_cli {
 	char *config_path; /* --pysandboxes-config FILE / --pysandboxes-config=FILE */
 	bool explain;	   /* --explain: print the effective policy and exit */
 	char *worker;	   /* --pysandboxes-worker=FD: serve partial-mode calls (hidden) */
+	char *report;	   /* --report=FILE: write the run report there */
+	char *report_fd;   /* --report-fd=N: write it to this inherited descriptor */
 	bool help;	   /* -h, -?, --help */
 	bool version;	   /* -V or --version (count in version_level) */
 	int version_level; /* -V once: 1, -VV: 2 */

@@ -58,13 +58,13 @@ static int try_profile_in(const char *dir, char **ret)
 	return 1;
 }
 
-static int locate_module(const struct sb_cli *cli, const struct sb_lookup_env *env, char **ret)
+/* The order of sys.path: the current directory (unless -P/-I), PYTHONPATH,
+ * then the site directories. */
+static int module_entries(const struct sb_cli *cli, const struct sb_lookup_env *env, char ***ret)
 {
 	_cleanup_strv_free_ char **entries = NULL;
 	int r;
 
-	/* The order of sys.path: the current directory (unless -P/-I), PYTHONPATH,
-	 * then the site directories. */
 	if (!cli->safe_path && (r = sb_strv_push(&entries, env->cwd)) < 0)
 		return r;
 	if (env->pythonpath) {
@@ -80,18 +80,38 @@ static int locate_module(const struct sb_cli *cli, const struct sb_lookup_env *e
 	for (char *const *s = env->site_dirs; s && *s; s++)
 		if ((r = sb_strv_push(&entries, *s)) < 0)
 			return r;
-
-	for (char **e = entries; e && *e; e++) {
-		_cleanup_free_ char *dir = module_dir_in(*e, cli->target);
-
-		if (!dir)
-			return -ENOMEM;
-		if (*dir == '\0')
-			continue;
-		/* The first entry that has the module is the one Python will use. */
-		return try_profile_in(dir, ret);
-	}
+	*ret = TAKE_PTR(entries);
 	return 0;
+}
+
+/* The directory of the first sys.path entry that has the module; "" when
+ * none has it; NULL on OOM. */
+static char *module_dir(const struct sb_cli *cli, const struct sb_lookup_env *env)
+{
+	_cleanup_strv_free_ char **entries = NULL;
+
+	if (module_entries(cli, env, &entries) < 0)
+		return NULL;
+	for (char **e = entries; e && *e; e++) {
+		char *dir = module_dir_in(*e, cli->target);
+
+		/* The first entry that has the module is the one Python will use. */
+		if (!dir || *dir != '\0')
+			return dir;
+		free(dir);
+	}
+	return strdup("");
+}
+
+static int locate_module(const struct sb_cli *cli, const struct sb_lookup_env *env, char **ret)
+{
+	_cleanup_free_ char *dir = module_dir(cli, env);
+
+	if (!dir)
+		return -ENOMEM;
+	if (*dir == '\0')
+		return 0;
+	return try_profile_in(dir, ret);
 }
 
 int sb_config_locate(const struct sb_cli *cli, const struct sb_lookup_env *env, char **ret)
@@ -120,4 +140,38 @@ int sb_config_locate(const struct sb_cli *cli, const struct sb_lookup_env *env, 
 		return r < 0 ? r : 0;
 	*ret = sb_path_join(env->cwd, SB_PROFILE_NAME);
 	return *ret ? 0 : -ENOMEM;
+}
+
+int sb_config_shadowing(const struct sb_cli *cli, const struct sb_lookup_env *env,
+			const char *chosen, char **ret)
+{
+	_cleanup_free_ char *dir = NULL, *candidate = NULL;
+
+	*ret = NULL;
+	if (cli->config_path)
+		return 0;
+	if (cli->mode == SB_RUN_SCRIPT && cli->target && !streq(cli->target, "-")) {
+		_cleanup_free_ char *abs = cli->target[0] == '/'
+					       ? strdup(cli->target)
+					       : sb_path_join(env->cwd, cli->target);
+		_cleanup_free_ char *norm = abs ? sb_path_normalize(abs) : NULL;
+
+		dir = norm ? sb_path_dirname(norm) : NULL;
+		if (!dir)
+			return -ENOMEM;
+	} else if (cli->mode == SB_RUN_MODULE && cli->target) {
+		dir = module_dir(cli, env);
+		if (!dir)
+			return -ENOMEM;
+		if (*dir == '\0')
+			return 0;
+	} else {
+		return 0;
+	}
+	candidate = sb_path_join(dir, SB_PROFILE_NAME);
+	if (!candidate)
+		return -ENOMEM;
+	if (!streq(candidate, chosen) && !is_file(candidate))
+		*ret = TAKE_PTR(candidate);
+	return 0;
 }

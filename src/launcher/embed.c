@@ -6,6 +6,8 @@
 
 #include "audit-guard.h"
 #include "learn.h"
+#include "report-alloc.h"
+#include "report-collector.h"
 #include "util.h"
 
 static int status_error(PyStatus status, char **reterr)
@@ -37,18 +39,22 @@ static bool will_run_repl(const struct sb_cli *cli)
 
 static void print_banner(const struct sb_embed *e)
 {
+	/* Named after the rules only when the provider's kernel enforces some
+	 * of them: subprocess and none add nothing a reader could check. */
+	bool kernel_rules = e->provider->flags & (SB_PROVIDER_FILES | SB_PROVIDER_NET_TCP_PORTS);
+
 	/* CPython prints its banner on stderr too; ours says what limits apply. */
 	fprintf(stderr, "SANDBOXES Python %s on %s\n", Py_GetVersion(), Py_GetPlatform());
 	if (!e->profile->py_sandbox)
 		fprintf(stderr, "APIs are LIMITED only by the os-sandbox of type %s\n",
-			e->boundary);
+			e->provider->name);
 	else if (sb_learn_file_path())
 		fprintf(stderr, "API calls are LEARNED and saved in '%s'\n", sb_learn_file_path());
 	else
 		fprintf(stderr, "APIs are LIMITED according to the rules in '%s'%s%s\n",
 			e->profile_path ? e->profile_path : "(built-in defaults)",
-			e->boundary ? " and by the os-sandbox=" : "",
-			e->boundary ? e->boundary : "");
+			kernel_rules ? " and by the os-sandbox=" : "",
+			kernel_rules ? e->provider->name : "");
 	fflush(stderr);
 }
 
@@ -215,6 +221,8 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 	 * policy's back; UTF-8 mode gives the same decoding without it. */
 	preconfig.coerce_c_locale = 0;
 	preconfig.coerce_c_locale_warn = 0;
+	if (e->report)
+		sb_report_alloc_preconfig(&preconfig);
 	status = Py_PreInitializeFromBytesArgs(
 	    &preconfig, (Py_ssize_t)sb_strv_length(e->cli->python_argv), e->cli->python_argv);
 	if (PyStatus_Exception(status))
@@ -251,7 +259,7 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		*ret_exit_code = st->exit_code;
 		return 0;
 	}
-	r = sb_guard_prepare(e->profile, e->profile_path, interp, reterr);
+	r = sb_guard_prepare(e->profile, e->profile_path, interp, sb_learn_observer(), reterr);
 	if (r < 0) {
 		PyConfig_Clear(&st->config);
 		if (!*reterr)
@@ -269,6 +277,11 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		return status_error(status, reterr);
 	}
 
+	/* Before the guard is armed: installing the hooks raises audit events
+	 * it refuses to the program. */
+	r = sb_report_collector_install(e->cli, reterr);
+	if (r < 0)
+		return r;
 	r = sb_guard_activate(reterr);
 	if (r < 0)
 		return r;
@@ -290,12 +303,13 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		print_banner(e);
 
 	if (e->worker) {
-		*ret_exit_code = sb_worker_serve(e->worker, e->profile, e->provider);
+		*ret_exit_code = sb_worker_serve(e->worker, e->profile, e->provider->name);
 		/* As Py_RunMain() ends: atexit handlers, then 120 if finalising
 		 * fails. */
 		if (Py_FinalizeEx() < 0 && *ret_exit_code == 0)
 			*ret_exit_code = 120;
 	} else {
+		sb_report_collector_start();
 		*ret_exit_code = Py_RunMain();
 	}
 	sb_guard_release();

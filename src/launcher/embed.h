@@ -4,6 +4,8 @@
 #include "boundary.h"
 #include "cli.h"
 #include "profile.h"
+#include "provider.h"
+#include "report-supervise.h"
 #include "worker.h"
 
 struct sb_embed {
@@ -14,10 +16,11 @@ struct sb_embed {
 	const char *self_exe;	/* python-sb itself: sys.executable, so children re-enter */
 	const char *venv;	/* an active virtualenv (has pyvenv.cfg), or NULL */
 	char *const *site_dirs; /* site directories the interpreter will add */
-	const char *boundary;	/* provider name for the banner, NULL for none */
 	/* Partial mode: serve calls instead of running a program; NULL otherwise. */
 	const struct sb_worker *worker;
-	const char *provider; /* the provider's name, for the worker's report */
+	const struct sb_provider *provider; /* the one in use: the banner, the worker's report */
+	/* --report/--report-fd: the run report (src/report); NULL otherwise. */
+	const struct sb_report_request *report;
 };
 
 /* Two steps around the kernel boundary. sb_embed_prepare() sets the program's

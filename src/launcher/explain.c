@@ -5,6 +5,7 @@
 #define LAYER_GUARD    "Python guard (C audit hook)"
 /* Said plainly so that nobody mistakes a parsed rule for a protection. */
 #define LAYER_PENDING "parsed and validated; NOT enforced by this version"
+#define LAYER_EVAL    "eval guard: checked and rewritten in C, budgets at run time"
 
 static int rule_line(struct sb_buf *out, const char *text, struct sb_origin o, const char *layer)
 {
@@ -31,7 +32,7 @@ static int explain_scalars(const struct sb_profile *p, const struct sb_provider 
 	int r;
 
 	r = scalar_line(out, p, SB_KEY_OS_SANDBOX, sb_os_sandbox_name(p->os_sandbox),
-			provider->boundary);
+			provider->summary);
 	if (r >= 0 && provider_note)
 		r = sb_buf_printf(out, "#   %s\n", provider_note);
 	if (r >= 0)
@@ -101,23 +102,33 @@ static const char *guard_layer(const struct sb_profile *p)
 	return p->py_sandbox ? LAYER_GUARD : LAYER_OFF;
 }
 
-static const char *files_layer(const struct sb_profile *p, bool landlock)
+/* The layer of a rule the provider's kernel enforces too: its own words, [0]
+ * beside the guard, [1] with py-sandbox=false. */
+static const char *kernel_layer(const struct sb_profile *p, const char *const layer[2])
 {
-	if (!landlock)
+	if (!layer[0])
 		return guard_layer(p);
-	return p->py_sandbox ? "Python guard + kernel: Landlock"
-			     : "kernel: Landlock (py-sandbox=false)";
+	return layer[p->py_sandbox ? 0 : 1];
 }
 
-static const char *net_layer(const struct sb_profile *p, bool landlock)
+static const char *ignore_layer(const struct sb_profile *p, const struct sb_provider *provider)
 {
-	if (!landlock)
+	static const char *const layers[][2] = {
+	    [SB_IGNORE_VANISHES] = {"Python guard + kernel: the path does not exist",
+				    "kernel: the path does not exist (py-sandbox=false)"},
+	    [SB_IGNORE_REFUSED] = {"Python guard + kernel: access refused",
+				   "kernel: access refused (py-sandbox=false)"},
+	    [SB_IGNORE_MASKED] = {"Python guard + kernel: masked, reads return nothing",
+				  "kernel: masked, reads return nothing (py-sandbox=false)"},
+	};
+
+	if (provider->ignore == SB_IGNORE_GUARD_ONLY)
 		return guard_layer(p);
-	return p->py_sandbox ? "Python guard + kernel: Landlock (TCP ports)"
-			     : "kernel: Landlock, TCP ports only (py-sandbox=false)";
+	return kernel_layer(p, layers[provider->ignore]);
 }
 
-static int explain_files(const struct sb_profile *p, bool landlock, struct sb_buf *out)
+static int explain_files(const struct sb_profile *p, const struct sb_provider *provider,
+			 struct sb_buf *out)
 {
 	int r = sb_buf_puts(out, "\n# Files\n");
 
@@ -129,19 +140,20 @@ static int explain_files(const struct sb_profile *p, bool landlock, struct sb_bu
 			     e->resolved && !streq(e->resolved, e->path) ? " -> " : "",
 			     e->resolved && !streq(e->resolved, e->path) ? e->resolved : "") < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, e->origin, files_layer(p, landlock));
+		r = rule_line(out, text, e->origin, kernel_layer(p, provider->files_layer));
 	}
 	for (size_t i = 0; r >= 0 && i < p->n_ignores; i++) {
 		_cleanup_free_ char *text = NULL;
 
 		if (asprintf(&text, "ignore=%s", p->ignores[i].name) < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, p->ignores[i].origin, guard_layer(p));
+		r = rule_line(out, text, p->ignores[i].origin, ignore_layer(p, provider));
 	}
 	return r;
 }
 
-static int explain_net(const struct sb_profile *p, bool landlock, struct sb_buf *out)
+static int explain_net(const struct sb_profile *p, const struct sb_provider *provider,
+		       struct sb_buf *out)
 {
 	int r = sb_buf_puts(out, "\n# Network (no rule: every socket refused)\n");
 
@@ -150,7 +162,7 @@ static int explain_net(const struct sb_profile *p, bool landlock, struct sb_buf 
 
 		if (asprintf(&text, "net=%s", p->nets[i].text) < 0)
 			return -ENOMEM;
-		r = rule_line(out, text, p->nets[i].origin, net_layer(p, landlock));
+		r = rule_line(out, text, p->nets[i].origin, kernel_layer(p, provider->net_layer));
 	}
 	return r;
 }
@@ -230,6 +242,12 @@ static char *eval_scalar_text(const struct sb_eval_profile *ep, int k)
 	return asprintf(&text, "%llu", v) < 0 ? NULL : text;
 }
 
+/* The eval guard is a part of the Python guard: off with it. */
+static const char *eval_layer(const struct sb_profile *p)
+{
+	return p->py_sandbox ? LAYER_EVAL : LAYER_OFF;
+}
+
 static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 {
 	int r =
@@ -250,7 +268,7 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 					     suffix, ep->items[k][j].deny ? "DENY:" : "",
 					     ep->items[k][j].value) < 0)
 					return -ENOMEM;
-				r = rule_line(out, text, ep->items[k][j].origin, LAYER_PENDING);
+				r = rule_line(out, text, ep->items[k][j].origin, eval_layer(p));
 			}
 		for (int k = 0; r >= 0 && k < SB_EVAL_SCALAR__N; k++) {
 			_cleanup_free_ char *text = NULL, *value = eval_scalar_text(ep, k);
@@ -262,7 +280,7 @@ static int explain_eval(const struct sb_profile *p, struct sb_buf *out)
 			r = rule_line(out, text,
 				      ep->scalar_set[k] ? ep->scalar_origin[k]
 							: (struct sb_origin){NULL, 0},
-				      LAYER_PENDING);
+				      eval_layer(p));
 		}
 	}
 	return r;
@@ -302,9 +320,9 @@ int sb_explain(const struct sb_profile *p, const char *profile_path,
 	if (r >= 0)
 		r = explain_env(p, envp, out);
 	if (r >= 0)
-		r = explain_files(p, provider->id == SB_OS_LANDLOCK, out);
+		r = explain_files(p, provider, out);
 	if (r >= 0)
-		r = explain_net(p, provider->id == SB_OS_LANDLOCK, out);
+		r = explain_net(p, provider, out);
 	if (r >= 0)
 		r = explain_imports(p, out);
 	if (r >= 0)

@@ -11,11 +11,15 @@
 #include "embed.h"
 #include "env-policy.h"
 #include "explain.h"
-#include "guard.h"
+#include "guard-net.h"
+#include "inherited.h"
 #include "launcher.h"
 #include "learn.h"
 #include "profile.h"
 #include "provider.h"
+#include "report-supervise.h"
+#include "resource-limits.h"
+#include "serve-exec.h"
 #include "usage.h"
 #include "worker.h"
 #include "util.h"
@@ -26,6 +30,8 @@
 #define EXIT_CONFIG 255
 /* As timeout(1). */
 #define EXIT_TIMEOUT 124
+/* limit-output= exceeded: a status of its own for a service to tell apart. */
+#define EXIT_OUTPUT 125
 
 extern char **environ;
 
@@ -96,17 +102,6 @@ static int report_diags(struct sb_diags *d)
 	return -EINVAL;
 }
 
-/* Rules this version parses and validates but does not enforce yet: say so on
- * every run that has them, rather than let a user believe they protect. */
-static void warn_unenforced(const struct sb_profile *p)
-{
-	if (p->eval.any_key)
-		fprintf(stderr,
-			"python-sb: warning: eval-* rules are parsed but the eval layer is "
-			"not in this version: eval/exec/compile of strings stay refused (see "
-			"--explain)\n");
-}
-
 static int fail(const char *what, const char *detail, int r)
 {
 	fprintf(stderr, "python-sb: %s%s%s\n", what, detail ? ": " : "",
@@ -114,62 +109,62 @@ static int fail(const char *what, const char *detail, int r)
 	return EXIT_CONFIG;
 }
 
-static void warn_landlock_gaps(const struct sb_landlock_report *rep)
+/* The supervisor's side: report like `python` would see it. */
+static int mirror_child(const struct sb_supervise_result *res, const struct sb_limits *limits)
 {
-	if (rep->fs_rights_missing || rep->net_rights_missing || rep->scopes_missing)
-		fprintf(stderr,
-			"python-sb: warning: Landlock ABI %d lacks some rights (fs 0x%llx, net "
-			"0x%llx, scopes 0x%llx): those operations are not restricted by the "
-			"kernel (see --explain)\n",
-			rep->abi, (unsigned long long)rep->fs_rights_missing,
-			(unsigned long long)rep->net_rights_missing,
-			(unsigned long long)rep->scopes_missing);
-}
-
-/* The supervisor's side of a timeout: report like `python` would see it. */
-static int mirror_child(int status, bool timed_out, unsigned long long timeout_ms)
-{
-	if (timed_out) {
+	if (res->timed_out) {
 		fprintf(stderr,
 			"python-sb: timeout=%llums expired: the program and every process it "
 			"started were killed\n",
-			timeout_ms);
+			limits->timeout_ms);
 		return EXIT_TIMEOUT;
 	}
-	if (WIFSIGNALED(status)) {
-		/* Die the same way, so our parent sees what `python` would show. */
-		signal(WTERMSIG(status), SIG_DFL);
-		raise(WTERMSIG(status));
-		return 128 + WTERMSIG(status);
+	if (res->output_exceeded) {
+		fprintf(stderr,
+			"python-sb: limit-output=%lluB exceeded: the program and every process it "
+			"started were killed\n",
+			limits->output_bytes);
+		return EXIT_OUTPUT;
 	}
-	return WEXITSTATUS(status);
+	if (res->memory_exceeded)
+		fprintf(stderr,
+			"python-sb: limit-memory=%lluB exceeded: the kernel killed the program "
+			"(its cgroup's memory.max)\n",
+			limits->memory_bytes);
+	if (WIFSIGNALED(res->status)) {
+		/* Die the same way, so our parent sees what `python` would show. */
+		signal(WTERMSIG(res->status), SIG_DFL);
+		raise(WTERMSIG(res->status));
+		return 128 + WTERMSIG(res->status);
+	}
+	return WEXITSTATUS(res->status);
 }
 
 /* From the policy to the program: the interpreter's paths, the kernel
  * boundary, then the embedded run. */
-static int run(const struct sb_embed *e, const struct sb_provider *provider, const char *note)
+static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *note)
 {
 	_cleanup_(sb_boundary_done) struct sb_boundary boundary = {0};
 	_cleanup_(sb_interp_paths_done) struct sb_interp_paths paths = {0};
-	_cleanup_(sb_landlock_report_done) struct sb_landlock_report report = {0};
+	_cleanup_strv_free_ char **kernel_warnings = NULL;
 	_cleanup_free_ char *err = NULL;
 	struct sb_embed_state *state = NULL;
-	bool is_child = true, timed_out = false;
-	int r, status = 0, exit_code = 0;
+	struct sb_supervise_options supervise;
+	struct sb_supervise_result res;
+	bool is_child = true;
+	int r, exit_code = 0;
 
 	r = sb_embed_prepare(e, &state, &paths, &err);
 	if (r < 0)
 		return fail("cannot prepare the interpreter", err, r);
-	r = sb_boundary_build(e->profile, provider->id, &paths, &boundary);
+	r = sb_boundary_build(e->profile, e->provider, &paths, mode, &boundary);
 	if (r < 0)
 		return fail("cannot build the kernel policy", NULL, r);
-	if (sb_learn_active())
-		sb_learn_relax_boundary(&boundary);
 
 	if (e->cli->explain) {
 		struct sb_buf out = {0};
 
-		r = sb_explain(e->profile, e->profile_path, provider, note, e->envp, &out);
+		r = sb_explain(e->profile, e->profile_path, e->provider, note, e->envp, &out);
 		if (r >= 0)
 			r = sb_boundary_explain(&boundary, &out);
 		if (r < 0)
@@ -182,7 +177,6 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 	if (e->profile->py_sandbox) {
 		_cleanup_strv_free_ char **warnings = NULL;
 
-		warn_unenforced(e->profile);
 		/* Host names are resolved and pinned now, while /etc/hosts and DNS
 		 * are still reachable: the boundary may hide both. */
 		r = sb_guard_net_resolve(e->profile, &warnings, &err);
@@ -193,22 +187,27 @@ static int run(const struct sb_embed *e, const struct sb_provider *provider, con
 			return EXIT_CONFIG;
 		}
 	}
-	if (boundary.limits.timeout_ms) {
-		r = sb_supervise(boundary.limits.timeout_ms, &is_child, &status, &timed_out, &err);
+	if (sb_boundary_supervise(&boundary, &supervise) || e->report) {
+		r = e->report ? sb_report_supervise(e->report, &supervise, &boundary.limits,
+						    &is_child, &res, &err)
+			      : sb_supervise_run(&supervise, &is_child, &res, &err);
 		if (r < 0)
-			return fail("cannot start the timeout supervisor", err, r);
+			return fail(e->report ? "cannot report on the program"
+					      : "cannot start the supervisor",
+				    err, r);
 		if (!is_child)
-			return mirror_child(status, timed_out, boundary.limits.timeout_ms);
+			return mirror_child(&res, &boundary.limits);
 	}
 	/* The native observer's helper is forked now: before the boundary,
 	 * and in the process that runs the program (after the supervisor). */
-	r = sb_learn_begin(&paths, &err);
+	r = sb_learn_begin(&paths, &boundary, &err);
 	if (r < 0)
 		return fail("cannot start learning mode", err, r);
-	r = sb_boundary_enter(&boundary, &report, &err);
+	r = sb_boundary_enter(&boundary, &kernel_warnings, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
-	warn_landlock_gaps(&report);
+	for (char **w = kernel_warnings; w && *w; w++)
+		fprintf(stderr, "python-sb: warning: %s\n", *w);
 
 	r = sb_embed_run(state, &paths, &exit_code, &err);
 	if (r < 0)
@@ -243,12 +242,12 @@ static void report_learning(const struct sb_learn_outcome *o)
 }
 
 /* Learning mode (spec §6): refused by a learn=false of the shared profiles
- * when the rule file is missing; forces the subprocess provider; says that
- * it is permissive. */
-static int start_learning(struct sb_profile *profile, const struct sb_load_options *opts,
-			  const char *file, char **host_env, const char *cwd, char **reterr)
+ * when the rule file is missing; says that it is permissive, and under which
+ * provider it runs (sb_provider_select()'s choice and note). */
+static int start_learning(const struct sb_profile *profile, const struct sb_load_options *opts,
+			  const char *file, char **host_env, const char *cwd,
+			  const struct sb_provider *provider, const char *note, char **reterr)
 {
-	enum sb_os_sandbox asked = profile->os_sandbox;
 	int r;
 
 	if (profile->root_missing) {
@@ -256,16 +255,11 @@ static int start_learning(struct sb_profile *profile, const struct sb_load_optio
 		if (r < 0)
 			return r;
 	}
-	profile->os_sandbox = SB_OS_SUBPROCESS;
 	fprintf(stderr,
 		"python-sb: LEARNING MODE: what the rules would refuse is recorded and "
-		"allowed, the program sees the whole environment, and os-sandbox=subprocess "
-		"is forced%s%s%s. Never learn with untrusted code.\n",
-		asked != SB_OS_SUBPROCESS ? " (os-sandbox=" : "",
-		asked != SB_OS_SUBPROCESS
-		    ? (asked == SB_OS_UNSET ? "auto" : sb_os_sandbox_name(asked))
-		    : "",
-		asked != SB_OS_SUBPROCESS ? " does not apply while learning)" : "");
+		"allowed, the program sees the whole environment, and os-sandbox=%s is "
+		"forced%s%s%s. Never learn with untrusted code.\n",
+		provider->name, note ? " (" : "", note ? note : "", note ? ")" : "");
 	return sb_learn_configure(&(struct sb_learn_options){
 	    .profile = profile,
 	    .file = file,
@@ -285,12 +279,22 @@ int sb_launcher_main(int argc, char **argv)
 	_cleanup_strv_free_ char **host_env = NULL, **site_dirs = NULL, **envp = NULL;
 	_cleanup_free_ char *err = NULL, *config = NULL, *venv = NULL, *note = NULL;
 	const char *learn_file = NULL;
+	struct sb_report_request report = {.fd = -1};
 	char cwd[PATH_MAX], self_exe[PATH_MAX];
 	const struct sb_provider *provider;
+	enum sb_rules_mode mode = SB_MODE_ENFORCE;
+	struct sb_lookup_env lookup;
 	struct sb_load_options opts;
 	bool warn = false;
 	ssize_t n;
 	int r;
+
+	/* `python-sb serve`: the service, a program of its own (a script named
+	 * "serve" runs as `python-sb ./serve`). */
+	if (argc >= 2 && streq(argv[1], "serve")) {
+		r = sb_serve_exec(argc, argv, &err);
+		return fail("cannot start the service", err, r);
+	}
 
 	r = sb_cli_parse(argc, argv, &cli, &err);
 	if (r < 0) {
@@ -320,6 +324,31 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot start the partial-mode worker", err, r);
 	}
+	if (cli.report_fd) {
+		unsigned long long fd;
+
+		if (sb_safe_atou64(cli.report_fd, &fd) < 0 || fd < 3 || fd > INT_MAX)
+			return fail("--report-fd expects a descriptor number above 2",
+				    cli.report_fd, -EINVAL);
+		report.fd = (int)fd;
+	}
+	report.path = cli.report;
+	/* Nothing the caller left open reaches the program: only the worker's
+	 * channel, the report's descriptor (the supervisor's: the program's
+	 * process closes it), and a descriptor the command line names
+	 * (python-sb <(cmd)). */
+	{
+		const int keep[] = {
+		    cli.worker ? worker.fd : -1,
+		    report.fd,
+		    cli.mode == SB_RUN_SCRIPT ? sb_inherited_fd_named(cli.target) : -1,
+		    sb_inherited_fd_named(cli.config_path),
+		};
+
+		r = sb_inherited_close_fds(keep, ELEMENTSOF(keep), &err);
+		if (r < 0)
+			return fail("cannot close the inherited descriptors", err, r);
+	}
 
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
 	if (wants_cpython_help(&cli))
@@ -332,14 +361,12 @@ int sb_launcher_main(int argc, char **argv)
 		return fail("cannot read the current directory", NULL, -errno);
 	venv = detect_venv(host_env);
 	site_dirs = site_dirs_for(venv);
-	r = sb_config_locate(
-	    &cli,
-	    &(struct sb_lookup_env){
-		.cwd = cwd,
-		.pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
-		.site_dirs = site_dirs,
-	    },
-	    &config);
+	lookup = (struct sb_lookup_env){
+	    .cwd = cwd,
+	    .pythonpath = cli.ignore_env ? NULL : host_getenv("PYTHONPATH", host_env),
+	    .site_dirs = site_dirs,
+	};
+	r = sb_config_locate(&cli, &lookup, &config);
 	if (r < 0)
 		return fail("cannot locate the rule file", NULL, r);
 
@@ -361,36 +388,55 @@ int sb_launcher_main(int argc, char **argv)
 		if (c < 0 && c != -EINVAL)
 			r = c;
 	}
+	if (r >= 0 || r == -EINVAL) {
+		int c = sb_provider_check_params(profile, &diags);
+
+		if (c < 0 && c != -EINVAL)
+			r = c;
+	}
 	if (r < 0 && r != -EINVAL)
 		return fail("cannot load the rules", NULL, r);
 	if (report_diags(&diags) < 0)
 		return EXIT_CONFIG;
+	/* A rule file the next run would read first, if the program made it:
+	 * the kernel boundary keeps it out of reach too. */
+	{
+		char *shadow = NULL;
 
-	if (sb_learn_wanted(profile, config, &learn_file)) {
-		r = start_learning(profile, &opts, learn_file, host_env, cwd, &err);
+		r = sb_config_shadowing(&cli, &lookup, config, &shadow);
+		if (r >= 0 && shadow)
+			r = sb_strv_consume(&profile->missing_files, shadow);
 		if (r < 0)
-			return fail("cannot start learning mode", err, r);
+			return fail("out of memory", NULL, r);
 	}
 
-	r = sb_provider_select(profile->os_sandbox, &provider, &note, &warn, &err);
+	if (sb_learn_wanted(profile, config, &learn_file))
+		mode = SB_MODE_LEARN;
+	r = sb_provider_select(profile->os_sandbox, mode, &provider, &note, &warn, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
 	if (warn)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
-
-	r = sb_env_build(profile, host_env, &envp);
-	if (r >= 0 && sb_learn_active()) {
-		char **rules_env = TAKE_PTR(envp);
-
-		r = sb_learn_environment(host_env, rules_env, &envp);
-		sb_strv_free(rules_env);
+	report.provider = provider->name;
+	if (mode == SB_MODE_LEARN) {
+		r = start_learning(profile, &opts, learn_file, host_env, cwd, provider, note, &err);
+		if (r < 0)
+			return fail("cannot start learning mode", err, r);
 	}
+
+	r = sb_env_build(profile, host_env, mode, &envp);
 	if (r < 0)
 		return fail("cannot build the environment", NULL, r);
 	/* The kernel's name for the binary is already canonical: one readlink()
 	 * instead of realpath()'s one per component. */
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	self_exe[n > 0 ? n : 0] = '\0';
+	/* The caller's variables were needed for ${VAR} and the policy's
+	 * environment; nothing reads them from here on (learning shows the
+	 * program the whole environment anyway). */
+	if (mode != SB_MODE_LEARN)
+		sb_inherited_scrub_environment(
+		    host_env, argc > 0 ? argv[argc - 1] + strlen(argv[argc - 1]) + 1 : NULL);
 
 	return sb_learn_end(run(
 	    &(struct sb_embed){
@@ -402,10 +448,8 @@ int sb_launcher_main(int argc, char **argv)
 		.venv = venv,
 		.site_dirs = site_dirs,
 		.worker = cli.worker ? &worker : NULL,
-		.provider = provider->name,
-		.boundary = provider->id == SB_OS_SUBPROCESS || provider->id == SB_OS_NONE
-				? NULL
-				: provider->name,
+		.provider = provider,
+		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 	    },
-	    provider, note));
+	    mode, note));
 }

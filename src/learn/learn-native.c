@@ -1,23 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* The native observer of learning mode (learn-native.h).
  *
- * The program's process installs a seccomp filter whose action on the file
- * and socket system calls is SECCOMP_RET_USER_NOTIF, and hands the listener
+ * The program's process installs the profile's seccomp allowlist with
+ * SECCOMP_RET_USER_NOTIF where it would refuse, and on the file and socket
+ * system calls whatever it says (seccomp-filter.h), and hands the listener
  * descriptor (SCM_RIGHTS) to a helper process forked earlier, which is not
  * under the filter: a notified call blocks until the helper answers, so the
  * helper must never wait for the program (it would wait for itself). The
  * helper reads the path or address from /proc/<pid>/mem, answers
- * SECCOMP_USER_NOTIF_FLAG_CONTINUE, and keeps a record. At exit the program
- * asks for the records over the same socket.
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE, and keeps a record; a call no rule of any
+ * profile allows (mount, ptrace...) is recorded and answered EPERM, as the
+ * allowlist answers it without learning. At exit the program asks for the
+ * records over the same socket.
  *
  * This is observation only. What the helper reads can change between its
  * read and the kernel's (another thread may rewrite the buffer: the classic
- * TOCTOU of user notification), which is why the answer is always "continue"
- * and never a decision: the filter grants and refuses nothing, the Python
- * guard and the kernel boundary do. seccomp_notify_id_valid() after the read
- * only makes sure the memory was the caller's while it was waiting. A denial
- * by the boundary's own filter (SECCOMP_RET_ERRNO) takes precedence over
- * USER_NOTIF, so refused calls never reach the helper. */
+ * TOCTOU of user notification), which is why the answer is "continue" and
+ * never a decision about a path: the Python guard and the kernel boundary of
+ * a run without learning decide. seccomp_notify_id_valid() after the read
+ * only makes sure the memory was the caller's while it was waiting. The
+ * kernel allows one listener per process, so there is one filter: the
+ * boundary's own filter is not loaded while the observer is armed. */
 #include "learn-native.h"
 
 #include <arpa/inet.h>
@@ -47,14 +50,22 @@
 static struct {
 	pid_t helper;
 	int sock;
+	struct sb_seccomp_policy policy;
 } native = {.helper = -1, .sock = -1};
+
+/* Notified whatever the allowlist says: their paths and addresses are what
+ * the expose-*= and net= rules are learned from. */
+static const char *const observed_calls[] = {"open",	"openat",  "openat2", "creat",
+					     "mkdir",	"mkdirat", "execve",  "execveat",
+					     "connect", "bind",	   "sendto",  NULL};
 
 /* ---- the helper -------------------------------------------------------------- */
 
 struct helper {
 	int listener;
 	char *const *skip_dirs;
-	char **records; /* "F" r|w path, or "N" proto dir port ip */
+	const struct sb_seccomp_policy *policy;
+	char **records; /* "F" r|w path, "N" proto dir port ip, "S" or "P" syscall */
 	size_t n;
 	struct sb_learn_strset seen; /* the records, for a constant-time duplicate check */
 };
@@ -221,17 +232,107 @@ static char *socket_record(struct helper *h, int mem, pid_t pid, int fd, uint64_
 	return rec;
 }
 
+/* The files a call outside the allowlist would change (it needs an
+ * expose-rw rule): one or two (dirfd argument or -1 for the cwd, path
+ * argument) pairs, or a descriptor argument. */
+static const struct {
+	const char *name;
+	int dirfd[2], path[2]; /* path -1: none */
+	int fd;		       /* -1: none */
+} write_calls[] = {
+    {"unlink", {-1, -1}, {0, -1}, -1},	    {"unlinkat", {0, -1}, {1, -1}, -1},
+    {"rmdir", {-1, -1}, {0, -1}, -1},	    {"rename", {-1, -1}, {0, 1}, -1},
+    {"renameat", {0, 2}, {1, 3}, -1},	    {"renameat2", {0, 2}, {1, 3}, -1},
+    {"link", {-1, -1}, {1, -1}, -1},	    {"linkat", {2, -1}, {3, -1}, -1},
+    {"symlink", {-1, -1}, {1, -1}, -1},	    {"symlinkat", {1, -1}, {2, -1}, -1},
+    {"mknod", {-1, -1}, {0, -1}, -1},	    {"mknodat", {0, -1}, {1, -1}, -1},
+    {"truncate", {-1, -1}, {0, -1}, -1},    {"chmod", {-1, -1}, {0, -1}, -1},
+    {"fchmodat", {0, -1}, {1, -1}, -1},	    {"chown", {-1, -1}, {0, -1}, -1},
+    {"lchown", {-1, -1}, {0, -1}, -1},	    {"fchownat", {0, -1}, {1, -1}, -1},
+    {"utime", {-1, -1}, {0, -1}, -1},	    {"utimes", {-1, -1}, {0, -1}, -1},
+    {"futimesat", {0, -1}, {1, -1}, -1},    {"utimensat", {0, -1}, {1, -1}, 0},
+    {"setxattr", {-1, -1}, {0, -1}, -1},    {"lsetxattr", {-1, -1}, {0, -1}, -1},
+    {"removexattr", {-1, -1}, {0, -1}, -1}, {"lremovexattr", {-1, -1}, {0, -1}, -1},
+    {"fchmod", {-1, -1}, {-1, -1}, 0},	    {"fchown", {-1, -1}, {-1, -1}, 0},
+    {"fsetxattr", {-1, -1}, {-1, -1}, 0},   {"fremovexattr", {-1, -1}, {-1, -1}, 0},
+};
+
+static void keep_write_targets(struct helper *h, int mem, const struct seccomp_notif *req,
+			       const char *name, char **recs)
+{
+	const __u64 *a = req->data.args;
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < ELEMENTSOF(write_calls); i++) {
+		if (!streq(write_calls[i].name, name))
+			continue;
+		for (int k = 0; k < 2 && write_calls[i].path[k] >= 0; k++) {
+			int d = write_calls[i].dirfd[k];
+
+			if (read_string(mem, a[write_calls[i].path[k]], path, sizeof(path)))
+				recs[k] = file_record(h, req->pid, d < 0 ? AT_FDCWD : (int)a[d],
+						      path, true);
+		}
+		/* fchmod(fd), utimensat(fd, NULL, ...): the descriptor's file. */
+		if (!recs[0] && write_calls[i].fd >= 0 &&
+		    base_dir(req->pid, (int)a[write_calls[i].fd], path))
+			recs[0] = file_record(h, req->pid, AT_FDCWD, path, true);
+		return;
+	}
+}
+
+/* A call outside the profile's allowlist: the rule it needs, or EPERM. */
+static void handle_refused(struct helper *h, int mem, struct seccomp_notif *req,
+			   struct seccomp_notif_resp *resp, char **recs)
+{
+	const uint64_t args[6] = {req->data.args[0], req->data.args[1], req->data.args[2],
+				  req->data.args[3], req->data.args[4], req->data.args[5]};
+	_cleanup_free_ char *name =
+	    seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, req->data.nr);
+	const char *rule;
+
+	switch (sb_seccomp_rule_for(req->data.nr, args, &rule)) {
+	case SB_SECCOMP_NEED_NONE:
+		if (asprintf(&recs[0], "S%s", name ? name : "?") < 0)
+			recs[0] = NULL;
+		resp->error = -EPERM;
+		resp->flags = 0;
+		return;
+	case SB_SECCOMP_NEED_PROCESS:
+		if (asprintf(&recs[0], "P%s", name ? name : "?") < 0)
+			recs[0] = NULL;
+		break;
+	case SB_SECCOMP_NEED_WRITE:
+		if (mem >= 0 && name)
+			keep_write_targets(h, mem, req, name, recs);
+		break;
+	case SB_SECCOMP_NEED_NET:
+	case SB_SECCOMP_NEED_UNIX:
+		break; /* learned from its connect(), bind() or sendto() */
+	}
+}
+
 static void handle(struct helper *h, struct seccomp_notif *req, struct seccomp_notif_resp *resp)
 {
 	const __u64 *a = req->data.args;
 	int nr = req->data.nr;
 	char mem_path[64], path[PATH_MAX];
+	char *recs[3] = {NULL, NULL, NULL};
 	char *rec = NULL;
+	bool seen = false;
 	int mem;
 
+	for (const char *const *o = observed_calls; *o && !seen; o++)
+		seen = seccomp_syscall_resolve_name(*o) == nr;
+	resp->id = req->id;
+	resp->val = 0;
+	resp->error = 0;
+	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 	snprintf(mem_path, sizeof(mem_path), "/proc/%d/mem", (int)req->pid);
 	mem = open(mem_path, O_RDONLY | O_CLOEXEC);
-	if (mem >= 0) {
+	if (!seen) {
+		handle_refused(h, mem, req, resp, recs);
+	} else if (mem >= 0) {
 		if (nr == SCMP_SYS(openat) && read_string(mem, a[1], path, sizeof(path)))
 			rec = file_record(h, req->pid, (int)a[0], path, open_writes(a[2]));
 		else if (nr == SCMP_SYS(open) && read_string(mem, a[0], path, sizeof(path)))
@@ -260,21 +361,27 @@ static void handle(struct helper *h, struct seccomp_notif *req, struct seccomp_n
 			rec = socket_record(h, mem, req->pid, (int)a[0], a[1], a[2], SB_NET_IN);
 		else if (nr == SCMP_SYS(sendto))
 			rec = socket_record(h, mem, req->pid, (int)a[0], a[4], a[5], SB_NET_OUT);
-		close(mem);
 	}
+	if (mem >= 0)
+		close(mem);
+	recs[2] = rec;
+	/* Running a program without the process grants: the rule is learned
+	 * too (the file above is the program's directory). */
+	if (seen && (nr == SCMP_SYS(execve) || nr == SCMP_SYS(execveat)) &&
+	    !h->policy->allow_exec &&
+	    asprintf(&recs[1], "P%s", nr == SCMP_SYS(execve) ? "execve" : "execveat") < 0)
+		recs[1] = NULL;
 	/* The memory read above belonged to this very call only if the call is
 	 * still waiting for us. */
-	if (rec && seccomp_notify_id_valid(h->listener, req->id) != 0) {
-		free(rec);
-		rec = NULL;
-	}
-	resp->id = req->id;
-	resp->val = 0;
-	resp->error = 0;
-	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	if (seccomp_notify_id_valid(h->listener, req->id) != 0)
+		for (int i = 0; i < 3; i++) {
+			free(recs[i]);
+			recs[i] = NULL;
+		}
 	/* ENOENT: the caller was interrupted meanwhile; nothing to answer. */
 	(void)seccomp_notify_respond(h->listener, resp);
-	keep(h, rec);
+	for (int i = 0; i < 3; i++)
+		keep(h, recs[i]);
 }
 
 static int receive_fd(int sock)
@@ -324,9 +431,10 @@ static void send_records(struct helper *h, int sock)
 	send_all(sock, "E", 2);
 }
 
-static _Noreturn void helper_main(int sock, char *const *skip_dirs)
+static _Noreturn void helper_main(int sock, char *const *skip_dirs,
+				  const struct sb_seccomp_policy *policy)
 {
-	struct helper h = {.listener = -1, .skip_dirs = skip_dirs};
+	struct helper h = {.listener = -1, .skip_dirs = skip_dirs, .policy = policy};
 	struct seccomp_notif *req = NULL;
 	struct seccomp_notif_resp *resp = NULL;
 	bool serving = true;
@@ -380,11 +488,13 @@ static _Noreturn void helper_main(int sock, char *const *skip_dirs)
 
 /* ---- the program's side ------------------------------------------------------ */
 
-int sb_learn_native_start(char *const *skip_dirs, char **reterr)
+int sb_learn_native_start(char *const *skip_dirs, const struct sb_seccomp_policy *policy,
+			  char **reterr)
 {
 	pid_t pid;
 	int sv[2];
 
+	native.policy = *policy;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return sb_error(reterr, -errno, "socketpair: %s", strerror(errno));
 	pid = fork();
@@ -405,7 +515,7 @@ int sb_learn_native_start(char *const *skip_dirs, char **reterr)
 		    dup2(devnull, 2) < 0 || dup2(sv[1], 3) < 0)
 			_exit(0);
 		close_range(4, ~0U, 0);
-		helper_main(3, skip_dirs);
+		helper_main(3, skip_dirs, &native.policy);
 	}
 	close(sv[1]);
 	native.helper = pid;
@@ -438,46 +548,27 @@ static int send_fd(int sock, int fd)
 
 int sb_learn_native_arm(char **reterr)
 {
-	static const char *const calls[] = {"open",    "openat", "openat2",  "creat",	"mkdir",
-					    "mkdirat", "execve", "execveat", "connect", "bind"};
-	scmp_filter_ctx ctx;
-	int r = 0, fd;
+	_cleanup_free_ char *why = NULL;
+	int r, fd = -1;
 
 	if (native.sock < 0)
 		return sb_error(reterr, -ENOTCONN, "the helper did not start");
-	ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!ctx)
-		return sb_error(reterr, -ENOMEM, "seccomp_init failed");
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(calls); i++) {
-		int nr = seccomp_syscall_resolve_name(calls[i]);
-
-		/* A call this architecture lacks (open on arm64) is no loss. */
-		if (nr != __NR_SCMP_ERROR && nr >= 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
-	}
-	/* sendto() with an address only: the datagrams of an unconnected socket. */
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1,
-				     SCMP_A4(SCMP_CMP_NE, 0));
-	if (r >= 0)
-		r = seccomp_load(ctx);
+	r = sb_seccomp_apply_notify(&native.policy, observed_calls, &fd, &why);
+	if (r == -EPIPE)
+		return sb_error(reterr, r, "%s", why ? why : "no listener");
 	if (r < 0) {
-		seccomp_release(ctx);
 		/* Nothing is installed: the helper has nothing to serve. */
 		close(native.sock);
 		native.sock = -1;
 		waitpid(native.helper, NULL, 0);
-		return sb_error(reterr, r, "cannot install the notifying filter: %s", strerror(-r));
+		return sb_error(reterr, r, "cannot install the notifying filter: %s",
+				why ? why : strerror(-r));
 	}
 	/* From here on, a notified call of ours waits for the helper: nothing
 	 * but sendmsg() until it has the listener. Our copy is closed so that
-	 * the helper's is the only one (libseccomp keeps the number in its
-	 * global state, closed only by seccomp_reset(NULL), never called). */
-	fd = seccomp_notify_fd(ctx);
-	r = fd >= 0 ? send_fd(native.sock, fd) : -EBADF;
-	if (fd >= 0)
-		close(fd);
-	seccomp_release(ctx);
+	 * the helper's is the only one. */
+	r = send_fd(native.sock, fd);
+	close(fd);
 	/* The filter cannot be removed: without a listener every notified call
 	 * fails (ENOSYS), so the program must not run. */
 	if (r < 0)
@@ -523,6 +614,11 @@ int sb_learn_native_collect(const struct sb_learn_native_sink *sink)
 				end = true;
 			} else if (rec[0] == 'F' && rec[1] && rec[2] == '/') {
 				sink->file(rec + 2, rec[1] == 'w', sink->userdata);
+			} else if ((rec[0] == 'S' || rec[0] == 'P') && rec[1] && sink->syscall) {
+				sink->syscall(rec + 1,
+					      rec[0] == 'P' ? SB_SECCOMP_NEED_PROCESS
+							    : SB_SECCOMP_NEED_NONE,
+					      sink->userdata);
 			} else if (rec[0] == 'N' &&
 				   sscanf(rec + 1, "%u %u %u %45s", &protocol, &direction, &port,
 					  ip) == 4 &&

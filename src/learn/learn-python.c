@@ -8,11 +8,11 @@
 #include <frameobject.h>
 #include <signal.h>
 
-#include "guard.h"
-#include "learn.h"
+#include "guard-runtime.h"
 #include "util.h"
 
 static struct {
+	const struct sb_learn_env_sink *sink;
 	PyObject *getitem, *setitem, *delitem, *keys; /* os._Environ's originals */
 	/* dict(os.environ), {**os.environ}: C code calls keys(), then looks
 	 * every key up from the same frame and instruction. */
@@ -119,7 +119,7 @@ static PyObject *environ_getitem(PyObject *unused _unused_, PyObject *const *arg
 	 * without a rule. */
 	if (result && nargs == 2 && sb_guard_armed() && key_text(args[1], name, sizeof(name)) &&
 	    !copy_lookup() && !bulk_lookup())
-		sb_learn_env_read(name);
+		lp.sink->read(name);
 	return result;
 }
 
@@ -149,7 +149,7 @@ static PyObject *environ_write(PyObject *original, PyObject *const *args, Py_ssi
 	/* What the program sets or removes itself (load_dotenv) is not a
 	 * variable it needs from the host. */
 	if (nargs >= 2 && sb_guard_armed() && key_text(args[1], name, sizeof(name)))
-		sb_learn_env_written(name);
+		lp.sink->written(name);
 	return call_original(original, args, nargs);
 }
 
@@ -275,8 +275,10 @@ static int stdlib_names(char ***ret)
 	return PyErr_Occurred() ? -1 : 0;
 }
 
-int sb_learn_python_activate(char ***ret_stdlib, char **reterr)
+int sb_learn_python_activate(const struct sb_learn_env_sink *sink, char ***ret_stdlib,
+			     char **reterr)
 {
+	lp.sink = sink;
 	if (stdlib_names(ret_stdlib) < 0 || wrap_environ() < 0 || install_signal_handlers() < 0) {
 		PyErr_Clear();
 		return sb_error(reterr, -EIO, "cannot set up learning in the interpreter");

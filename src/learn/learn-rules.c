@@ -209,9 +209,18 @@ void sb_learn_set_done(struct sb_learn_set *s)
 	free(s->nets);
 	sb_strv_free(s->imports);
 	sb_strv_free(s->envs);
+	sb_strv_free(s->refused_syscalls);
 	free(s->api);
 	free(s->result_needs_objects);
+	sb_eval_learned_done(&s->eval);
 	*s = (struct sb_learn_set){0};
+}
+
+int sb_learn_set_add_refused_syscall(struct sb_learn_set *s, const char *name)
+{
+	if (sb_strv_contains(s->refused_syscalls, name))
+		return 0;
+	return sb_strv_push(&s->refused_syscalls, name);
 }
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -994,6 +1003,26 @@ static int build_result(const struct sb_learn_set *set, const struct sb_profile 
 	return push_fmt(r, SB_LEARN_RESULT, true, "remote-result-mode=objects");
 }
 
+/* ---- eval ------------------------------------------------------------------- */
+
+/* The eval-* lines: src/eval/eval-learn.c builds them. */
+static int build_eval(const struct sb_learn_set *set, const struct sb_profile *const *ps,
+		      struct sb_learn_rules *r)
+{
+	const struct sb_eval_config *configs[2] = {ps[0] ? &ps[0]->eval : NULL,
+						   ps[1] ? &ps[1]->eval : NULL};
+	_cleanup_strv_free_ char **lines = NULL;
+	size_t rules = 0;
+	int e;
+
+	e = sb_eval_learned_lines(&set->eval, configs, ELEMENTSOF(configs), &lines, &rules);
+	for (char **l = lines; e >= 0 && l && *l; l++)
+		e = sb_strv_push(&r->lines[SB_LEARN_EVAL], *l);
+	if (e >= 0)
+		r->n_rules += rules;
+	return e;
+}
+
 /* ---- all --------------------------------------------------------------------- */
 
 int sb_learn_rules_build(const struct sb_learn_set *set, const struct sb_learn_context *ctx,
@@ -1012,6 +1041,15 @@ int sb_learn_rules_build(const struct sb_learn_set *set, const struct sb_learn_c
 		e = build_imports(set, ctx, ps, &r);
 	if (e >= 0)
 		e = build_api(set, ps, &r);
+	/* No rule would change the answer: a note (kept without a rule after
+	 * it, written once), for the reviewer. */
+	for (char **s = set->refused_syscalls; e >= 0 && s && *s; s++)
+		e = push_fmt(&r, SB_LEARN_API, false,
+			     "# '%s' was called by native code: the kernel boundary (seccomp) "
+			     "refuses it, no rule allows it",
+			     *s);
+	if (e >= 0)
+		e = build_eval(set, ps, &r);
 	if (e >= 0)
 		e = build_result(set, ps, &r);
 	if (e < 0) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "api-registry.h"
+#include "eval-learn.h"
 #include "profile.h"
 
 struct sb_learn_path {
@@ -49,10 +50,15 @@ struct sb_learn_set {
 	char **envs;	/* variables the program read */
 	bool *api;	/* per sb_api_registry entry: called while not allowed */
 	bool api_category[SB_API_CATEGORY__N]; /* operations only a category grants */
+	/* System calls of native code that no rule allows (the kernel boundary
+	 * refuses them): written as comments, for the reviewer. */
+	char **refused_syscalls;
 	/* Partial mode: results sent back to the parent, and what the first one
 	 * data-only would have refused needed (NULL: every result was data). */
 	size_t n_results;
 	char *result_needs_objects;
+	/* What evaluated code used (src/eval/eval-learn.h). */
+	struct sb_eval_learned eval;
 };
 
 /* Each 0 or -ENOMEM. Repeats merge: a path keeps `write` if any access
@@ -64,6 +70,7 @@ int sb_learn_set_add_import(struct sb_learn_set *s, const char *name);
 int sb_learn_set_add_env(struct sb_learn_set *s, const char *name);
 int sb_learn_set_add_api(struct sb_learn_set *s, const struct sb_api_function *fn);
 void sb_learn_set_add_api_category(struct sb_learn_set *s, enum sb_api_category c);
+int sb_learn_set_add_refused_syscall(struct sb_learn_set *s, const char *name);
 /* A result of partial mode: needs_objects is NULL when remote-result-mode=
  * data-only accepts it, else what it needed ("module.Class"). */
 int sb_learn_set_add_result(struct sb_learn_set *s, const char *needs_objects);

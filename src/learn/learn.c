@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "api-registry.h"
+#include "guard-observer.h"
 #include "learn-file.h"
 #include "learn-native.h"
 #include "learn-python.h"
@@ -30,6 +31,11 @@ static struct {
 	void (*report)(const struct sb_learn_outcome *outcome);
 	bool native, native_armed;
 	char *native_warning;
+	/* The boundary's filter waits until the observer arms (one listener per
+	 * process: the observer's filter is the profile's allowlist). */
+	struct sb_boundary *boundary;
+	struct sb_seccomp_policy profile_seccomp, relaxed_seccomp;
+	bool seccomp_deferred;
 
 	struct sb_learn_set set;
 	struct sb_learn_strset seen_paths; /* every path the guard decided on: not native */
@@ -129,55 +135,18 @@ int sb_learn_configure(const struct sb_learn_options *o)
 	return 0;
 }
 
-int sb_learn_environment(char *const *host_env, char *const *rule_env, char ***ret)
-{
-	_cleanup_strv_free_ char **env = NULL;
-	int r = 0;
-
-	for (char *const *e = host_env; r >= 0 && e && *e; e++)
-		r = sb_strv_push(&env, *e);
-	for (char *const *e = rule_env; r >= 0 && e && *e; e++) {
-		size_t n = strcspn(*e, "=");
-		bool replaced = false;
-
-		for (char **h = env; h && *h; h++)
-			if (strncmp(*h, *e, n) == 0 && (*h)[n] == '=') {
-				char *copy = strdup(*e);
-
-				if (!copy)
-					return -ENOMEM;
-				free(*h);
-				*h = copy;
-				replaced = true;
-				break;
-			}
-		if (!replaced)
-			r = sb_strv_push(&env, *e);
-	}
-	if (r < 0)
-		return r;
-	if (!env && !(env = calloc(1, sizeof(*env))))
-		return -ENOMEM;
-	*ret = TAKE_PTR(env);
-	return 0;
-}
-
-void sb_learn_relax_boundary(struct sb_boundary *b)
-{
-	b->use_landlock = false;
-	b->seccomp.allow_inet = true;
-	b->seccomp.allow_udp = true;
-	b->seccomp.allow_unix_socket = true;
-	b->seccomp.allow_exec = true;
-	b->seccomp.allow_fork = true;
-}
-
-int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr _unused_)
+int sb_learn_begin(const struct sb_interp_paths *interp, struct sb_boundary *boundary,
+		   char **reterr _unused_)
 {
 	int r = 0;
 
 	if (!sb_learning)
 		return 0;
+	/* The boundary of a learning run (SB_MODE_LEARN) holds the relaxed
+	 * filter and the profile's own allowlist, which the observer watches. */
+	learn.boundary = boundary;
+	learn.profile_seccomp = boundary->seccomp_profile;
+	learn.relaxed_seccomp = boundary->seccomp;
 	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++) {
 		char real[PATH_MAX];
 
@@ -195,14 +164,18 @@ int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr _unused_)
 
 		/* Without the observer the Python guard still learns: say so
 		 * rather than refuse to run. */
-		if (sb_learn_native_start(learn.skip_dirs, &why) < 0) {
+		if (sb_learn_native_start(learn.skip_dirs, &learn.profile_seccomp, &why) < 0) {
 			learn.native = false;
 			if (asprintf(&learn.native_warning,
 				     "native code is not observed during this learning run: %s",
 				     why ? why : "the helper could not start") < 0)
 				learn.native_warning = NULL;
+		} else if (learn.boundary && learn.boundary->use_seccomp) {
+			learn.boundary->use_seccomp = false;
+			learn.seccomp_deferred = true;
 		}
 	}
+	learn.boundary = NULL;
 	learn.pid = getpid();
 	learn.begun = true;
 	return 0;
@@ -251,13 +224,17 @@ static void at_exit(void)
 	}
 }
 
+static void env_read(const char *name);
+static void env_written(const char *name);
+
 int sb_learn_activate(char **reterr)
 {
+	static const struct sb_learn_env_sink env_sink = {.read = env_read, .written = env_written};
 	int r;
 
 	if (!sb_learning || !learn.begun)
 		return 0;
-	r = sb_learn_python_activate(&learn.stdlib_modules, reterr);
+	r = sb_learn_python_activate(&env_sink, &learn.stdlib_modules, reterr);
 	if (r < 0)
 		return r;
 	/* Py_FinalizeEx() calls it after the program, whatever ended it; and
@@ -281,6 +258,10 @@ int sb_learn_activate(char **reterr)
 			learn.native_armed = true;
 		}
 	}
+	/* Without the observer, the relaxed allowlist the boundary would have
+	 * loaded: learning never runs without a filter. */
+	if (learn.seccomp_deferred && !learn.native_armed)
+		return sb_seccomp_apply(&learn.relaxed_seccomp, reterr);
 	return 0;
 }
 
@@ -291,7 +272,7 @@ int sb_learn_exit_signal(void)
 
 /* ---- records ------------------------------------------------------------------ */
 
-bool sb_learn_file(const char *resolved, bool write)
+static bool record_file(const char *resolved, bool write)
 {
 	if (!sb_learning || learn.done)
 		return false;
@@ -303,7 +284,7 @@ bool sb_learn_file(const char *resolved, bool write)
 	return true;
 }
 
-void sb_learn_file_decided(const char *resolved, bool write, const char *needed)
+static void file_decided(const char *resolved, bool write, const char *needed)
 {
 	if (!sb_learning || learn.done)
 		return;
@@ -320,7 +301,7 @@ void sb_learn_file_decided(const char *resolved, bool write, const char *needed)
 		sb_learn_set_add_path(&learn.set, needed, write, false);
 }
 
-void sb_learn_net_name(const char *name, const char *ip)
+static void name_resolved(const char *name, const char *ip)
 {
 	if (!sb_learning || learn.done)
 		return;
@@ -336,7 +317,7 @@ void sb_learn_net_name(const char *name, const char *ip)
 	}
 }
 
-bool sb_learn_net(const char *host, unsigned protocol, uint16_t port, unsigned direction)
+static bool record_net(const char *host, unsigned protocol, uint16_t port, unsigned direction)
 {
 	if (!sb_learning || learn.done)
 		return false;
@@ -348,7 +329,7 @@ bool sb_learn_net(const char *host, unsigned protocol, uint16_t port, unsigned d
 	return sb_learn_set_add_net(&learn.set, host, protocol, port, direction, false) >= 0;
 }
 
-void sb_learn_net_seen(const char *ip, uint16_t port, unsigned direction)
+static void net_decided(const char *ip, uint16_t port, unsigned direction)
 {
 	char key[INET6_ADDRSTRLEN + 32];
 
@@ -358,14 +339,14 @@ void sb_learn_net_seen(const char *ip, uint16_t port, unsigned direction)
 	sb_learn_strset_add(&learn.seen_nets, key);
 }
 
-bool sb_learn_import(const char *top_level)
+static bool record_import(const char *top_level)
 {
 	if (!sb_learning || learn.done)
 		return false;
 	return sb_learn_set_add_import(&learn.set, top_level) >= 0;
 }
 
-bool sb_learn_api(const char *qualname)
+static bool record_api(const char *qualname)
 {
 	const struct sb_api_function *fn;
 	const struct sb_api_rule *rule = NULL;
@@ -379,7 +360,7 @@ bool sb_learn_api(const char *qualname)
 	return sb_learn_set_add_api(&learn.set, fn) >= 0;
 }
 
-bool sb_learn_api_category(int category)
+static bool record_api_category(int category)
 {
 	if (!sb_learning || learn.done || category < 0 || category >= SB_API_CATEGORY__N)
 		return false;
@@ -395,25 +376,78 @@ bool sb_learn_api_category(int category)
 	return true;
 }
 
-void sb_learn_env_read(const char *name)
+static bool record_eval(int kind, const char *profile, const char *name)
+{
+	if (!sb_learning || learn.done)
+		return false;
+	return sb_eval_learned_add(&learn.set.eval, (enum sb_eval_learn_kind)kind, profile, name) >=
+	       0;
+}
+
+static void env_read(const char *name)
 {
 	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))
 		return;
 	sb_learn_set_add_env(&learn.set, name);
 }
 
-void sb_learn_result(const char *needs_objects)
+static void result_sent(const char *needs_objects)
 {
 	if (!sb_learning || learn.done)
 		return;
 	sb_learn_set_add_result(&learn.set, needs_objects);
 }
 
-void sb_learn_env_written(const char *name)
+static void env_written(const char *name)
 {
 	if (!sb_learning || learn.done || sb_strv_contains(learn.env_written, name))
 		return;
 	sb_strv_push(&learn.env_written, name);
+}
+
+/* The refusals a missing rule explains become records; a name is let
+ * resolve (the connection to its addresses is what is recorded). */
+static enum sb_refusal_answer refused(const struct sb_refusal *r)
+{
+	bool recorded = false;
+
+	switch (r->kind) {
+	case SB_REFUSAL_FILE:
+		recorded = record_file(r->subject, r->write);
+		break;
+	case SB_REFUSAL_NET:
+		recorded = record_net(r->subject, r->protocol, r->port, r->direction);
+		break;
+	case SB_REFUSAL_NET_NAME:
+		recorded = true;
+		break;
+	case SB_REFUSAL_IMPORT:
+		recorded = record_import(r->subject);
+		break;
+	case SB_REFUSAL_API:
+		recorded = record_api(r->subject);
+		break;
+	case SB_REFUSAL_API_CATEGORY:
+		recorded = record_api_category(r->category);
+		break;
+	case SB_REFUSAL_EVAL:
+		recorded = record_eval(r->eval_kind, r->eval_profile, r->subject);
+		break;
+	}
+	return recorded ? SB_RECORDED_ALLOW : SB_REFUSE;
+}
+
+static const struct sb_guard_observer observer = {
+    .refused = refused,
+    .file_decided = file_decided,
+    .net_decided = net_decided,
+    .name_resolved = name_resolved,
+    .result_sent = result_sent,
+};
+
+const struct sb_guard_observer *sb_learn_observer(void)
+{
+	return sb_learning ? &observer : NULL;
 }
 
 /* ---- the write --------------------------------------------------------------- */
@@ -434,6 +468,31 @@ static void native_net(const char *ip, unsigned protocol, uint16_t port, unsigne
 	if (sb_learn_strset_contains(&learn.seen_nets, key))
 		return;
 	sb_learn_set_add_net(&learn.set, ip, protocol, port, direction, true);
+}
+
+/* A native call outside the profile's allowlist. */
+static void native_syscall(const char *name, enum sb_seccomp_need need, void *userdata _unused_)
+{
+	if (need != SB_SECCOMP_NEED_PROCESS) {
+		sb_learn_set_add_refused_syscall(&learn.set, name);
+		return;
+	}
+	/* A process the guard saw started from Python (os.fork, subprocess):
+	 * its function's rule is learned already, and it is what the kernel
+	 * boundary follows. */
+	for (size_t i = 0; learn.set.api && i < sb_api_registry_size; i++)
+		if (learn.set.api[i] && sb_api_registry[i].category == SB_API_PROCESS_EXEC)
+			return;
+	/* python-api=ALLOW:process-exec, unless the profile denies it. */
+	for (size_t i = 0; i < learn.profile->n_apis; i++) {
+		const struct sb_api_rule *a = &learn.profile->apis[i];
+
+		if (a->deny &&
+		    (a->kind == SB_API_TARGET_ALL ||
+		     (a->kind == SB_API_TARGET_CATEGORY && a->category == SB_API_PROCESS_EXEC)))
+			return;
+	}
+	sb_learn_set_add_api_category(&learn.set, SB_API_PROCESS_EXEC);
 }
 
 static const char *env_lookup(const char *name, void *userdata)
@@ -505,6 +564,7 @@ void sb_learn_finish(void)
 		sb_learn_native_collect(&(struct sb_learn_native_sink){
 		    .file = native_file,
 		    .net = native_net,
+		    .syscall = native_syscall,
 		});
 	}
 	for (char **e = learn.host_env; e && *e; e++)
@@ -529,6 +589,9 @@ void sb_learn_finish(void)
 		.learn_profile = learn_profile,
 	    },
 	    learn.profile, &rules);
+	/* The records are rule lines now, and nothing records any more
+	 * (learn.done): a long run's thousands of paths need not stay. */
+	sb_learn_set_done(&learn.set);
 	if (r >= 0)
 		r = sb_learn_file_write(learn.file, &rules, time(NULL), &res, &err);
 	out.error = r < 0 ? r : 0;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Learning mode in the launcher (spec §6). The guard's parts ask
- * sb_learn_active() at their refusal points: while learning, a refusal that a
- * missing rule explains is recorded here and the operation goes ahead. The
- * records are plain C data (src/learn/learn-rules.h); at exit they become rule
+/* Learning mode in the launcher (spec §6). The guard offers its refusals to
+ * an observer (src/guard/guard-observer.h), and learning plugs in its
+ * recorder (sb_learn_observer()): while learning, a refusal that a missing
+ * rule explains is recorded here and the operation goes ahead. The records
+ * are plain C data (src/learn/learn-rules.h); at exit they become rule
  * lines written once into the learn file (src/learn/learn-file.h).
  *
  * Life cycle, each step for whoever runs a program under learning (the
@@ -27,6 +28,8 @@
 
 #include "boundary.h"
 #include "profile.h"
+
+struct sb_guard_observer;
 
 extern bool sb_learning;
 
@@ -69,18 +72,14 @@ int sb_learn_check_default_lock(const struct sb_load_options *opts, char **reter
 /* Takes the options (copied) and turns learning on. 0 or -ENOMEM. */
 int sb_learn_configure(const struct sb_learn_options *o);
 
-/* The learning run's environment: the whole host environment, with the
- * profile's env= rules on top (spec §2). 0 or -ENOMEM. */
-int sb_learn_environment(char *const *host_env, char *const *rule_env, char ***ret);
-
-/* Learning runs under the subprocess provider with a seccomp filter that
- * refuses nothing the Python guard would let through while learning:
- * processes, Internet and Unix sockets. */
-void sb_learn_relax_boundary(struct sb_boundary *b);
-
 /* Before the kernel boundary: the interpreter's paths (never emitted) and the
- * native observer's helper process (learn-native.c). 0 or -errno. */
-int sb_learn_begin(const struct sb_interp_paths *interp, char **reterr);
+ * native observer's helper process (learn-native.c), which watches the
+ * profile's own seccomp allowlist (boundary->seccomp_profile); while it is
+ * armed the boundary's relaxed filter is not loaded (one listener per
+ * process), and sb_learn_activate() loads it when the observer could not
+ * arm. 0 or -errno. */
+int sb_learn_begin(const struct sb_interp_paths *interp, struct sb_boundary *boundary,
+		   char **reterr);
 
 /* After the run: writes the file if the at-exit hook did not, then dies of
  * the signal that ended the run, if one did. Returns exit_code otherwise. */
@@ -99,36 +98,7 @@ void sb_learn_finish(void);
  * re-raises it after the write so the exit status is what `python` shows. */
 int sb_learn_exit_signal(void);
 
-/* ---- records (GIL held; cheap no-ops when not learning) --------------------- */
-
-/* A file decision of the files part: resolved path. Returns true when the
- * refusal is to be replaced by a record (learning), false to refuse. */
-bool sb_learn_file(const char *resolved, bool write);
-/* A path the files part decided on, whatever the verdict: the native
- * observer does not charge it (nor the guard's own scan of its directory) to
- * native code. needed: what the profile must still name for the kernel
- * boundary (an implicit sys.path grant of the guard allowed it), NULL when
- * nothing. */
-void sb_learn_file_decided(const char *resolved, bool write, const char *needed);
-/* A network refusal by the implicit default policy (not by a DENY rule). */
-bool sb_learn_net(const char *host, unsigned protocol, uint16_t port, unsigned direction);
-/* A name the program resolved to ip: a connection to ip is learned as a
- * rule for the name. */
-void sb_learn_net_name(const char *name, const char *ip);
-/* An address the network part decided on (allowed or not), for the native
- * observer: a connection the guard saw is not charged to native code. */
-void sb_learn_net_seen(const char *ip, uint16_t port, unsigned direction);
-/* An import refused by python-import=. */
-bool sb_learn_import(const char *top_level);
-/* A registry function refused by python-api= (false: an explicit DENY rule
- * refuses it, which learning does not override). */
-bool sb_learn_api(const char *qualname);
-/* An operation only a category rule can grant. */
-bool sb_learn_api_category(int category);
-/* A host variable read by the program (learn-python.c). */
-void sb_learn_env_read(const char *name);
-/* A result a partial-mode worker sent back: needs_objects is NULL when
- * remote-result-mode=data-only would have accepted it, else what needed
- * objects ("module.Class"). */
-void sb_learn_result(const char *needs_objects);
-void sb_learn_env_written(const char *name);
+/* The recorder, for the guard (guard-observer.h): the refusals a missing rule
+ * explains become records and go ahead; the decisions it notes tell the
+ * program's accesses from native code's. NULL when not learning. */
+const struct sb_guard_observer *sb_learn_observer(void);

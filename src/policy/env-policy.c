@@ -101,7 +101,7 @@ static int exact_value(const struct sb_env_rule *rule, char *const *host_env, co
 	return v != NULL;
 }
 
-int sb_env_build(const struct sb_profile *p, char *const *host_env, char ***ret)
+static int rules_environment(const struct sb_profile *p, char *const *host_env, char ***ret)
 {
 	struct env_map m = {0};
 	char **out = NULL;
@@ -147,5 +147,56 @@ int sb_env_build(const struct sb_profile *p, char *const *host_env, char ***ret)
 		return r;
 	}
 	*ret = out;
+	return 0;
+}
+
+/* Learning (spec section 2): the whole host environment, with the values the
+ * env= rules give on top; which host variables the program reads is what
+ * learning records (learn-python.c). */
+static int learning_environment(char *const *host_env, char *const *rule_env, char ***ret)
+{
+	_cleanup_strv_free_ char **env = NULL;
+	int r = 0;
+
+	for (char *const *e = host_env; r >= 0 && e && *e; e++)
+		r = sb_strv_push(&env, *e);
+	for (char *const *e = rule_env; r >= 0 && e && *e; e++) {
+		size_t n = strcspn(*e, "=");
+		bool replaced = false;
+
+		for (char **h = env; h && *h; h++)
+			if (strncmp(*h, *e, n) == 0 && (*h)[n] == '=') {
+				char *copy = strdup(*e);
+
+				if (!copy)
+					return -ENOMEM;
+				free(*h);
+				*h = copy;
+				replaced = true;
+				break;
+			}
+		if (!replaced)
+			r = sb_strv_push(&env, *e);
+	}
+	if (r < 0)
+		return r;
+	if (!env && !(env = calloc(1, sizeof(*env))))
+		return -ENOMEM;
+	*ret = TAKE_PTR(env);
+	return 0;
+}
+
+int sb_env_build(const struct sb_profile *p, char *const *host_env, enum sb_rules_mode mode,
+		 char ***ret)
+{
+	_cleanup_strv_free_ char **rule_env = NULL;
+	int r;
+
+	r = rules_environment(p, host_env, &rule_env);
+	if (r < 0)
+		return r;
+	if (mode == SB_MODE_LEARN)
+		return learning_environment(host_env, rule_env, ret);
+	*ret = TAKE_PTR(rule_env);
 	return 0;
 }

@@ -155,21 +155,6 @@ bool sb_net_policy_decide_all(const struct sb_net_policy *p, unsigned kind,
 	return true;
 }
 
-bool sb_net_policy_decide(const struct sb_net_policy *p, unsigned kind, int family,
-			  const void *address, uint16_t port, unsigned direction,
-			  const struct sb_net_policy_rule **ret_rule)
-{
-	struct sb_net_addr a = {.family = family};
-
-	if (family != AF_INET && family != AF_INET6) {
-		if (ret_rule)
-			*ret_rule = NULL;
-		return false;
-	}
-	memcpy(a.bytes, address, family == AF_INET ? 4 : 16);
-	return sb_net_policy_decide_all(p, kind, &a, 1, port, direction, ret_rule, NULL);
-}
-
 /* The first port of [port, last] that no DENY entry matching (kind,
  * direction) covers for any of the addresses; -1 when there is none. Each step
  * moves past one DENY range, so it ends. */

@@ -87,17 +87,14 @@ static inline void sb_net_policy_freep(struct sb_net_policy **p)
 	sb_net_policy_free(*p);
 }
 
-/* The decision for one address: the DENY pass over every rule, then the ALLOW
- * pass; an IPv4-mapped IPv6 address is judged by the IPv4 rules. kind is
- * SB_NET_TCP or SB_NET_UDP, direction SB_NET_IN or SB_NET_OUT. *ret_rule (when
- * not NULL) is the deciding rule, NULL for the implicit default policy. */
-bool sb_net_policy_decide(const struct sb_net_policy *p, unsigned kind, int family,
-			  const void *address, uint16_t port, unsigned direction,
-			  const struct sb_net_policy_rule **ret_rule);
-
-/* The decision for a host name: allowed only if every address is. When
- * refused, *ret_index is the address that decided (the first one a DENY rule
- * matches, else the first one no ALLOW rule matches). */
+/* The decision for the addresses of one endpoint (a host name's, or one
+ * address): allowed only if every address is. The DENY pass over every rule
+ * comes first, then the ALLOW pass; an IPv4-mapped IPv6 address is judged by
+ * the IPv4 rules. kind is SB_NET_TCP or SB_NET_UDP, direction SB_NET_IN or
+ * SB_NET_OUT. *ret_rule (when not NULL) is the deciding rule, NULL for the
+ * implicit default policy. When refused, *ret_index is the address that
+ * decided (the first one a DENY rule matches, else the first one no ALLOW
+ * rule matches). */
 bool sb_net_policy_decide_all(const struct sb_net_policy *p, unsigned kind,
 			      const struct sb_net_addr *addrs, size_t n_addrs, uint16_t port,
 			      unsigned direction, const struct sb_net_policy_rule **ret_rule,

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 
+#include "eval-grammar.h"
 #include "units.h"
 #include "util.h"
 
@@ -50,167 +51,6 @@ static const char *const sb_eval_namespace_names[] = {
     [SB_EVAL_NAMESPACE_CALLER] = "caller",
 };
 
-/* eval-syntax groups (spec section 5); the enforcing layer expands them. */
-static const char *const sb_eval_syntax_groups[] = {
-    "arith", "compare",	  "conditional", "loop",   "comprehension", "assign",  "func",	  "async",
-    "class", "exception", "context",	 "import", "subscript",	    "fstring", "tstring", "yield",
-};
-
-/* Every concrete node class of the ast module in CPython 3.11 to 3.14: 3.12
- * added TypeAlias and the type parameters, 3.14 the t-string nodes. The
- * deprecated aliases (Num, Str, Index, Param, AugLoad...) are left out: the
- * parser never produces them and 3.14 removed them. */
-static const char *const sb_eval_ast_nodes[] = {
-    /* mod */
-    "Module",
-    "Interactive",
-    "Expression",
-    "FunctionType",
-    /* stmt */
-    "FunctionDef",
-    "AsyncFunctionDef",
-    "ClassDef",
-    "Return",
-    "Delete",
-    "Assign",
-    "TypeAlias",
-    "AugAssign",
-    "AnnAssign",
-    "For",
-    "AsyncFor",
-    "While",
-    "If",
-    "With",
-    "AsyncWith",
-    "Match",
-    "Raise",
-    "Try",
-    "TryStar",
-    "Assert",
-    "Import",
-    "ImportFrom",
-    "Global",
-    "Nonlocal",
-    "Expr",
-    "Pass",
-    "Break",
-    "Continue",
-    /* expr */
-    "BoolOp",
-    "NamedExpr",
-    "BinOp",
-    "UnaryOp",
-    "Lambda",
-    "IfExp",
-    "Dict",
-    "Set",
-    "ListComp",
-    "SetComp",
-    "DictComp",
-    "GeneratorExp",
-    "Await",
-    "Yield",
-    "YieldFrom",
-    "Compare",
-    "Call",
-    "FormattedValue",
-    "Interpolation",
-    "JoinedStr",
-    "TemplateStr",
-    "Constant",
-    "Attribute",
-    "Subscript",
-    "Starred",
-    "Name",
-    "List",
-    "Tuple",
-    "Slice",
-    /* expr_context */
-    "Load",
-    "Store",
-    "Del",
-    /* boolop */
-    "And",
-    "Or",
-    /* operator */
-    "Add",
-    "Sub",
-    "Mult",
-    "MatMult",
-    "Div",
-    "Mod",
-    "Pow",
-    "LShift",
-    "RShift",
-    "BitOr",
-    "BitXor",
-    "BitAnd",
-    "FloorDiv",
-    /* unaryop */
-    "Invert",
-    "Not",
-    "UAdd",
-    "USub",
-    /* cmpop */
-    "Eq",
-    "NotEq",
-    "Lt",
-    "LtE",
-    "Gt",
-    "GtE",
-    "Is",
-    "IsNot",
-    "In",
-    "NotIn",
-    /* helpers */
-    "comprehension",
-    "ExceptHandler",
-    "arguments",
-    "arg",
-    "keyword",
-    "alias",
-    "withitem",
-    "match_case",
-    "TypeIgnore",
-    /* pattern */
-    "MatchValue",
-    "MatchSingleton",
-    "MatchSequence",
-    "MatchMapping",
-    "MatchClass",
-    "MatchStar",
-    "MatchAs",
-    "MatchOr",
-    /* type_param */
-    "TypeVar",
-    "ParamSpec",
-    "TypeVarTuple",
-};
-
-/* eval-attribute groups; their members come from the running interpreter. */
-static const char *const sb_eval_attribute_groups[] = {
-    "str-methods",   "list-methods", "dict-methods",  "set-methods",
-    "tuple-methods", "num-methods",  "bytes-methods", "date-methods",
-};
-
-/* str.format and str.format_map resolve attributes in C from the template, so
- * no Attribute node exists to check: granting them moves the check to runtime. */
-static const char *const sb_eval_blind_attributes[] = {"format", "format_map"};
-
-/* Capability builtins: each is a shim or reaches its own guard, but granting
- * one still widens what the evaluated code can reach. */
-static const char *const sb_eval_sensitive_calls[] = {
-    "getattr", "setattr",    "delattr", "hasattr", "open",    "eval", "exec",
-    "compile", "__import__", "type",	"vars",	   "globals", "dir",  "breakpoint",
-};
-
-/* Frame attributes the eval guard refuses whatever the rules say. */
-static const char *const sb_eval_frame_attributes[] = {
-    "gi_frame",	  "gi_code",  "gi_yieldfrom", "cr_frame",  "cr_code",
-    "cr_await",	  "ag_frame", "ag_code",      "f_globals", "f_locals",
-    "f_builtins", "f_back",   "f_trace",      "tb_frame",  "tb_next",
-};
-
 const char *sb_eval_list_key_name(enum sb_eval_list_key k)
 {
 	if ((unsigned)k >= SB_EVAL_LIST__N)
@@ -224,16 +64,6 @@ const char *sb_eval_scalar_key_name(enum sb_eval_scalar_key k)
 		return NULL;
 	return sb_eval_scalars[k].name;
 }
-
-static bool sb_eval_in(const char *word, const char *const *table, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (streq(table[i], word))
-			return true;
-	return false;
-}
-
-#define SB_EVAL_IN(word, table) sb_eval_in(word, table, ELEMENTSOF(table))
 
 static bool sb_eval_valid_profile_name(const char *name)
 {
@@ -385,7 +215,16 @@ static int sb_eval_add_scalar(struct sb_eval_profile *p, enum sb_eval_scalar_key
 		for (size_t i = 0; i < ELEMENTSOF(sb_eval_namespace_names); i++)
 			if (streq(value, sb_eval_namespace_names[i])) {
 				p->scalars[k] = i;
-				return 0;
+				if (i != SB_EVAL_NAMESPACE_CALLER)
+					return 0;
+				/* The caller's namespace, CPython's injection of every
+				 * builtin and no run-time checks: a debugging mode. */
+				return sb_diags_warning(
+				    diags, origin,
+				    "%s=caller: evaluated code sees the caller's namespace and "
+				    "every builtin, and runs without the eval guard's run-time "
+				    "checks (only the syntax is checked); for debugging only",
+				    key);
 			}
 		return sb_diags_error(
 		    diags, origin,
@@ -458,19 +297,20 @@ static int sb_eval_check_item(enum sb_eval_list_key k, const char *key, const ch
 
 	switch (k) {
 	case SB_EVAL_SYNTAX:
-		if (!SB_EVAL_IN(item, sb_eval_syntax_groups) &&
-		    !SB_EVAL_IN(item, sb_eval_ast_nodes)) {
+		if (!sb_eval_is_syntax_group(item) && sb_eval_node_find(item) < 0) {
 			_cleanup_free_ const char **known = NULL;
-			const size_t n_groups = ELEMENTSOF(sb_eval_syntax_groups);
-			const size_t n_known = n_groups + ELEMENTSOF(sb_eval_ast_nodes);
+			const size_t n_groups = sb_eval_n_syntax_groups;
+			const size_t n_known = n_groups + sb_eval_n_nodes;
 			const char *closest = NULL;
 			size_t max_distance = strlen(item) / 3 + 1;
 
 			known = malloc(n_known * sizeof(*known));
 			if (!known)
 				return -ENOMEM;
-			memcpy(known, sb_eval_syntax_groups, sizeof(sb_eval_syntax_groups));
-			memcpy(known + n_groups, sb_eval_ast_nodes, sizeof(sb_eval_ast_nodes));
+			for (size_t i = 0; i < n_groups; i++)
+				known[i] = sb_eval_syntax_groups[i];
+			for (size_t i = 0; i < sb_eval_n_nodes; i++)
+				known[n_groups + i] = sb_eval_nodes[i].name;
 			closest = sb_closest_name(item, known, n_known,
 						  max_distance < 2 ? 2 : max_distance);
 			if (closest)
@@ -493,7 +333,7 @@ static int sb_eval_check_item(enum sb_eval_list_key k, const char *key, const ch
 	case SB_EVAL_MAGIC:
 	case SB_EVAL_IMPORT:
 		/* Attribute groups ("str-methods") are accepted as written. */
-		if (k == SB_EVAL_ATTRIBUTE && SB_EVAL_IN(item, sb_eval_attribute_groups))
+		if (k == SB_EVAL_ATTRIBUTE && sb_eval_is_attribute_group(item))
 			break;
 		if (!sb_eval_valid_name(item, k == SB_EVAL_IMPORT))
 			return sb_diags_error(diags, origin, "In '%s=%.80s': invalid %s '%s'", key,
@@ -507,27 +347,32 @@ static int sb_eval_check_item(enum sb_eval_list_key k, const char *key, const ch
 	if (deny)
 		return 0;
 
-	if (strstr(item, "__sb_"))
+	if (strstr(item, SB_EVAL_RESERVED_PREFIX))
 		return sb_diags_warning(
 		    diags, origin,
 		    "%s=%s: names containing '__sb_' belong to the eval guard and "
 		    "are refused whatever the rules; '%s' grants nothing",
 		    key, value, item);
-	if ((k == SB_EVAL_ATTRIBUTE || k == SB_EVAL_MAGIC) &&
-	    SB_EVAL_IN(item, sb_eval_frame_attributes))
+	if ((k == SB_EVAL_ATTRIBUTE || k == SB_EVAL_MAGIC) && sb_eval_is_frame_attribute(item))
 		return sb_diags_warning(
 		    diags, origin,
 		    "%s=%s: the frame attribute '%s' is always denied by the eval "
 		    "guard; this grant has no effect",
 		    key, value, item);
-	if (k == SB_EVAL_ATTRIBUTE && SB_EVAL_IN(item, sb_eval_blind_attributes))
+	if ((k == SB_EVAL_ATTRIBUTE || k == SB_EVAL_MAGIC) && sb_eval_is_namespace_attribute(item))
+		return sb_diags_warning(
+		    diags, origin,
+		    "%s=%s: '%s' would hand over the evaluation's own namespace and is "
+		    "always denied by the eval guard; this grant has no effect",
+		    key, value, item);
+	if (k == SB_EVAL_ATTRIBUTE && sb_eval_is_blind_attribute(item))
 		return sb_diags_warning(
 		    diags, origin,
 		    "%s=%s: '%s' resolves attributes in C from the template "
 		    "string, so it cannot be checked statically; the template is "
 		    "checked field by field at runtime. Prefer an f-string",
 		    key, value, item);
-	if (k == SB_EVAL_CALL && SB_EVAL_IN(item, sb_eval_sensitive_calls))
+	if (k == SB_EVAL_CALL && sb_eval_is_sensitive_call(item))
 		return sb_diags_warning(diags, origin,
 					"%s=%s: '%s' is a sensitive builtin; it is guarded, but it "
 					"widens what the evaluated code can reach",

@@ -22,12 +22,19 @@
 	})
 
 static const char *const os_sandbox_names[SB_OS__N] = {
-    [SB_OS_UNSET] = "auto",	   [SB_OS_AUTO] = "auto",
-    [SB_OS_NONE] = "none",	   [SB_OS_SUBPROCESS] = "subprocess",
-    [SB_OS_LANDLOCK] = "landlock", [SB_OS_UNSHARE] = "unshare",
-    [SB_OS_BWRAP] = "bwrap",	   [SB_OS_FIREJAIL] = "firejail",
-    [SB_OS_QEMU] = "qemu",
+    [SB_OS_UNSET] = "auto",
+    [SB_OS_AUTO] = "auto",
+#define SB_OS_SANDBOX(id, name) [SB_OS_##id] = #name,
+#include "os-sandbox-list.h"
+#undef SB_OS_SANDBOX
 };
+
+/* For the message of an unknown name. */
+static const char os_sandbox_choices[] = "auto"
+#define SB_OS_SANDBOX(id, name) ", " #name
+#include "os-sandbox-list.h"
+#undef SB_OS_SANDBOX
+    ;
 
 const char *sb_os_sandbox_name(enum sb_os_sandbox o)
 {
@@ -43,12 +50,12 @@ int sb_os_sandbox_from_name(const char *name)
 }
 
 static const char *const scalar_key_names[SB_SCALAR__N] = {
-    [SB_KEY_OS_SANDBOX] = "os-sandbox",
-    [SB_KEY_PY_SANDBOX] = "py-sandbox",
-    [SB_KEY_LEARN] = "learn",
-    [SB_KEY_PORT] = "port",
-    [SB_KEY_RESULT_MODE] = "remote-result-mode",
-    [SB_KEY_RESULT_GUARD] = "remote-result-guard",
+#define SB_SCALAR_KEY(id, key, parse) [SB_KEY_##id] = key,
+#include "scalar-key-list.h"
+#undef SB_SCALAR_KEY
+#define SB_LIMIT_KEY(id, key, unit, field, rlimit) [SB_KEY_##id] = key,
+#include "limit-key-list.h"
+#undef SB_LIMIT_KEY
 };
 
 const char *sb_scalar_key_name(enum sb_scalar_key k)
@@ -71,10 +78,8 @@ static int parse_os_sandbox(struct sb_profile *p, const struct sb_key_context *c
 	int o = sb_os_sandbox_from_name(value);
 
 	if (o < 0)
-		return sb_diags_error(diags, origin,
-				      "Invalid os-sandbox '%s': expected one of auto, none, "
-				      "subprocess, landlock, unshare, bwrap, firejail, qemu",
-				      value);
+		return sb_diags_error(diags, origin, "Invalid os-sandbox '%s': expected one of %s",
+				      value, os_sandbox_choices);
 	p->os_sandbox = (enum sb_os_sandbox)o;
 	return 0;
 }
@@ -190,18 +195,16 @@ static int parse_result_guard(struct sb_profile *p, const struct sb_key_context 
 	return 0;
 }
 
-/* limit-* and timeout: one row per key, the unit decides the parser. */
+/* limit-* and timeout (limit-key-list.h): the unit decides the parser. */
 static const struct limit_key {
-	const char *name;
+	enum sb_scalar_key id;
 	enum { LIMIT_DURATION, LIMIT_SIZE, LIMIT_COUNT } unit;
 	size_t offset;
 } limit_keys[] = {
-    {"limit-cpu", LIMIT_DURATION, offsetof(struct sb_limits, cpu_ms)},
-    {"limit-memory", LIMIT_SIZE, offsetof(struct sb_limits, memory_bytes)},
-    {"limit-processes", LIMIT_COUNT, offsetof(struct sb_limits, processes)},
-    {"limit-file-size", LIMIT_SIZE, offsetof(struct sb_limits, file_size_bytes)},
-    {"limit-open-files", LIMIT_COUNT, offsetof(struct sb_limits, open_files)},
-    {"timeout", LIMIT_DURATION, offsetof(struct sb_limits, timeout_ms)},
+#define SB_LIMIT_KEY(id, key, unit, field, rlimit)                                                 \
+	{SB_KEY_##id, LIMIT_##unit, offsetof(struct sb_limits, field)},
+#include "limit-key-list.h"
+#undef SB_LIMIT_KEY
 };
 
 static int parse_limit(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
@@ -215,7 +218,7 @@ static int parse_limit(struct sb_profile *p, const struct sb_key_context *ctx _u
 	for (size_t i = 0; i < ELEMENTSOF(limit_keys); i++) {
 		const struct limit_key *k = &limit_keys[i];
 
-		if (!streq(k->name, key))
+		if (!streq(scalar_key_names[k->id], key))
 			continue;
 		r = k->unit == LIMIT_DURATION ? sb_parse_duration(value, &v, &err)
 		    : k->unit == LIMIT_SIZE   ? sb_parse_size(value, &v, &err)
@@ -234,6 +237,20 @@ static int parse_limit(struct sb_profile *p, const struct sb_key_context *ctx _u
 		return 0;
 	}
 	return -EINVAL;
+}
+
+static int parse_user(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
+		      const char *key _unused_, const char *value, struct sb_origin origin,
+		      struct sb_diags *diags)
+{
+	_cleanup_free_ char *err = NULL;
+	int r = sb_identity_parse(value, &p->user, &err);
+
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return sb_diags_error(diags, origin, "Invalid user '%s': %s", value, err);
+	return 0;
 }
 
 static bool is_env_name(const char *s, bool allow_star)
@@ -494,10 +511,9 @@ static int parse_eval(struct sb_profile *p, const struct sb_key_context *ctx _un
 	return sb_eval_config_add(&p->eval, key, value, origin, diags);
 }
 
-/* Providers whose parameters a profile may set; landlock, none and subprocess
- * take none. */
-static const char *const parameterised_providers[] = {"unshare", "bwrap", "firejail", "qemu", NULL};
-
+/* <provider>.<key>: stored for the provider named, which checks its own
+ * parameters (sb_provider_check_params(), a step of its own: the profile
+ * layer knows the providers' names, not what they take). */
 static int parse_provider_param(struct sb_profile *p, const struct sb_key_context *ctx _unused_,
 				const char *key, const char *value, struct sb_origin origin,
 				struct sb_diags *diags)
@@ -505,6 +521,7 @@ static int parse_provider_param(struct sb_profile *p, const struct sb_key_contex
 	const char *dot = strchr(key, '.');
 	_cleanup_free_ char *provider = strndup(key, (size_t)(dot - key));
 	struct sb_provider_param *param;
+	int id;
 
 	if (!provider)
 		return -ENOMEM;
@@ -512,20 +529,23 @@ static int parse_provider_param(struct sb_profile *p, const struct sb_key_contex
 		return sb_diags_error(diags, origin, "Invalid rule '%s=%s': empty parameter name",
 				      key, value);
 	/* Exact case, as os-sandbox= itself: "BWRAP.x" would never be read. */
-	bool known = false;
+	id = sb_os_sandbox_from_name(provider);
+	if (id < 0) {
+		const char *closest =
+		    sb_closest_name(provider, os_sandbox_names + SB_OS_AUTO, SB_OS__N - SB_OS_AUTO,
+				    strlen(provider) / 3 + 1);
 
-	for (const char *const *n = parameterised_providers; *n; n++)
-		known = known || streq(provider, *n);
-	if (!known) {
-		if (sb_os_sandbox_from_name(provider) >= 0)
+		if (closest)
 			return sb_diags_error(diags, origin,
-					      "The %s provider takes no parameters ('%s')",
-					      provider, key);
+					      "Invalid rule '%s=%s': no provider '%s', closest "
+					      "known provider is '%s'",
+					      key, value, provider, closest);
 		return sb_diags_error(diags, origin, "Invalid rule '%s=%s'", key, value);
 	}
 	param = ARRAY_APPEND(p->params, p->n_params);
 	if (!param)
 		return -ENOMEM;
+	param->os_sandbox = (enum sb_os_sandbox)id;
 	param->provider = TAKE_PTR(provider);
 	param->key = strdup(dot + 1);
 	param->value = strdup(value);
@@ -536,18 +556,12 @@ static int parse_provider_param(struct sb_profile *p, const struct sb_key_contex
 }
 
 static const struct sb_key_def key_table[] = {
-    {"os-sandbox", false, SB_KEY_OS_SANDBOX, false, parse_os_sandbox},
-    {"py-sandbox", false, SB_KEY_PY_SANDBOX, false, parse_py_sandbox},
-    {"learn", false, SB_KEY_LEARN, false, parse_learn},
-    {"port", false, SB_KEY_PORT, false, parse_port},
-    {"remote-result-mode", false, SB_KEY_RESULT_MODE, false, parse_result_mode},
-    {"remote-result-guard", false, SB_KEY_RESULT_GUARD, false, parse_result_guard},
-    {"limit-cpu", false, SB_KEY_LIMIT_CPU, false, parse_limit},
-    {"limit-memory", false, SB_KEY_LIMIT_MEMORY, false, parse_limit},
-    {"limit-processes", false, SB_KEY_LIMIT_PROCESSES, false, parse_limit},
-    {"limit-file-size", false, SB_KEY_LIMIT_FILE_SIZE, false, parse_limit},
-    {"limit-open-files", false, SB_KEY_LIMIT_OPEN_FILES, false, parse_limit},
-    {"timeout", false, SB_KEY_TIMEOUT, false, parse_limit},
+#define SB_SCALAR_KEY(id, key, parse) {key, false, SB_KEY_##id, false, parse},
+#include "scalar-key-list.h"
+#undef SB_SCALAR_KEY
+#define SB_LIMIT_KEY(id, key, unit, field, rlimit) {key, false, SB_KEY_##id, false, parse_limit},
+#include "limit-key-list.h"
+#undef SB_LIMIT_KEY
     {"env", false, -1, true, parse_env},
     {"unenv", false, -1, false, parse_unenv},
     {"expose-ro", false, -1, false, parse_expose},

@@ -248,6 +248,9 @@ static int load_file(struct sb_loader *l, const char *path, unsigned depth, bool
 		if (r == -ENOENT || r == -ENOTDIR) {
 			if (is_root)
 				l->profile->root_missing = true;
+			else if (!sb_strv_contains(l->profile->missing_files, path) &&
+				 sb_strv_push(&l->profile->missing_files, path) < 0)
+				return -ENOMEM;
 			return 0;
 		}
 		if (is_root)
@@ -474,6 +477,7 @@ struct sb_profile *sb_profile_free(struct sb_profile *p)
 	if (!p)
 		return NULL;
 	sb_strv_free(p->files);
+	sb_strv_free(p->missing_files);
 	free(p->root_file);
 	free(p->learn_file);
 	for (size_t i = 0; i < p->n_envs; i++) {

@@ -7,23 +7,21 @@
 #include "api-registry.h"
 #include "diag.h"
 #include "eval-rules.h"
-#include "resource-limits.h"
+#include "identity.h"
 #include "net-rule.h"
+#include "profile-limits.h"
 
 /* The profile language (.py-sandboxes), parsed into plain data. Loading reads
  * files and nothing else; sb_profile_check() then looks at the file system
  * (expose-* must exist, learn= parent directory) and cross-checks the keys. */
 
+/* os-sandbox=: auto, or one of the providers of os-sandbox-list.h. */
 enum sb_os_sandbox {
 	SB_OS_UNSET, /* no os-sandbox line: behaves as auto */
 	SB_OS_AUTO,
-	SB_OS_NONE,
-	SB_OS_SUBPROCESS,
-	SB_OS_LANDLOCK,
-	SB_OS_UNSHARE,
-	SB_OS_BWRAP,
-	SB_OS_FIREJAIL,
-	SB_OS_QEMU,
+#define SB_OS_SANDBOX(id, name) SB_OS_##id,
+#include "os-sandbox-list.h"
+#undef SB_OS_SANDBOX
 	SB_OS__N,
 };
 
@@ -35,6 +33,16 @@ enum sb_result_mode {
 enum sb_learn_mode {
 	SB_LEARN_OFF,
 	SB_LEARN_FILE, /* learn=<file> or --learn[=file] */
+};
+
+/* How a profile is run: its rules enforced, or learned (spec section 6: what
+ * they would refuse is recorded and allowed). The launcher decides it
+ * (sb_learn_wanted()) and hands it to each stage that treats learning its own
+ * way (provider selection, the kernel boundary, the environment); the profile
+ * itself is never rewritten. */
+enum sb_rules_mode {
+	SB_MODE_ENFORCE,
+	SB_MODE_LEARN,
 };
 
 enum sb_env_kind {
@@ -65,31 +73,31 @@ struct sb_expose_rule {
 };
 
 struct sb_provider_param {
-	char *provider; /* "bwrap" */
-	char *key;	/* "share-net" */
+	enum sb_os_sandbox os_sandbox; /* SB_OS_BWRAP */
+	char *provider;		       /* "bwrap" */
+	char *key;		       /* "share-net" */
 	char *value;
 	struct sb_origin origin;
 };
 
-/* Scalar keys that may appear once; indices into sb_profile.scalar_origin. */
+/* Scalar keys that may appear once; indices into sb_profile.scalar_origin.
+ * The lists: scalar-key-list.h, then limit-key-list.h. */
 enum sb_scalar_key {
-	SB_KEY_OS_SANDBOX,
-	SB_KEY_PY_SANDBOX,
-	SB_KEY_LEARN,
-	SB_KEY_PORT,
-	SB_KEY_RESULT_MODE,
-	SB_KEY_RESULT_GUARD,
-	SB_KEY_LIMIT_CPU,
-	SB_KEY_LIMIT_MEMORY,
-	SB_KEY_LIMIT_PROCESSES,
-	SB_KEY_LIMIT_FILE_SIZE,
-	SB_KEY_LIMIT_OPEN_FILES,
-	SB_KEY_TIMEOUT,
+#define SB_SCALAR_KEY(id, key, parse) SB_KEY_##id,
+#include "scalar-key-list.h"
+#undef SB_SCALAR_KEY
+#define SB_LIMIT_KEY(id, key, unit, field, rlimit) SB_KEY_##id,
+#include "limit-key-list.h"
+#undef SB_LIMIT_KEY
 	SB_SCALAR__N,
 };
 
 struct sb_profile {
-	char **files;	   /* every rule file read, in order; origins point here */
+	char **files; /* every rule file read, in order; origins point here */
+	/* Rule files that do not exist but would be read once created: missing
+	 * includes, a .py-sandboxes the lookup tries before the one it chose.
+	 * The kernel boundary keeps both kinds out of the program's reach. */
+	char **missing_files;
 	char *root_file;   /* the file named by the caller, NULL when none */
 	bool root_missing; /* the root file does not exist (learning trigger) */
 
@@ -103,6 +111,7 @@ struct sb_profile {
 	enum sb_result_mode result_mode;
 	bool result_guard;
 	struct sb_limits limits; /* limit-*, timeout: our extension */
+	struct sb_identity user; /* user=UID[:GID]: our extension */
 	bool scalar_set[SB_SCALAR__N];
 	struct sb_origin scalar_origin[SB_SCALAR__N];
 

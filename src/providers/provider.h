@@ -1,26 +1,133 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include "diag.h"
 #include "profile.h"
+#include "util.h"
 
-/* An os-sandbox provider. The launcher asks the selected provider to enter its
- * boundary before the interpreter starts; a provider that was named but cannot
- * be applied makes the launch fail, it never runs the program unprotected. */
+/* An os-sandbox provider: what it makes the kernel enforce, how it does so,
+ * which <name>.<key> parameters it takes, and what --explain says of it. One
+ * file per provider (src/providers/<name>.c defines sb_provider_<name>), one
+ * line in src/profile/os-sandbox-list.h; nothing else asks which provider is
+ * in use, only what it does (the flags) and its hooks.
+ *
+ * The launcher asks the selected provider to enter its boundary before the
+ * interpreter starts; a provider that was named but cannot be applied makes
+ * the launch fail, it never runs the program unprotected. */
+
+struct sb_boundary;
+struct sb_interp_paths;
+
+/* What the provider makes the kernel enforce. The Python guard enforces
+ * every rule whatever the provider; these are the rules the kernel holds
+ * against native code too. */
+enum {
+	/* Runs the program under another program (build_argv). Without it the
+	 * provider confines this very process (prepare, enter). */
+	SB_PROVIDER_WRAPS_EXEC = 1u << 0,
+	SB_PROVIDER_FILES = 1u << 1,	     /* expose-*: every other path refused */
+	SB_PROVIDER_NET_TCP_PORTS = 1u << 2, /* net=: the TCP ports of the ALLOW rules */
+	SB_PROVIDER_SECCOMP = 1u << 3,	     /* the seccomp filter (seccomp-filter.h) */
+	SB_PROVIDER_LIMITS = 1u << 4,	     /* limit-*, timeout */
+	/* A <name>.<key> parameter that python-sb does not know is passed on to
+	 * the wrapped program (--key=value, --key when empty); without it an
+	 * unknown key is an error. */
+	SB_PROVIDER_PARAMS_PASS_THROUGH = 1u << 5,
+	/* No capability left, no_new_privs, user= (privileges.h). */
+	SB_PROVIDER_PRIVILEGES = 1u << 6,
+};
+
+/* What ignore= does to native code under this provider (spec section 8). */
+enum sb_ignore_enforcement {
+	SB_IGNORE_GUARD_ONLY, /* the kernel cannot hide a path: only the Python guard does */
+	SB_IGNORE_VANISHES,   /* the path does not exist (ENOENT) */
+	SB_IGNORE_REFUSED,    /* the kernel refuses access */
+	SB_IGNORE_MASKED,     /* an empty placeholder is mounted over it */
+};
+
+/* One documented <name>.<key> parameter and the values it takes. */
+struct sb_provider_param_def {
+	const char *key;
+	enum {
+		SB_PARAM_TEXT,	  /* anything */
+		SB_PARAM_BOOL,	  /* true/false, yes/no, on/off, 1/0 */
+		SB_PARAM_CHOICE,  /* one of choices */
+		SB_PARAM_MIB,	  /* an integer of MiB, at most one suffix k, M, G, T, P, E */
+		SB_PARAM_SECONDS, /* a positive number of seconds */
+	} kind;
+	const char *const *choices; /* SB_PARAM_CHOICE: NULL-terminated */
+	/* The spec's leniency: a bad value is a warning naming this default,
+	 * which then applies; NULL: a bad value is an error. */
+	const char *fallback;
+};
+
 struct sb_provider {
-	enum sb_os_sandbox id;
-	const char *name;
-	/* What the kernel enforces with this provider, for --explain. */
-	const char *boundary;
+	const char *name; /* as in os-sandbox-list.h */
+	unsigned flags;	  /* SB_PROVIDER_* */
+	enum sb_ignore_enforcement ignore;
+	/* The documented parameters, ending with {NULL}; NULL: the provider
+	 * takes none (a <name>.<key> line is an error). */
+	const struct sb_provider_param_def *params;
+
+	/* --explain. summary: beside os-sandbox=, what the kernel enforces.
+	 * files, net: the layer named beside expose-* and net= rules, [0] with
+	 * the Python guard, [1] with py-sandbox=false; NULL: the guard's alone. */
+	const char *summary;
+	const char *files_layer[2];
+	const char *net_layer[2];
+
 	/* 0 when this build and this machine can apply it; otherwise -errno and
 	 * *reterr says why (malloc'ed). */
 	int (*probe)(char **reterr);
+
+	/* In-process providers; each hook may be NULL (nothing to do).
+	 * prepare: fills the provider's part of the boundary from the profile
+	 * and what the interpreter needs (interp may be NULL), as plain data (no
+	 * system call but lookups); 0 or -ENOMEM.
+	 * enter: applies it to this process, before the seccomp filter and the
+	 * limits; what the kernel could not enforce goes to *warnings (strings
+	 * for the user); 0, or -errno with *reterr, and then the program must
+	 * not run.
+	 * explain: its part of --explain's kernel section. */
+	int (*prepare)(struct sb_boundary *b, const struct sb_profile *p,
+		       const struct sb_interp_paths *interp);
+	int (*enter)(const struct sb_boundary *b, char ***warnings, char **reterr);
+	int (*explain)(const struct sb_boundary *b, struct sb_buf *out);
+
+	/* Wrapper providers (SB_PROVIDER_WRAPS_EXEC): the command line that
+	 * runs argv (python-sb itself, re-entered) under the provider, with the
+	 * profile's <name>.<key> parameters. 0, or -errno with *reterr. */
+	int (*build_argv)(const struct sb_boundary *b, const struct sb_profile *p,
+			  char *const *argv, char ***ret_argv, char **reterr);
 };
 
+#define SB_OS_SANDBOX(id, name) extern const struct sb_provider sb_provider_##name;
+#include "os-sandbox-list.h"
+#undef SB_OS_SANDBOX
+
+/* NULL for SB_OS_UNSET and SB_OS_AUTO (not providers) and out of range. */
 const struct sb_provider *sb_provider_get(enum sb_os_sandbox id);
 
 /* Resolves "auto" (and an absent os-sandbox line) to a provider that this
- * machine can apply; a provider named literally never falls back.
- * *ret_note (may be NULL on return) explains an auto choice, for --explain and
- * a warning when the kernel is the reason. 0, or -errno with *reterr. */
-int sb_provider_select(enum sb_os_sandbox requested, const struct sb_provider **ret,
-		       char **ret_note, bool *ret_warn, char **reterr);
+ * machine can apply; a provider named literally never falls back. Learning
+ * always runs under subprocess, whatever was asked (spec section 6).
+ * *ret_note (may be NULL on return) explains an auto or learning choice, for
+ * --explain, and for a warning when *ret_warn (the kernel is the reason).
+ * 0, or -errno with *reterr. */
+int sb_provider_select(enum sb_os_sandbox requested, enum sb_rules_mode mode,
+		       const struct sb_provider **ret, char **ret_note, bool *ret_warn,
+		       char **reterr);
+
+/* Checks every <name>.<key> line against its provider's parameters, whether
+ * that provider is the one in use or not (a typo is one either way): errors
+ * and warnings go to diags. 0, -EINVAL when it added an error, -ENOMEM. */
+int sb_provider_check_params(const struct sb_profile *p, struct sb_diags *diags);
+
+/* The probe of a provider this version does not have yet: naming it stops
+ * the launch rather than quietly drop to a weaker one. */
+int sb_provider_probe_not_built(char **reterr);
+
+/* The landlock provider's check, apart for its unit test: whether a kernel
+ * with this Landlock ABI can enforce the boundary (TCP port rules need ABI 4);
+ * -EOPNOTSUPP with *reterr when it cannot. */
+int sb_provider_landlock_check_abi(const struct sb_boundary *b, int abi, char **reterr);

@@ -49,6 +49,10 @@ static const struct {
     /* Must escape `except Exception` and `except SandBoxError`. */
     {SB_EXC_EVAL_INTERRUPTED, "EvalInterrupted", &PyExc_BaseException, false,
      "An evaluation stopped by a budget or its timeout (a BaseException)."},
+    /* A warning, not a refusal: not a SandBoxError either. */
+    {SB_EXC_CONTEXT_WARNING, "SandboxContextWarning", &PyExc_Warning, false,
+     "A namespace handed to eval()/exec() holds something the evaluated code can reach "
+     "beyond its eval-* rules (a module, a capability builtin, a callable)."},
 };
 
 static PyObject *unpickling_error(void)

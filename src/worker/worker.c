@@ -15,8 +15,8 @@
 
 #include "exceptions.h"
 #include "frame.h"
-#include "guard.h"
-#include "learn.h"
+#include "guard-observer.h"
+#include "guard-runtime.h"
 #include "result-guard.h"
 #include "util.h"
 
@@ -655,24 +655,25 @@ static void reply_exception(void)
 	Py_XDECREF(etb);
 }
 
-/* Learning (spec section 6): whether remote-result-mode=data-only would
- * have accepted this result, decided by the parent's own prescan. A result
- * that objects mode refuses too (the denylist, a budget) is not charged to
- * either mode: no learned line would make it pass. */
-static void learn_result(PyObject *data)
+/* For the observer (learning, spec section 6): whether
+ * remote-result-mode=data-only would have accepted this result, decided by
+ * the parent's own prescan. A result that objects mode refuses too (the
+ * denylist, a budget) is not charged to either mode: no learned line would
+ * make it pass. */
+static void note_result(PyObject *data)
 {
 	const char *p = PyBytes_AS_STRING(data);
 	size_t len = (size_t)PyBytes_GET_SIZE(data);
 	char what[256], err[256];
 
 	if (sb_result_data_only_check(p, len, what, sizeof(what)) == 0) {
-		sb_learn_result(NULL);
+		sb_guard_note_result(NULL);
 		return;
 	}
 	if (sb_result_prescan(p, len,
 			      srv.result_guard ? SB_CHANNEL_OBJECTS : SB_CHANNEL_OBJECTS_NOGUARD,
 			      NULL, err, sizeof(err)) == 0)
-		sb_learn_result(what);
+		sb_guard_note_result(what);
 }
 
 static void reply_value(PyObject *result, const char *what)
@@ -705,8 +706,8 @@ static void reply_value(PyObject *result, const char *what)
 			le[i] = (unsigned char)(size >> (8 * i));
 		send_frame(SB_FRAME_TOO_BIG, le, sizeof(le));
 	} else {
-		if (sb_learn_active())
-			learn_result(data);
+		if (sb_guard_observes_results())
+			note_result(data);
 		send_pickled(SB_FRAME_VALUE, data);
 	}
 	Py_DECREF(data);
@@ -781,11 +782,12 @@ static int send_ready(const struct sb_profile *profile, const char *provider)
 	int n;
 
 	/* Sent before any code of the program runs here, so what it says about
-	 * the result channel cannot have been forged by that code. Learning
-	 * records and allows (spec section 6): the parent decodes in objects
-	 * mode so that a result data-only would refuse still comes back, and
-	 * learning writes the mode the results needed. Only while learning. */
-	bool objects = profile->result_mode == SB_RESULT_OBJECTS || sb_learn_active();
+	 * the result channel cannot have been forged by that code. An observer
+	 * of results (learning, spec section 6) records and allows: the parent
+	 * decodes in objects mode so that a result data-only would refuse
+	 * still comes back, and learning writes the mode the results needed.
+	 * Only while observed. */
+	bool objects = profile->result_mode == SB_RESULT_OBJECTS || sb_guard_observes_results();
 
 	srv.result_guard = profile->result_guard;
 	n = asprintf(&text, "mode=%s%cguard=%s%cprovider=%s%cpid=%d%c",

@@ -7,6 +7,7 @@
 
 #include "fuzz.h"
 #include "profile.h"
+#include "provider.h"
 
 static const char *no_env(const char *name _unused_, void *userdata _unused_)
 {
@@ -31,8 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    .path = path, .getenv = no_env, .cwd = dir, .home = dir, .max_include_depth = 4};
 	r = sb_profile_load(&opts, &p, &diags);
 	/* As the launcher does: a profile with syntax errors is checked too. */
-	if ((r >= 0 || r == -EINVAL) && p)
-		(void)sb_profile_check(p, &opts, &diags);
+	if ((r >= 0 || r == -EINVAL) && p) {
+		r = sb_profile_check(p, &opts, &diags);
+		if (r >= 0 || r == -EINVAL)
+			(void)sb_provider_check_params(p, &diags);
+	}
 	sb_diags_sort(&diags);
 	sb_diags_done(&diags);
 	unlink(path);

@@ -33,6 +33,11 @@ EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "load: a long load test (scripts/test.sh runs it once, "
+                            "on the installed build)")
+
+
 def _landlock_abi():
     """The running kernel's Landlock ABI (0 when it has none)."""
     import ctypes

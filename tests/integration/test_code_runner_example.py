@@ -68,8 +68,10 @@ def test_explain_shows_the_strict_boundary(sb, example):
     assert "#   TCP bind: refused on every port" in out
     assert "#   TCP connect: refused on every port" in out
     assert "AF_UNIX refused (needs an expose-rw rule and py-sandbox=true); AF_INET/AF_INET6 refused" in out
-    assert "#   seccomp: execve, execveat refused (python-api does not grant process-exec)" \
-        in out
+    assert ("#   seccomp refuses (needs python-api=ALLOW:process-exec), running programs: "
+            "execve, execveat") in out
+    assert ("#   seccomp refuses (needs an expose-rw rule), changing modes, owners, times, "
+            "extended attributes: chmod,") in out
     assert "#   timeout: 10000 ms" in out
 
 

@@ -9,6 +9,7 @@ from conftest import EXIT_CONFIG, LANDLOCK_ABI
 GUARD = "[Python guard (C audit hook)]"
 LAUNCHER = "[launcher: environment built before the interpreter starts]"
 PENDING = "[parsed and validated; NOT enforced by this version]"
+EVAL_GUARD = "[eval guard: checked and rewritten in C, budgets at run time]"
 
 
 def explain(sb, *args, env=None, term=None, stderr=""):
@@ -105,9 +106,13 @@ def test_eval_rules_are_shown_in_profile_syntax(sb):
     p = sb.profile("os-sandbox=none\neval-syntax=arith\neval-namespace=closed\n"
                    "eval-timeout=2s\n")
     out = explain(sb)
-    assert rule(out, "eval-syntax=arith") == (f"{p}:2", PENDING)
-    assert rule(out, "eval-namespace=closed") == (f"{p}:3", PENDING)
+    assert rule(out, "eval-syntax=arith") == (f"{p}:2", EVAL_GUARD)
+    assert rule(out, "eval-namespace=closed") == (f"{p}:3", EVAL_GUARD)
     assert any(rule_exists(out, f"eval-timeout={v}") for v in ("2s", "2000ms", "2")), out
+    # The eval guard is a part of the Python guard.
+    p = sb.profile("os-sandbox=none\npy-sandbox=false\neval-syntax=arith\n")
+    out = explain(sb)
+    assert rule(out, "eval-syntax=arith") == (f"{p}:3", "[not enforced: py-sandbox=false]")
 
 
 def rule_exists(out, text):
@@ -137,3 +142,36 @@ def test_partial_mode_keys_name_the_result_guard(sb):
         "default", "[partial mode: the caller's result guard]")
     origin, layer = rule(out, "port=8000")
     assert origin == f"{p}:3" and "socketpair" in layer and "NOT enforced" not in layer
+
+
+def test_learning_shows_the_profiles_provider_and_the_one_in_use(sb):
+    """Learning runs under subprocess; the profile's own os-sandbox line is shown
+    as written (it used to read os-sandbox=subprocess, cited at a line that says
+    landlock)."""
+    p = sb.profile("os-sandbox=landlock\npython-import=json\n")
+    marker = sb.path("MARK")
+    s = sb.script(f"open({str(marker)!r}, 'w')\n")
+    r = sb.run("--learn=learned.prof", "--explain", s)
+    assert r.returncode == 0, r
+    assert "LEARNING MODE" in r.stderr
+    assert not marker.exists()
+    out = r.stdout
+    assert rule(out, "os-sandbox=landlock") == (
+        f"{p}:1", "[none: the Python guard only (no kernel boundary)]")
+    assert "#   os-sandbox=landlock does not apply while learning\n" in out
+    assert "#   provider in use: subprocess\n" in out
+    assert "#   no Landlock ruleset with this provider\n" in out
+
+
+def test_provider_parameters_are_checked(sb):
+    """Each provider checks its own parameters, whichever provider is in use."""
+    sb.profile("os-sandbox=none\nqemu.memry=2048\n")
+    r = sb.run("--explain", "-c", "pass")
+    assert r.returncode == EXIT_CONFIG, r
+    assert "Unknown qemu parameter 'memry', closest known parameter is 'memory'" in r.stderr
+
+    sb.profile("os-sandbox=none\nbwrap.share_net=yes\nqemu.memory=4096\n")
+    r = sb.run("--explain", "-c", "pass")
+    assert r.returncode == 0, r
+    assert "bwrap.share_net is passed to bwrap as it is: did you mean bwrap.share-net?" in r.stderr
+    assert rule(r.stdout, "qemu.memory=4096")[1] == PENDING

@@ -313,15 +313,14 @@ def test_whole_category_becomes_one_line(sb):
     assert r.returncode == 0, r
 
 
-def test_eval_is_learned_as_dynamic_code(sb):
-    # No eval-* layer in this version: eval of a string is the python-api
-    # dynamic-code category (eval, and the compile and exec it goes through).
+def test_eval_is_learned_as_eval_rules(sb):
+    # eval of a string is learned as the eval-* rules it needs (the eval
+    # layer replays it guarded), not as the python-api dynamic-code grant.
     s = sb.script("print(eval('40 + 2'))\n")
     r = sb.run("--learn", s)
     assert r.returncode == 0 and "42" in r.stdout, r
-    assert block(sb.path(".py-sandboxes"), "learning_guard_api")[1:] == [
-        "python-api=ALLOW:dynamic-code"]
-    assert block(sb.path(".py-sandboxes"), "learning_guard_eval") == []
+    assert block(sb.path(".py-sandboxes"), "learning_guard_api") == []
+    assert block(sb.path(".py-sandboxes"), "learning_guard_eval")[1:] == ["eval-syntax=BinOp"]
     r = sb.run(s)
     assert r.returncode == 0 and "42" in r.stdout, r
 
@@ -602,3 +601,33 @@ def test_repl_banner_says_learning(sb):
     assert "API calls are LEARNED and saved in './.py-sandboxes'" in proc.stdout, proc
     assert "42" in proc.stdout
     assert sb.path(".py-sandboxes").exists()
+
+
+def test_native_syscalls_outside_the_allowlist_are_noted_and_refused(sb):
+    """A call no rule allows (sethostname, modify_ldt) is refused while
+    learning, as it will be without learning, and named in a note; a process
+    started from native code (no Python-level fork for the guard to see)
+    learns the rule that allows it."""
+    s = sb.script('''\
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        print("sethostname", libc.syscall(170, b"x", 1), ctypes.get_errno())
+        print("modify_ldt", libc.syscall(154, 0, None, 0), ctypes.get_errno())
+        pid = libc.syscall(57)  # SYS_fork, not os.fork()
+        if pid == 0:
+            libc.syscall(60, 0)  # SYS_exit
+        os.waitpid(pid, 0)
+        print("forked", pid > 0)
+        ''')
+    r = sb.run("--learn", s)
+    assert r.returncode == 0, r
+    assert r.stdout == "sethostname -1 1\nmodify_ldt -1 1\nforked True\n", r
+    api = block(sb.path(".py-sandboxes"), "learning_guard_api")
+    assert "python-api=ALLOW:process-exec" in api, api
+    for name in ("sethostname", "modify_ldt"):
+        assert (f"# '{name}' was called by native code: the kernel boundary (seccomp) "
+                "refuses it, no rule allows it") in api, api
+    # Replayed with the learned rules, the same program runs the same way.
+    r = sb.run(s)
+    assert (r.returncode, r.stdout) == (0, "sethostname -1 1\nmodify_ldt -1 1\nforked True\n"), r

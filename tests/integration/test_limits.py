@@ -5,12 +5,15 @@ os-sandbox=landlock with py-sandbox=false so that only the kernel acts."""
 
 import errno
 import os
+import re
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import EXIT_CONFIG, EXIT_TIMEOUT, needs_landlock, not_under_asan
+from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, SANITIZER_ENV, needs_landlock,
+                      not_under_asan)
 
 pytestmark = needs_landlock
 
@@ -52,9 +55,8 @@ def test_memory_limit_is_a_hard_limit(box):
             print("raise refused")
         ''')
     assert r.stdout.splitlines()[0] == "(200000000, 200000000)", r
-    if os.geteuid() != 0:
-        # Root keeps CAP_SYS_RESOURCE (documented: no limit binds root).
-        assert r.stdout.splitlines()[1] == "raise refused", r
+    # Root too: the program has no CAP_SYS_RESOURCE left to raise it with.
+    assert r.stdout.splitlines()[1] == "raise refused", r
 
 
 def test_cpu_limit_kills_a_busy_loop(box):
@@ -266,3 +268,139 @@ def test_explain_lists_the_limits(sb):
                  "#   limit-file-size: 10000 bytes", "#   limit-open-files: 32",
                  "#   timeout: 1500 ms"):
         assert line in out, out
+
+
+# --------------------------------------------------------------------------
+# limit-output (issue 12, finding 7)
+
+EXIT_OUTPUT = 125
+
+
+def test_output_limit_kills_at_the_first_byte_past_it(box):
+    """stdout and stderr together; what is past the limit is not copied, the
+    program and its children are killed, status 125."""
+    rw = box.path("rw")
+    t0 = time.monotonic()
+    r = run(box, "limit-output=1000\npython-api=ALLOW:process-exec\n", f'''
+        import os, sys, time
+        sys.stdout.write("a" * 600)
+        sys.stdout.flush()
+        sys.stderr.write("b" * 300)
+        sys.stderr.flush()
+        if os.fork() == 0:           # a child's output counts too
+            os.write(1, b"c" * 500)
+            time.sleep(30)
+            os._exit(0)
+        time.sleep(2)
+        open({str(rw / "AFTER")!r}, "w").write("the program ran on")
+        ''')
+    assert r.returncode == EXIT_OUTPUT, r
+    assert ("python-sb: limit-output=1000B exceeded: the program and every process it "
+            "started were killed") in r.stderr, r
+    assert r.stdout.startswith("a" * 600) and set(r.stdout[600:]) <= {"c"}, r
+    # Which pipe the supervisor read first is up to poll(): exactly 1000
+    # bytes were copied, whatever their order.
+    b_run = max(len(run_) for run_ in re.findall("b{2,}|$", r.stderr))
+    assert len(r.stdout) + b_run == 1000, r
+    assert time.monotonic() - t0 < 5
+    assert not (rw / "AFTER").exists()
+
+
+def test_output_within_the_limit_is_copied_whole_and_in_order(box):
+    """Under the limit nothing changes but that stdout and stderr are pipes:
+    the status is the program's, and stdout and stderr going to one file
+    (2>&1) go through one pipe, so their order is kept."""
+    box.profile(BASE + "limit-output=1MB\n")
+    s = box.script('''
+        import sys
+        for i in range(200):
+            print("out", i, flush=True)
+            print("err", i, file=sys.stderr, flush=True)
+        sys.exit(7)
+        ''')
+    proc = subprocess.run([box.binary, str(s)], cwd=box.root, env={**box.env(), **SANITIZER_ENV},
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=30, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 7, proc
+    want = "".join(f"out {i}\nerr {i}\n" for i in range(200))
+    assert proc.stdout == want, proc.stdout[:300]
+
+
+def test_output_limit_as_nobody_with_a_timeout(sb_nobody):
+    sb = sb_nobody
+    sb.mkdir("rw")
+    r = sb.run_code(BASE + "limit-output=10KB\ntimeout=20s\n", '''
+        while True:
+            print("y" * 99)
+        ''')
+    assert r.returncode == EXIT_OUTPUT, r
+    assert len(r.stdout) == 10000 and "limit-output=10000B exceeded" in r.stderr, r
+
+
+def test_output_limit_keeps_a_closed_reader_an_epipe(box):
+    """The caller's reader goes away: the program gets EPIPE as it would have,
+    and the supervisor is not killed by SIGPIPE."""
+    box.profile(BASE + "limit-output=1MB\n")
+    s = box.script('''
+        import sys, time
+        try:
+            for i in range(100000):
+                print("z" * 100, flush=True)
+        except BrokenPipeError:
+            sys.stderr.write("EPIPE\\n")
+            sys.stderr.flush()
+            sys.stdout = None
+            sys.exit(4)
+        ''')
+    p = subprocess.Popen([box.binary, str(s)], cwd=box.root,
+                         env={**box.env(), **SANITIZER_ENV}, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    p.stdout.read(1000)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=30) == 4, err
+    assert "EPIPE" in err, err
+
+
+def test_explain_says_which_mechanism_holds_which_limit(sb):
+    sb.profile("os-sandbox=landlock\nlimit-memory=1GB\nlimit-output=1MB\n")
+    out = sb.run("--explain", "-c", "pass").stdout
+    assert "#   limit-output: 1000000 bytes" in out, out
+    assert "#   limit-output holds by: the supervisor counts" in out, out
+    assert "#   limit-memory holds by: RLIMIT_AS (each process's address space)" in out, out
+    assert "memfd_create and System V shared memory refused by seccomp" in out, out
+
+
+def _memory_cgroup():
+    """Whether python-sb can make a cgroup v2 with memory.max here."""
+    try:
+        line = [l for l in open("/proc/self/cgroup").read().splitlines()
+                if l.startswith("0::")][0]
+        for m in open("/proc/self/mountinfo").read().splitlines():
+            if " - cgroup2 " in m:
+                mnt = m.split()[4]
+                ctl = open(os.path.join(mnt, line[3:].lstrip("/"), "cgroup.subtree_control"))
+                return "memory" in ctl.read().split()
+    except (OSError, IndexError):
+        pass
+    return False
+
+
+@pytest.mark.skipif(not _memory_cgroup(), reason="no cgroup v2 memory controller is delegated "
+                    "to this process's children: RLIMIT_AS is the only memory bound here")
+def test_memory_limit_holds_for_the_whole_tree_with_a_cgroup(box):
+    """Where a cgroup can be made, memory the address space does not show
+    (a tmpfs file: the pages of /dev/shm or of an expose-rw in tmpfs) counts,
+    and the kernel kills the tree at the limit."""
+    r = run(box, "limit-memory=300MB\n", '''
+        import os
+        print(open("/proc/self/cgroup").read().strip().rsplit("/", 1)[-1], flush=True)
+        with open("/dev/null") as f:
+            pass
+        r, w = os.pipe()
+        chunks = []
+        while True:
+            chunks.append(bytearray(50 * 1000 * 1000))
+        ''')
+    assert r.stdout.startswith("python-sb."), r
+    assert "limit-memory=300000000B exceeded" in r.stderr or r.returncode != 0, r

@@ -3,9 +3,12 @@
 providers not built yet fail closed when named; unknown names are profile
 errors."""
 
+import shutil
+import subprocess
+
 import pytest
 
-from conftest import EXIT_CONFIG, LANDLOCK_ABI, needs_landlock
+from conftest import EXIT_CONFIG, LANDLOCK_ABI, SANITIZER_ENV, TIMEOUT, needs_landlock
 
 CODE = "import os\nprint('RAN')\n"
 
@@ -102,3 +105,31 @@ def test_os_sandbox_env_default_pattern(sb):
     assert (r.returncode, r.stdout) == (0, "AUTO\n"), r
     r = sb.run("-c", "print('NO')", env={"OS_SANDBOX": "bwrap"})
     assert r.returncode == EXIT_CONFIG and "os-sandbox=bwrap cannot be applied" in r.stderr, r
+
+
+BANNERS = {
+    # py-sandbox=false: only the provider limits anything (it printed
+    # "of type (null)" for none and subprocess).
+    ("false", "none"): "APIs are LIMITED only by the os-sandbox of type none\n",
+    ("false", "subprocess"): "APIs are LIMITED only by the os-sandbox of type subprocess\n",
+    ("false", "landlock"): "APIs are LIMITED only by the os-sandbox of type landlock\n",
+    # The provider is named when its kernel enforces rules of the profile.
+    ("true", "subprocess"): "APIs are LIMITED according to the rules in '{rules}'\n",
+    ("true", "landlock"): ("APIs are LIMITED according to the rules in '{rules}' "
+                           "and by the os-sandbox=landlock\n"),
+}
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="script(1) is needed for a terminal")
+@pytest.mark.parametrize("py_sandbox,provider", list(BANNERS))
+def test_repl_banner_names_the_provider(sb, py_sandbox, provider):
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    rules = sb.profile(f"os-sandbox={provider}\npy-sandbox={py_sandbox}\n")
+    proc = subprocess.run(["script", "-qec", sb.binary, "/dev/null"], cwd=sb.root,
+                          env=dict(sb.env(), **SANITIZER_ENV), input="print(6*7)\nexit()\n",
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    out = proc.stdout.replace("\r\n", "\n")
+    assert BANNERS[py_sandbox, provider].format(rules=rules) in out, proc
+    assert "(null)" not in out
+    assert "42" in out

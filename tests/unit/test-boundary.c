@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* From a profile to the kernel policy: which paths Landlock grants, which TCP
- * ports, what seccomp allows. Pure: nothing is applied here. */
+ * ports, what seccomp allows. Pure: nothing is applied here (a wrapper's boundary
+ * is refused before its first step). */
+#include <sys/resource.h>
+
 #include "boundary.h"
+#include "provider.h"
 #include "fake-env.h"
 #include "tap.h"
 
@@ -52,8 +56,9 @@ static void test_grants(void)
 
 	if (!tap_ok(p != NULL, "profile loads"))
 		return;
-	TAP_IS_INT(sb_boundary_build(p, SB_OS_LANDLOCK, &interp, &b), 0, "build");
-	tap_ok(b.use_landlock && b.use_seccomp, "landlock provider: Landlock and seccomp");
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_landlock, &interp, SB_MODE_ENFORCE, &b), 0,
+		   "build");
+	tap_ok(b.n_paths > 0 && b.use_seccomp, "landlock provider: Landlock and seccomp");
 	e = find(&b, "/tmp");
 	tap_ok(e && e->writable && !e->optional, "expose-rw: writable, required");
 	e = find(&b, "/usr");
@@ -84,7 +89,8 @@ static void test_network(void)
 
 	if (!tap_ok(p != NULL, "net profile loads"))
 		return;
-	TAP_IS_INT(sb_boundary_build(p, SB_OS_LANDLOCK, NULL, &b), 0, "build");
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_landlock, NULL, SB_MODE_ENFORCE, &b), 0,
+		   "build");
 	tap_ok(b.restrict_connect && b.n_connect_ports == 2 && b.connect_ports[0] == 8080 &&
 		   b.connect_ports[1] == 8443,
 	       "connect ports from OUT rules");
@@ -96,21 +102,22 @@ static void test_network(void)
 	{
 		_cleanup_free_ char *err = NULL;
 
-		TAP_IS_INT(sb_boundary_check_abi(&b, 3, &err), -EOPNOTSUPP,
+		TAP_IS_INT(sb_provider_landlock_check_abi(&b, 3, &err), -EOPNOTSUPP,
 			   "ABI 3 cannot filter the ports this profile allows: fail closed");
 		tap_ok(err && strstr(err, "ABI 4"), "the message names the ABI needed");
 	}
-	TAP_IS_INT(sb_boundary_check_abi(&b, 4, NULL), 0, "ABI 4 can");
+	TAP_IS_INT(sb_provider_landlock_check_abi(&b, 4, NULL), 0, "ABI 4 can");
 	sb_boundary_done(&b);
 
 	p = sb_profile_free(p);
 	p = load("net=ALLOW|tcp|*|*|OUT\n");
 	if (!tap_ok(p != NULL, "all-ports profile loads"))
 		return;
-	TAP_IS_INT(sb_boundary_build(p, SB_OS_LANDLOCK, NULL, &b), 0, "build");
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_landlock, NULL, SB_MODE_ENFORCE, &b), 0,
+		   "build");
 	tap_ok(!b.restrict_connect, "every port allowed: connect left unrestricted");
 	tap_ok(b.restrict_bind && b.n_bind_ports == 0, "bind still refused everywhere");
-	TAP_IS_INT(sb_boundary_check_abi(&b, 3, NULL), 0,
+	TAP_IS_INT(sb_provider_landlock_check_abi(&b, 3, NULL), 0,
 		   "nothing to filter by port: an old ABI is enough");
 	sb_boundary_done(&b);
 }
@@ -123,17 +130,66 @@ static void test_providers_and_api(void)
 
 	if (!tap_ok(p != NULL, "api profile loads"))
 		return;
-	TAP_IS_INT(sb_boundary_build(p, SB_OS_SUBPROCESS, NULL, &b), 0, "build subprocess");
-	tap_ok(!b.use_landlock && b.use_seccomp && b.n_paths == 0,
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_subprocess, NULL, SB_MODE_ENFORCE, &b), 0,
+		   "build subprocess");
+	tap_ok(b.use_seccomp && b.n_paths == 0 && !b.restrict_bind && !b.restrict_connect,
 	       "subprocess: seccomp without Landlock");
 	tap_ok(b.seccomp.allow_exec && b.seccomp.allow_fork, "process-exec granted: fork/exec");
 	TAP_IS_INT(b.limits.cpu_ms, 2000, "limits copied");
 	TAP_IS_INT(b.limits.timeout_ms, 5000, "timeout copied");
-	TAP_IS_INT(sb_boundary_check_abi(&b, 0, NULL), 0, "no Landlock needed");
 	sb_boundary_done(&b);
-	TAP_IS_INT(sb_boundary_build(p, SB_OS_NONE, NULL, &b), 0, "build none");
-	tap_ok(!b.use_landlock && !b.use_seccomp, "none: no seccomp");
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_none, NULL, SB_MODE_ENFORCE, &b), 0,
+		   "build none");
+	tap_ok(b.n_paths == 0 && !b.use_seccomp, "none: no seccomp");
 	TAP_IS_INT(b.limits.cpu_ms, 2000, "none still has the limits");
+	sb_boundary_done(&b);
+}
+
+/* Learning is an input of the build: the same profile, the seccomp filter of
+ * learning (nothing the guard records refused), the limits unchanged. */
+static void test_learning_mode(void)
+{
+	_cleanup_(sb_profile_freep) struct sb_profile *p = load("limit-cpu=2s\n");
+	struct sb_boundary b;
+
+	if (!tap_ok(p != NULL, "learning profile loads"))
+		return;
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_subprocess, NULL, SB_MODE_ENFORCE, &b), 0,
+		   "build, enforced");
+	tap_ok(!b.seccomp.allow_inet && !b.seccomp.allow_unix_socket && !b.seccomp.allow_exec &&
+		   !b.seccomp.allow_fork,
+	       "enforced: no socket, no fork/exec without a rule");
+	sb_boundary_done(&b);
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_subprocess, NULL, SB_MODE_LEARN, &b), 0,
+		   "build, learning");
+	tap_ok(b.use_seccomp && b.seccomp.allow_inet && b.seccomp.allow_udp &&
+		   b.seccomp.allow_unix_socket && b.seccomp.allow_exec && b.seccomp.allow_fork,
+	       "learning: the filter refuses nothing the guard would record");
+	TAP_IS_INT(b.limits.cpu_ms, 2000, "learning keeps the limits");
+	tap_ok(p->os_sandbox == SB_OS_UNSET, "the profile is not rewritten");
+	sb_boundary_done(&b);
+}
+
+/* A wrapper provider confines the program it runs: until the launcher runs
+ * one, entering its boundary in this process must fail before any step. */
+static void test_wrapper_fails_closed(void)
+{
+	_cleanup_(sb_profile_freep) struct sb_profile *p = load("limit-open-files=3\n");
+	_cleanup_strv_free_ char **warnings = NULL;
+	_cleanup_free_ char *err = NULL;
+	struct rlimit before, after;
+	struct sb_boundary b;
+
+	if (!tap_ok(p != NULL, "wrapper profile loads"))
+		return;
+	TAP_IS_INT(sb_boundary_build(p, &sb_provider_bwrap, NULL, SB_MODE_ENFORCE, &b), 0,
+		   "build bwrap");
+	getrlimit(RLIMIT_NOFILE, &before);
+	TAP_IS_INT(sb_boundary_enter(&b, &warnings, &err), -EOPNOTSUPP,
+		   "entering a wrapper's boundary here is refused");
+	getrlimit(RLIMIT_NOFILE, &after);
+	tap_ok(err && strstr(err, "os-sandbox=bwrap"), "the message names the provider");
+	tap_ok(before.rlim_cur == after.rlim_cur, "nothing was applied");
 	sb_boundary_done(&b);
 }
 
@@ -142,5 +198,7 @@ int main(void)
 	test_grants();
 	test_network();
 	test_providers_and_api();
+	test_learning_mode();
+	test_wrapper_fails_closed();
 	return tap_done();
 }

@@ -12,7 +12,7 @@ static char *host[] = {
 
 /* Builds the environment for a profile made of the given lines (written to a
  * temporary file) and returns it joined with ' ' in sorted order. */
-static char *env_for(const char *profile_text)
+static char *env_for(const char *profile_text, enum sb_rules_mode mode)
 {
 	char path[] = "/tmp/sb-env-test-XXXXXX";
 	int fd = mkstemp(path);
@@ -37,7 +37,7 @@ static char *env_for(const char *profile_text)
 		return strdup("(error)");
 	}
 	sb_diags_done(&diags);
-	if (sb_env_build(p, host, &envp) < 0)
+	if (sb_env_build(p, host, mode, &envp) < 0)
 		return NULL;
 	n = sb_strv_length(envp);
 	for (size_t i = 0; i < n; i++)
@@ -84,12 +84,38 @@ static const struct {
     {"env=X=${SECRET}\n", "TERM=xterm X=s3cret", "forward under another name"},
 };
 
+/* Learning: the whole host environment, the rules' values on top (an unenv=
+ * removes from what the rules give, not from the host's). */
+static const struct {
+	const char *profile;
+	const char *env;
+	const char *name;
+} learn_cases[] = {
+    {"",
+     "API_EMPTY= API_KEY=k API_URL=u HOME=/root LANG=C.UTF-8 PATH=/usr/bin SECRET=s3cret "
+     "TERM=xterm USER=root",
+     "learning: the whole host environment"},
+    {"env=HOME=/tmp\nenv=NEW=1\n",
+     "API_EMPTY= API_KEY=k API_URL=u HOME=/tmp LANG=C.UTF-8 NEW=1 PATH=/usr/bin SECRET=s3cret "
+     "TERM=xterm USER=root",
+     "learning: a rule's value replaces the host's, a new name is added"},
+    {"unenv=SECRET\n",
+     "API_EMPTY= API_KEY=k API_URL=u HOME=/root LANG=C.UTF-8 PATH=/usr/bin SECRET=s3cret "
+     "TERM=xterm USER=root",
+     "learning: unenv= does not hide a host variable"},
+};
+
 int main(void)
 {
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-		_cleanup_free_ char *got = env_for(cases[i].profile);
+		_cleanup_free_ char *got = env_for(cases[i].profile, SB_MODE_ENFORCE);
 
 		TAP_IS_STR(got, cases[i].env, cases[i].name);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(learn_cases); i++) {
+		_cleanup_free_ char *got = env_for(learn_cases[i].profile, SB_MODE_LEARN);
+
+		TAP_IS_STR(got, learn_cases[i].env, learn_cases[i].name);
 	}
 	return tap_done();
 }

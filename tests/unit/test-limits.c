@@ -353,7 +353,7 @@ static void test_cpu(void)
 {
 	struct outcome o;
 
-	run_case(case_cpu, NULL, NULL, 8000, &o);
+	run_case(case_cpu, NULL, NULL, 60000, &o);
 	/* soft == hard: the kernel sends SIGKILL at the hard limit (SIGXCPU
 	 * only comes first when the soft limit is lower). */
 	tap_ok(!o.guard_hit && (killed_by(o.status, SIGXCPU) || killed_by(o.status, SIGKILL)),
@@ -362,8 +362,8 @@ static void test_cpu(void)
 	tap_ok(o.cpu_ms >= 900 && o.cpu_ms < 2000,
 	       "limit-cpu=1s: ... after about 1 s of CPU time (%llu ms)",
 	       (unsigned long long)o.cpu_ms);
-	tap_ok(o.elapsed_ms < 4000, "limit-cpu=1s: ... within 4 s of wall time (%llu ms)",
-	       (unsigned long long)o.elapsed_ms);
+	/* No bound on wall time: on a loaded machine 1 s of CPU takes many
+	 * seconds of it (the guard of run_case() catches a hang). */
 }
 
 static void case_semantics(struct result *res, _unused_ void *userdata)

@@ -123,8 +123,8 @@ static bool decide(const struct fixture *f, unsigned kind, const char *ip, unsig
 
 	if (sb_net_addr_parse(ip, &a) < 0)
 		abort();
-	ok = sb_net_policy_decide(f->policy, kind, a.family, a.bytes, (uint16_t)port, direction,
-				  &rule);
+	ok = sb_net_policy_decide_all(f->policy, kind, &a, 1, (uint16_t)port, direction, &rule,
+				      NULL);
 	if (rule_text)
 		*rule_text = rule ? rule->text : "default";
 	return ok;
@@ -409,7 +409,7 @@ static void test_resolution(void)
 		rule.origin = (struct sb_origin){.file = SB_ORIGIN_CLI, .line = 0};
 		sb_net_addr_parse("127.0.0.1", &a);
 		tap_ok(sb_net_policy_build(&rule, 1, NULL, &p, NULL, &err) == 0 && p &&
-			   !sb_net_policy_decide(p, TCP, AF_INET, a.bytes, 1, OUT, &why) && why &&
+			   !sb_net_policy_decide_all(p, TCP, &a, 1, 1, OUT, &why, NULL) && why &&
 			   streq(why->file, SB_ORIGIN_CLI) && why->line == 0,
 		       "a command-line rule keeps its origin");
 		sb_net_policy_free(p);
@@ -433,7 +433,7 @@ static void test_addresses(void)
 	sb_net_addr_parse("2001:db8::1", &a);
 	sb_net_addr_format(&a, false, text, sizeof(text));
 	tap_ok(streq(text, "2001:db8::1"), "IPv6 without brackets when not asked");
-	tap_ok(!sb_net_policy_decide(NULL, TCP, AF_INET, a.bytes, 80, OUT, NULL),
+	tap_ok(!sb_net_policy_decide_all(NULL, TCP, &a, 1, 80, OUT, NULL, NULL),
 	       "no policy allows nothing");
 }
 

@@ -7,6 +7,7 @@
 #include <libgen.h>
 
 #include "profile.h"
+#include "provider.h"
 #include "fake-env.h"
 #include "tap.h"
 
@@ -93,6 +94,8 @@ static void run_file(const char *dir, const char *name, bool valid, const char *
 	r = sb_profile_load(&opts, &p, &diags);
 	if (r >= 0 || r == -EINVAL)
 		r = sb_profile_check(p, &opts, &diags) < 0 && r >= 0 ? -EINVAL : r;
+	if (r >= 0 || r == -EINVAL)
+		r = sb_provider_check_params(p, &diags) < 0 && r >= 0 ? -EINVAL : r;
 	sb_diags_sort(&diags);
 
 	for (size_t i = 0; i < diags.n; i++) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "profile.h"
+#include "profile-keys.h"
 #include "landlock.h"
 #include "provider.h"
 #include "fake-env.h"
@@ -64,19 +65,30 @@ static void done(struct result *res)
 	free(res->path);
 }
 
-/* True when some error (not warning) at line `line` of a file whose name ends
- * with `file` contains `text`. */
-static bool has_error(const struct result *res, const char *file, unsigned line, const char *text)
+static bool has_diag(const struct result *res, bool warning, const char *file, unsigned line,
+		     const char *text)
 {
 	for (size_t i = 0; i < res->d.n; i++) {
 		const struct sb_diag *d = &res->d.items[i];
 		size_t fl = strlen(d->file), nl = strlen(file);
 
-		if (!d->warning && d->line == line && fl >= nl && streq(d->file + fl - nl, file) &&
-		    strstr(d->message, text))
+		if (d->warning == warning && d->line == line && fl >= nl &&
+		    streq(d->file + fl - nl, file) && strstr(d->message, text))
 			return true;
 	}
 	return false;
+}
+
+/* True when some error (not warning) at line `line` of a file whose name ends
+ * with `file` contains `text`. */
+static bool has_error(const struct result *res, const char *file, unsigned line, const char *text)
+{
+	return has_diag(res, false, file, line, text);
+}
+
+static bool has_warning(const struct result *res, const char *file, unsigned line, const char *text)
+{
+	return has_diag(res, true, file, line, text);
 }
 
 static void test_includes(void)
@@ -142,6 +154,35 @@ static void test_scalars_and_cli(void)
 	load(&res, "cli/main.prof", cli_twice);
 	tap_ok(has_error(&res, SB_ORIGIN_CLI, 2, "Multiple port parameters"),
 	       "a scalar twice on the command line is an error");
+	done(&res);
+}
+
+/* Every scalar key has a name (limit-* and timeout had none), and the name
+ * finds the key's own row of the key table, as a scalar (once per file). */
+static void test_scalar_key_names(void)
+{
+	struct result res;
+	char *cli_limits[] = {"limit-cpu=2s", "timeout=1m", NULL};
+
+	for (int k = 0; k < SB_SCALAR__N; k++) {
+		const char *name = sb_scalar_key_name((enum sb_scalar_key)k);
+		const struct sb_key_def *def = name ? sb_key_lookup(name) : NULL;
+
+		tap_ok(def && def->scalar == k, "scalar key %d is named (%s) and its row says so",
+		       k, name ? name : "NULL");
+	}
+	TAP_IS_STR(sb_scalar_key_name(SB_KEY_LIMIT_OPEN_FILES), "limit-open-files",
+		   "a limit key's name");
+	TAP_IS_STR(sb_scalar_key_name(SB_KEY_TIMEOUT), "timeout", "timeout's name");
+	tap_ok(sb_scalar_key_name(SB_SCALAR__N) == NULL, "past the end: NULL");
+
+	put("limits/main.prof", "limit-cpu=1s\ntimeout=5s\n");
+	load(&res, "limits/main.prof", cli_limits);
+	TAP_IS_INT(res.r, 0, "limits overridden on the command line");
+	TAP_IS_INT(res.p->limits.cpu_ms, 2000, "limit-cpu from the command line");
+	TAP_IS_INT(res.p->limits.timeout_ms, 60000, "timeout from the command line");
+	TAP_IS_STR(res.p->scalar_origin[SB_KEY_TIMEOUT].file, SB_ORIGIN_CLI,
+		   "a limit's origin is recorded");
 	done(&res);
 }
 
@@ -223,7 +264,8 @@ static void test_provider_select(void)
 	_cleanup_free_ char *note = NULL, *err = NULL;
 	bool warn = true, have_landlock = sb_landlock_abi() >= 0;
 
-	TAP_IS_INT(sb_provider_select(SB_OS_UNSET, &p, &note, &warn, &err), 0, "auto resolves");
+	TAP_IS_INT(sb_provider_select(SB_OS_UNSET, SB_MODE_ENFORCE, &p, &note, &warn, &err), 0,
+		   "auto resolves");
 	TAP_IS_STR(p ? p->name : NULL, have_landlock ? "landlock" : "subprocess",
 		   "auto is landlock where the kernel has it, else subprocess");
 	tap_ok(have_landlock ? note == NULL : (note && strstr(note, "landlock") && warn),
@@ -234,18 +276,112 @@ static void test_provider_select(void)
 		free(err);
 		err = NULL;
 		p = NULL;
-		tap_ok(sb_provider_select((enum sb_os_sandbox)id, &p, &note, &warn, &err) < 0 &&
+		tap_ok(sb_provider_select((enum sb_os_sandbox)id, SB_MODE_ENFORCE, &p, &note, &warn,
+					  &err) < 0 &&
 			   !p && err && strstr(err, "will not fall back"),
 		       "a named provider that is not available fails closed (%s)",
 		       sb_os_sandbox_name((enum sb_os_sandbox)id));
 	}
 	free(err);
 	err = NULL;
-	TAP_IS_INT(sb_provider_select(SB_OS_LANDLOCK, &p, &note, &warn, &err),
+	TAP_IS_INT(sb_provider_select(SB_OS_LANDLOCK, SB_MODE_ENFORCE, &p, &note, &warn, &err),
 		   have_landlock ? 0 : -ENOSYS, "landlock named: runs where the kernel has it");
-	TAP_IS_INT(sb_provider_select(SB_OS_NONE, &p, &note, &warn, &err), 0, "none runs");
-	TAP_IS_INT(sb_provider_select(SB_OS_SUBPROCESS, &p, &note, &warn, &err), 0,
+	TAP_IS_INT(sb_provider_select(SB_OS_NONE, SB_MODE_ENFORCE, &p, &note, &warn, &err), 0,
+		   "none runs");
+	TAP_IS_INT(sb_provider_select(SB_OS_SUBPROCESS, SB_MODE_ENFORCE, &p, &note, &warn, &err), 0,
 		   "subprocess runs");
+
+	/* Learning runs under subprocess whatever was asked, even a provider this
+	 * version does not have, and says so for --explain. */
+	free(note);
+	note = NULL;
+	free(err);
+	err = NULL;
+	p = NULL;
+	TAP_IS_INT(sb_provider_select(SB_OS_BWRAP, SB_MODE_LEARN, &p, &note, &warn, &err), 0,
+		   "learning: a named provider is not applied");
+	TAP_IS_STR(p ? p->name : NULL, "subprocess", "learning runs under subprocess");
+	tap_ok(note && strstr(note, "os-sandbox=bwrap does not apply while learning") && !warn,
+	       "learning: the note names what was asked, without a warning");
+	free(note);
+	note = NULL;
+	TAP_IS_INT(sb_provider_select(SB_OS_SUBPROCESS, SB_MODE_LEARN, &p, &note, &warn, &err), 0,
+		   "learning under subprocess");
+	tap_ok(note == NULL, "learning under the provider asked: no note");
+}
+
+/* The table: one provider per name of os-sandbox-list.h, in-process providers
+ * never wrap, wrappers have not been built yet (they must fail closed). */
+static void test_provider_table(void)
+{
+	tap_ok(sb_provider_get(SB_OS_UNSET) == NULL && sb_provider_get(SB_OS_AUTO) == NULL &&
+		   sb_provider_get(SB_OS__N) == NULL,
+	       "auto is not a provider");
+	for (int id = SB_OS_AUTO + 1; id < SB_OS__N; id++) {
+		const struct sb_provider *p = sb_provider_get((enum sb_os_sandbox)id);
+		_cleanup_free_ char *err = NULL;
+
+		tap_ok(p && streq(p->name, sb_os_sandbox_name((enum sb_os_sandbox)id)),
+		       "provider %d has the name of its line (%s)", id,
+		       sb_os_sandbox_name((enum sb_os_sandbox)id));
+		if (!p)
+			continue;
+		tap_ok(p->summary && p->probe, "%s: a summary and a probe", p->name);
+		if (p->flags & SB_PROVIDER_WRAPS_EXEC)
+			tap_ok(!p->prepare && !p->enter && p->probe(&err) == -EOPNOTSUPP,
+			       "%s: a wrapper, not in this version: fails closed", p->name);
+	}
+}
+
+/* <provider>.<key>: each provider checks its own, whichever is in use. */
+static void test_provider_params(void)
+{
+	struct result res;
+
+	put("params/ok.prof", "os-sandbox=subprocess\nqemu.memory=2G\nqemu.virtfs=off\n"
+			      "bwrap.share-net=yes\nbwrap.hostname=box\nunshare.uts=\n"
+			      "firejail.rlimit-as=600m\n");
+	load(&res, "params/ok.prof", NULL);
+	TAP_IS_INT(sb_provider_check_params(res.p, &res.d), 0,
+		   "documented and passed-through keys");
+	TAP_IS_INT(res.d.n, 0, "no diagnostic");
+	TAP_IS_INT(res.p->n_params, 6, "all stored");
+	TAP_IS_INT(res.p->params[0].os_sandbox, SB_OS_QEMU, "stored with their provider");
+	done(&res);
+
+	put("params/bad.prof", "qemu.memry=2048\nqemu.use_kvm=maybe\nqemu.memory=2GB\n"
+			       "bwrap.share_net=yes\nbwrap.--x=1\nlandlock.abi=3\nauto.x=1\n"
+			       "qemu.nothing-like-it=1\nqemu.virtfs=sometimes\n");
+	load(&res, "params/bad.prof", NULL);
+	TAP_IS_INT(sb_provider_check_params(res.p, &res.d), -EINVAL, "errors reported");
+	sb_diags_sort(&res.d);
+	tap_ok(has_error(&res, "bad.prof", 1,
+			 "Unknown qemu parameter 'memry', closest known parameter is 'memory'"),
+	       "qemu takes no unknown key: the closest known one is named");
+	tap_ok(has_error(&res, "bad.prof", 2,
+			 "Invalid qemu.use_kvm 'maybe': expected true, false, yes, no, on, off, 1 "
+			 "or 0"),
+	       "a boolean parameter");
+	tap_ok(has_warning(&res, "bad.prof", 3, "Invalid qemu.memory '2GB'") &&
+		   has_warning(&res, "bad.prof", 3, "the default 2048 applies") &&
+		   !has_error(&res, "bad.prof", 3, ""),
+	       "qemu.memory=2GB falls back to the default with a warning (spec section 8)");
+	tap_ok(has_warning(&res, "bad.prof", 4, "did you mean bwrap.share-net?") &&
+		   !has_error(&res, "bad.prof", 4, ""),
+	       "bwrap passes unknown keys through: a near miss is a warning");
+	tap_ok(has_error(&res, "bad.prof", 5, "Invalid bwrap parameter '--x'"),
+	       "a passed-through key must be an option name");
+	tap_ok(has_error(&res, "bad.prof", 6,
+			 "The landlock provider takes no parameters ('landlock.abi')"),
+	       "landlock takes none");
+	tap_ok(has_error(&res, "bad.prof", 7, "The auto provider takes no parameters"),
+	       "auto takes none");
+	tap_ok(has_error(&res, "bad.prof", 8, "Unknown qemu parameter 'nothing-like-it'"),
+	       "no close key: no suggestion");
+	tap_ok(has_error(&res, "bad.prof", 9,
+			 "Invalid qemu.virtfs 'sometimes': expected auto, on or off"),
+	       "a choice");
+	done(&res);
 }
 
 int main(void)
@@ -254,9 +390,12 @@ int main(void)
 		return tap_skip_all("cannot create a temporary directory");
 	test_includes();
 	test_scalars_and_cli();
+	test_scalar_key_names();
 	test_learn();
 	test_errors_collected();
 	test_provider_select();
+	test_provider_table();
+	test_provider_params();
 	{
 		_cleanup_free_ char *cmd = NULL;
 

@@ -2,6 +2,7 @@
 /* The programs compiled into python-sb at build time are exactly what
  * libseccomp builds now for the same policy: a stale table would load a
  * filter nobody reviewed. */
+#include <linux/filter.h>
 #include <sys/mman.h>
 
 #include "seccomp-filter.h"
@@ -34,6 +35,23 @@ int main(void)
 		       "(%u instructions)",
 		       key, policy.allow_inet, policy.allow_udp, policy.allow_unix_socket,
 		       policy.allow_exec, policy.allow_fork, prog->n_insns);
+		/* The pid placeholder only ever stands in a comparison the
+		 * loader patches, and every program has it (prlimit64, sched_*). */
+		{
+			const struct sock_filter *f = (const void *)prog->code;
+			size_t jeq = 0, elsewhere = 0;
+
+			for (size_t i = 0; i < prog->n_insns; i++)
+				if (f[i].k == SB_SECCOMP_SELF_PID) {
+					if (f[i].code == (BPF_JMP | BPF_JEQ | BPF_K))
+						jeq++;
+					else
+						elsewhere++;
+				}
+			tap_ok(jeq > 0 && elsewhere == 0,
+			       "key %u: the pid placeholder in %zu comparisons, %zu elsewhere", key,
+			       jeq, elsewhere);
+		}
 	}
 	return tap_done();
 }

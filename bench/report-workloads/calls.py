@@ -1,0 +1,6 @@
+# Call-heavy: 250k Python calls of a tiny recursive function.
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+print(fib(25))

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The files part's C wrappers (guard-files-wrap.c): where CPython 3.11
+ * raises no audit event (os.stat, lstat, access, readlink, statvfs,
+ * pathconf, chroot, mkfifo, mknod: gh-115322) or one without the dir_fd the
+ * path is relative to ("open" from os.open(dir_fd=)), a wrapper replaces the
+ * function in posix and os (_io.open in _io, io and builtins) and decides
+ * itself; every wrapper also turns a path-like or buffer argument into
+ * str/bytes once, before the original sees it. */
+
+/* After initialisation, before the program: installs them. 0, or -1 with
+ * an exception. */
+int sb_files_wrap_activate(void);
+/* After the interpreter is gone. */
+void sb_files_wrap_release(void);

@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/* The `exec` runner (runner.h): a fresh python-sb per run.
+ *
+ *   python-sb --pysandboxes-config PROFILE --report-fd=3 --expose-ro=RUNDIR
+ *             --timeout=Nms [--limit-cpu=Nms] [--limit-memory=N] main.py ARGS...
+ *
+ * started in the run's directory, in a session of its own, as the run's user,
+ * with stdin a memfd holding the request's stdin, stdout and stderr pipes read
+ * here, and fd 3 a memfd where python-sb's supervisor (outside the sandbox)
+ * writes the report. python-sb's supervisor kills the program's whole process
+ * tree before it exits, so once it is reaped nothing of the run is left; this
+ * side adds the output cap and a deadline of its own past the run's timeout,
+ * in case the supervisor itself is stuck. */
+#include "runner.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "rundir.h"
+#include "util.h"
+
+/* Past the run's own timeout: python-sb's supervisor should have ended it. */
+#define HARD_DEADLINE_GRACE_MS 5000
+/* After SIGTERM for the output cap, before SIGKILL. */
+#define TERM_GRACE_MS 1000
+/* After python-sb's exit, what is still in the pipes. */
+#define DRAIN_MS   1000
+#define REPORT_MAX (16u << 20)
+
+struct sb_runner {
+	char *python_sb;
+	char *profile;
+	char *workdir;
+	bool change_user;
+	uid_t uid;
+	gid_t gid;
+	char **envp;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void runner_free(struct sb_runner *r)
+{
+	if (!r)
+		return;
+	free(r->python_sb);
+	free(r->profile);
+	free(r->workdir);
+	sb_strv_free(r->envp);
+	free(r);
+}
+
+static int exec_open(const struct sb_runner_config *cfg, struct sb_runner **ret, char **reterr)
+{
+	static const char *const passed[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
+	struct sb_runner *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->python_sb = strdup(cfg->python_sb);
+	r->profile = strdup(cfg->profile_path);
+	r->workdir = strdup(cfg->workdir);
+	r->change_user = cfg->change_user;
+	r->uid = cfg->uid;
+	r->gid = cfg->gid;
+	/* python-sb's own environment: the profile's env= rules decide what the
+	 * program sees. The sanitizers' options pass, for test builds. */
+	if (!r->python_sb || !r->profile || !r->workdir ||
+	    sb_strv_push(&r->envp, "PATH=/usr/local/bin:/usr/bin:/bin") < 0 ||
+	    sb_strv_push(&r->envp, "LANG=C.UTF-8") < 0) {
+		runner_free(r);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(passed); i++) {
+		const char *v = getenv(passed[i]);
+		char *kv;
+
+		if (!v)
+			continue;
+		if (asprintf(&kv, "%s=%s", passed[i], v) < 0 || sb_strv_consume(&r->envp, kv) < 0) {
+			runner_free(r);
+			return -ENOMEM;
+		}
+	}
+	if (access(r->python_sb, X_OK) < 0) {
+		int e = errno;
+
+		sb_error(reterr, -e, "python-sb (%s): %s", cfg->python_sb, strerror(e));
+		runner_free(r);
+		return -e;
+	}
+	*ret = r;
+	return 0;
+}
+
+static void exec_close(struct sb_runner *r)
+{
+	runner_free(r);
+}
+
+/* "--key=<v><unit>" */
+static int push_rule(char ***argv, const char *key, unsigned long long v, const char *unit)
+{
+	char *s;
+
+	if (asprintf(&s, "--%s=%llu%s", key, v, unit) < 0)
+		return -ENOMEM;
+	return sb_strv_consume(argv, s);
+}
+
+static int build_argv(const struct sb_runner *runner, const struct sb_run_spec *spec,
+		      const char *rundir, char ***ret)
+{
+	_cleanup_strv_free_ char **argv = NULL;
+	char *expose;
+	int r;
+
+	if (asprintf(&expose, "--expose-ro=%s", rundir) < 0)
+		return -ENOMEM;
+	r = sb_strv_push(&argv, runner->python_sb);
+	if (r >= 0)
+		r = sb_strv_push(&argv, "--pysandboxes-config");
+	if (r >= 0)
+		r = sb_strv_push(&argv, runner->profile);
+	if (r >= 0)
+		r = sb_strv_push(&argv, "--report-fd=3");
+	if (r >= 0)
+		r = sb_strv_consume(&argv, expose);
+	else
+		free(expose);
+	/* The limits as command-line rules, which the profile's give way to:
+	 * request.c made sure none is above the server's. */
+	if (r >= 0 && spec->limits.timeout_ms)
+		r = push_rule(&argv, "timeout", spec->limits.timeout_ms, "ms");
+	if (r >= 0 && spec->limits.cpu_ms)
+		r = push_rule(&argv, "limit-cpu", spec->limits.cpu_ms, "ms");
+	if (r >= 0 && spec->limits.memory_bytes)
+		r = push_rule(&argv, "limit-memory", spec->limits.memory_bytes, "");
+	/* "--": a program named like an option stays a program. */
+	if (r >= 0)
+		r = sb_strv_push(&argv, "--");
+	if (r >= 0)
+		r = sb_strv_push(&argv, "main.py");
+	for (char **a = spec->args; r >= 0 && a && *a; a++)
+		r = sb_strv_push(&argv, *a);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(argv);
+	return 0;
+}
+
+static int memfd_with(const char *name, const char *data, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+
+		if (n < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			close(fd);
+			return -e;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* The fds of one run, on the server's side and the child's. */
+struct run_fds {
+	int in, report;	    /* memfds, dup'ed to 0 and 3 in the child */
+	int out[2], err[2]; /* pipes: [0] here, [1] the child's 1 and 2 */
+	int exec_err[2];    /* the child's errno if execve fails */
+	int pidfd;
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void run_fds_done(struct run_fds *f)
+{
+	close_fd(&f->in);
+	close_fd(&f->report);
+	for (int i = 0; i < 2; i++) {
+		close_fd(&f->out[i]);
+		close_fd(&f->err[i]);
+		close_fd(&f->exec_err[i]);
+	}
+	close_fd(&f->pidfd);
+}
+
+/* Between fork and exec in a multi-threaded process: system calls only. */
+static _Noreturn void child(const struct sb_runner *runner, const struct run_fds *f,
+			    const char *rundir, char **argv, pid_t server)
+{
+	/* The child's fds 0-4, from descriptors first moved above them, so
+	 * that no dup2() overwrites a source still to be placed (and none is
+	 * dup2()'ed onto itself, which would keep its close-on-exec flag). */
+	const int from[5] = {f->in, f->out[1], f->err[1], f->report, f->exec_err[1]};
+	int moved[5], errfd = f->exec_err[1], e;
+	sigset_t none;
+
+	for (int i = 0; i < 5; i++)
+		if ((moved[i] = fcntl(from[i], F_DUPFD_CLOEXEC, 10)) < 0)
+			goto fail;
+	for (int i = 0; i < 5; i++)
+		if (dup3(moved[i], i, i == 4 ? O_CLOEXEC : 0) < 0)
+			goto fail;
+	errfd = 4; /* close-on-exec: gone when execve succeeds */
+	if (syscall(SYS_close_range, 5, ~0U, 0) < 0)
+		goto fail;
+	/* Out of the server's session: no terminal signal reaches the run. */
+	if (setsid() < 0 || chdir(rundir) < 0)
+		goto fail;
+	if (runner->change_user &&
+	    (setgroups(0, NULL) < 0 || setresgid(runner->gid, runner->gid, runner->gid) < 0 ||
+	     setresuid(runner->uid, runner->uid, runner->uid) < 0))
+		goto fail;
+	/* After the change of user, which clears it: the run dies with the
+	 * server. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		goto fail;
+	if (getppid() != server)
+		_exit(127);
+	/* The server blocks and ignores signals that python-sb must see with
+	 * their defaults; both survive execve. */
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(argv[0], argv, runner->envp);
+fail:
+	e = errno;
+	(void)!write(errfd, &e, sizeof(e));
+	_exit(127);
+}
+
+/* Keeps at most cap bytes, counts them all. true when the cap was passed. */
+static bool take(struct sb_buf *b, uint64_t *count, const char *data, size_t n, uint64_t cap)
+{
+	size_t room = b->len < cap ? (size_t)(cap - b->len) : 0;
+
+	*count += n;
+	if (room > 0)
+		sb_buf_putn(b, data, n < room ? n : room);
+	return *count > cap;
+}
+
+static int read_report(int fd, json_t **ret)
+{
+	struct stat st;
+	_cleanup_free_ char *buf = NULL;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0 || st.st_size > REPORT_MAX)
+		return -ENODATA;
+	buf = malloc((size_t)st.st_size);
+	if (!buf)
+		return -ENOMEM;
+	n = pread(fd, buf, (size_t)st.st_size, 0);
+	if (n != st.st_size)
+		return n < 0 ? -errno : -EIO;
+	*ret = json_loadb(buf, (size_t)n, 0, NULL);
+	return *ret && json_is_object(*ret) ? 0 : -EBADMSG;
+}
+
+/* Output measured here overrides python-sb's: it counts what the server
+ * received, and knows whether the server stopped the run for it. */
+static int patch_report(json_t *report, const struct sb_run_result *res)
+{
+	json_t *limit = json_object_get(report, "limit_exceeded");
+
+	if (json_object_set_new(report, "output",
+				json_pack("{s:I, s:I, s:b}", "stdout_bytes",
+					  (json_int_t)res->stdout_bytes, "stderr_bytes",
+					  (json_int_t)res->stderr_bytes, "truncated",
+					  res->truncated)) < 0)
+		return -ENOMEM;
+	if (res->truncated && (!limit || json_is_null(limit)) &&
+	    json_object_set_new(report, "limit_exceeded", json_string("output")) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static char *describe_failure(int status, const struct sb_buf *err, int r)
+{
+	_cleanup_free_ char *tail = NULL;
+	char *msg;
+	size_t start = 0;
+
+	/* The last lines of python-sb's stderr say why (a profile error...). */
+	if (err->len > 0) {
+		start = err->len > 2000 ? err->len - 2000 : 0;
+		tail = strndup(err->data + start, err->len - start);
+	}
+	if (asprintf(&msg, "python-sb ended (%s %d) without a report (%s)%s%s",
+		     WIFEXITED(status) ? "exit status" : "signal",
+		     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), strerror(-r),
+		     tail ? ": " : "", tail ? tail : "") < 0)
+		return NULL;
+	return msg;
+}
+
+/* Reads the run's output until python-sb is gone and the pipes are empty,
+ * with the cap and the deadlines. */
+static void supervise(struct run_fds *f, pid_t pid, const struct sb_run_spec *spec,
+		      struct sb_run_result *res)
+{
+	uint64_t start = now_ms(), cap = spec->limits.output_bytes;
+	uint64_t hard = start + spec->limits.timeout_ms + HARD_DEADLINE_GRACE_MS;
+	uint64_t term_at = 0, drain_until = 0;
+	bool exited = false, killed = false;
+	char buf[65536];
+
+	if (cap == 0)
+		cap = UINT64_MAX;
+	for (;;) {
+		struct pollfd pfd[3] = {{.fd = f->out[0], .events = POLLIN},
+					{.fd = f->err[0], .events = POLLIN},
+					{.fd = exited ? -1 : f->pidfd, .events = POLLIN}};
+		uint64_t now = now_ms(), wake = exited ? drain_until : hard;
+		int timeout;
+
+		if (pfd[0].fd < 0 && pfd[1].fd < 0 && exited)
+			return;
+		if (!exited && term_at && !killed && now >= term_at + TERM_GRACE_MS) {
+			kill(pid, SIGKILL);
+			killed = true;
+		}
+		if (now >= wake) {
+			if (exited)
+				return; /* a survivor holds a pipe: stop reading */
+			kill(pid, SIGKILL);
+			killed = true;
+			hard = now + DRAIN_MS;
+		}
+		if (term_at && !killed && term_at + TERM_GRACE_MS < wake)
+			wake = term_at + TERM_GRACE_MS;
+		timeout = (int)(wake > now ? wake - now : 0);
+		if (poll(pfd, 3, timeout) < 0 && errno != EINTR)
+			return;
+		if (pfd[2].revents) {
+			exited = true;
+			drain_until = now_ms() + DRAIN_MS;
+		}
+		for (int i = 0; i < 2; i++) {
+			int *fd = i == 0 ? &f->out[0] : &f->err[0];
+			ssize_t n;
+
+			if (*fd < 0 || !pfd[i].revents)
+				continue;
+			n = read(*fd, buf, sizeof(buf));
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n <= 0) {
+				close_fd(fd);
+				continue;
+			}
+			if (take(i == 0 ? &res->out : &res->err,
+				 i == 0 ? &res->stdout_bytes : &res->stderr_bytes, buf, (size_t)n,
+				 cap) &&
+			    !res->truncated) {
+				/* python-sb's supervisor passes SIGTERM on to the
+				 * program, then kills whatever is left. */
+				res->truncated = true;
+				term_at = now_ms();
+				kill(pid, SIGTERM);
+			}
+		}
+	}
+}
+
+static int exec_run(struct sb_runner *runner, const struct sb_run_spec *spec,
+		    struct sb_run_result *res)
+{
+	struct run_fds f = {.in = -1,
+			    .report = -1,
+			    .out = {-1, -1},
+			    .err = {-1, -1},
+			    .exec_err = {-1, -1},
+			    .pidfd = -1};
+	_cleanup_strv_free_ char **argv = NULL;
+	_cleanup_free_ char *rundir = NULL;
+	pid_t pid, server = getpid();
+	int r, status = 0, exec_errno = 0;
+
+	*res = (struct sb_run_result){0};
+	r = sb_rundir_create(runner->workdir, spec, &rundir);
+	if (r < 0)
+		return r;
+	r = build_argv(runner, spec, rundir, &argv);
+	if (r >= 0) {
+		f.in =
+		    memfd_with("stdin", spec->stdin_data ? spec->stdin_data : "", spec->stdin_len);
+		r = f.in < 0 ? f.in : 0;
+	}
+	if (r >= 0) {
+		f.report = memfd_create("report", MFD_CLOEXEC);
+		r = f.report < 0 ? -errno : 0;
+	}
+	if (r >= 0 && (pipe2(f.out, O_CLOEXEC) < 0 || pipe2(f.err, O_CLOEXEC) < 0 ||
+		       pipe2(f.exec_err, O_CLOEXEC) < 0))
+		r = -errno;
+	if (r < 0)
+		goto out;
+
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (pid == 0)
+		child(runner, &f, rundir, argv, server);
+	close_fd(&f.out[1]);
+	close_fd(&f.err[1]);
+	close_fd(&f.exec_err[1]);
+	fcntl(f.out[0], F_SETFL, O_NONBLOCK);
+	fcntl(f.err[0], F_SETFL, O_NONBLOCK);
+	f.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (f.pidfd < 0) {
+		r = -errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		goto out;
+	}
+	supervise(&f, pid, spec, res);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (read(f.exec_err[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
+		if (asprintf(&res->error, "cannot start python-sb (%s): %s", runner->python_sb,
+			     strerror(exec_errno)) < 0)
+			res->error = NULL;
+		goto out;
+	}
+	r = read_report(f.report, &res->report);
+	if (r < 0) {
+		json_decref(res->report);
+		res->report = NULL;
+		res->error = describe_failure(status, &res->err, r);
+		r = res->error ? 0 : -ENOMEM;
+		goto out;
+	}
+	r = patch_report(res->report, res);
+out:
+	run_fds_done(&f);
+	if (rundir)
+		sb_rundir_remove(rundir);
+	return r;
+}
+
+const struct sb_runner_ops sb_runner_exec = {
+    .name = "exec",
+    .open = exec_open,
+    .run = exec_run,
+    .close = exec_close,
+};

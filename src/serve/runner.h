@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+/* How the service runs one program: the interface between the job pool and
+ * whatever starts interpreters. Phase 1 has one runner, `exec` (a fresh
+ * python-sb per run, runner-exec.c); the fork server of docs/serve.md (one
+ * pre-initialised interpreter that forks a child per run, the child entering
+ * its sandbox before any submitted code runs) is another implementation of
+ * the same operations, and `exec` stays as its --fresh-exec mode. */
+
+struct sb_run_file {
+	char *name; /* relative, checked by request.c */
+	char *content;
+	size_t len;
+};
+
+/* The limits of one run: the server's, lowered by the request's. 0: none. */
+struct sb_run_limits {
+	uint64_t timeout_ms;
+	uint64_t cpu_ms;
+	uint64_t memory_bytes;
+	uint64_t output_bytes; /* per stream: what is kept, and where the run is stopped */
+};
+
+/* One decoded, valid request. */
+struct sb_run_spec {
+	char *source;
+	size_t source_len;
+	char *stdin_data;
+	size_t stdin_len;
+	char **args;
+	struct sb_run_file *files;
+	size_t n_files;
+	struct sb_run_limits limits;
+};
+void sb_run_spec_done(struct sb_run_spec *spec);
+
+struct sb_run_result {
+	struct sb_buf out, err;		     /* at most limits.output_bytes of each */
+	uint64_t stdout_bytes, stderr_bytes; /* produced, past the cap too */
+	bool truncated;			     /* a stream reached the cap: the run was stopped */
+	json_t *report;			     /* the run report, output fields the server's */
+	char *error;			     /* the runner failed: no report */
+};
+void sb_run_result_done(struct sb_run_result *res);
+
+struct sb_runner_config {
+	const char *python_sb;	  /* the launcher */
+	const char *profile_path; /* the policy of every run */
+	const char *workdir;	  /* private; per-run directories go below it */
+	bool change_user;	  /* started as root: runs as uid/gid */
+	uid_t uid;
+	gid_t gid;
+};
+
+struct sb_runner;
+struct sb_runner_ops {
+	const char *name;
+	int (*open)(const struct sb_runner_config *cfg, struct sb_runner **ret, char **reterr);
+	/* Runs one program, from any worker thread, several at once. 0 with
+	 * *res filled (res->error set when there is no report), or -errno. */
+	int (*run)(struct sb_runner *runner, const struct sb_run_spec *spec,
+		   struct sb_run_result *res);
+	void (*close)(struct sb_runner *runner);
+};
+
+extern const struct sb_runner_ops sb_runner_exec;

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/* python-sb-serve: the service (docs/serve.md), started by `python-sb serve`.
+ * A separate binary, so that python-sb itself loads neither libmicrohttpd nor
+ * its TLS dependencies at every start. The only place of the service that
+ * prints. */
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "diag.h"
+#include "http.h"
+#include "metrics.h"
+#include "pool.h"
+#include "profile.h"
+#include "rundir.h"
+#include "runner.h"
+#include "serve-options.h"
+#include "util.h"
+
+#define EXIT_USAGE	   2
+#define EXIT_FAILURE_START 1
+/* How long SIGTERM waits for responses to be sent once the runs are over. */
+#define DRAIN_SEND_MS 5000
+
+extern const char sb_serve_default_profile[];
+extern char **environ;
+
+static int fail(const char *what, const char *detail, int r)
+{
+	fprintf(stderr, "python-sb serve: %s%s%s\n", what, detail ? ": " : "",
+		detail ? detail : strerror(-r));
+	return EXIT_FAILURE_START;
+}
+
+/* A daemon may be started with 0-2 closed: the runs' descriptors must not
+ * land there. */
+static void ensure_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0) {
+			int n = open("/dev/null", O_RDWR);
+
+			if (n >= 0 && n != fd) {
+				dup2(n, fd);
+				close(n);
+			}
+		}
+}
+
+/* Thousands of idle connections need as many descriptors. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int resolve_user(const char *user, uid_t *ret_uid, gid_t *ret_gid, char **reterr)
+{
+	unsigned long long uid, gid;
+	const char *colon = strchr(user, ':');
+	struct passwd *pw;
+
+	if (colon) {
+		_cleanup_free_ char *u = strndup(user, (size_t)(colon - user));
+
+		if (!u)
+			return -ENOMEM;
+		if (sb_safe_atou64(u, &uid) < 0 || sb_safe_atou64(colon + 1, &gid) < 0 ||
+		    uid == 0 || gid == 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
+			return sb_error(reterr, -EINVAL,
+					"--user %s: expected a user name or UID:GID, not root",
+					user);
+		*ret_uid = (uid_t)uid;
+		*ret_gid = (gid_t)gid;
+		return 0;
+	}
+	pw = getpwnam(user);
+	if (!pw)
+		return sb_error(reterr, -ENOENT, "--user %s: no such user", user);
+	if (pw->pw_uid == 0 || pw->pw_gid == 0)
+		return sb_error(reterr, -EINVAL, "--user %s: runs never execute as root", user);
+	*ret_uid = pw->pw_uid;
+	*ret_gid = pw->pw_gid;
+	return 0;
+}
+
+static const char *host_getenv(const char *name, void *userdata _unused_)
+{
+	return sb_strv_env_get(environ, name);
+}
+
+/* The server's limits come from the profile every run gets: a request may
+ * only lower them, so they must be known (and a timeout set). */
+static int read_limits(const char *profile_path, struct sb_limits *ret)
+{
+	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
+	_cleanup_(sb_diags_done) struct sb_diags diags = {0};
+	char cwd[PATH_MAX];
+	struct sb_load_options opts;
+	int r;
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		return fail("cannot read the current directory", NULL, -errno);
+	opts = (struct sb_load_options){
+	    .path = profile_path,
+	    .getenv = host_getenv,
+	    .cwd = cwd,
+	    .home = getenv("HOME"),
+	};
+	r = sb_profile_load(&opts, &profile, &diags);
+	if (r >= 0 || r == -EINVAL) {
+		int c = sb_profile_check(profile, &opts, &diags);
+
+		if (c < 0 && c != -EINVAL)
+			r = c;
+	}
+	sb_diags_sort(&diags);
+	for (size_t i = 0; i < diags.n; i++)
+		fprintf(stderr, "python-sb serve: %s: %s:%u: %s\n",
+			diags.items[i].warning ? "warning" : "error", diags.items[i].file,
+			diags.items[i].line, diags.items[i].message);
+	if (r < 0 || diags.n_errors > 0)
+		return fail("the profile is invalid", profile_path, r < 0 ? r : -EINVAL);
+	if (profile->root_missing)
+		return fail("the profile does not exist", profile_path, -ENOENT);
+	if (!profile->limits.timeout_ms)
+		return fail("the profile must set timeout= (every run needs a deadline)",
+			    profile_path, -EINVAL);
+	*ret = profile->limits;
+	return 0;
+}
+
+static int write_default_profile(const char *workdir, char **ret_path)
+{
+	_cleanup_free_ char *path = sb_path_join(workdir, "default.py-sandboxes");
+	_cleanup_close_ int fd = -1;
+	size_t len = strlen(sb_serve_default_profile);
+
+	if (!path)
+		return -ENOMEM;
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, sb_serve_default_profile, len) != (ssize_t)len)
+		return -EIO;
+	*ret_path = TAKE_PTR(path);
+	return 0;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Until SIGTERM, SIGINT or SIGHUP. */
+static void wait_for_stop(int sfd)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sfd, &si, sizeof(si)) < 0 && errno == EINTR)
+		;
+	fprintf(stderr, "python-sb serve: signal %u: draining\n", si.ssi_signo);
+}
+
+int main(int argc, char **argv)
+{
+	_cleanup_(sb_serve_options_done) struct sb_serve_options opts = {0};
+	_cleanup_free_ char *err = NULL, *workdir = NULL, *default_profile = NULL;
+	_cleanup_close_ int sfd = -1;
+	struct sb_runner_config rcfg = {0};
+	const struct sb_runner_ops *ops = &sb_runner_exec;
+	struct sb_runner *runner = NULL;
+	struct sb_metrics *metrics = NULL;
+	struct sb_pool *pool = NULL;
+	struct sb_http *http = NULL;
+	struct sb_request_policy policy;
+	struct sb_limits limits = {0};
+	char host[NI_MAXHOST];
+	sigset_t stop;
+	int r, status = EXIT_FAILURE_START;
+
+	r = sb_serve_options_parse(argc, argv, &opts, &err);
+	if (r < 0) {
+		fprintf(stderr, "python-sb serve: %s\n%s", err ? err : strerror(-r),
+			sb_serve_usage);
+		return EXIT_USAGE;
+	}
+	if (opts.help) {
+		fputs(sb_serve_usage, stdout);
+		return 0;
+	}
+	if (opts.version) {
+		printf("python-sb serve %s\n", SB_VERSION);
+		return 0;
+	}
+	ensure_std_fds();
+	raise_nofile();
+	/* Every thread made from now on inherits this mask: the signals that
+	 * stop the service are read here, from a signalfd. */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop, NULL);
+	sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+	if (sfd < 0)
+		return fail("cannot create a signalfd", NULL, -errno);
+
+	rcfg.python_sb = opts.python_sb ? opts.python_sb : SB_PYTHON_SB_PATH;
+	if (geteuid() == 0) {
+		rcfg.change_user = true;
+		r = resolve_user(opts.user ? opts.user : "nobody", &rcfg.uid, &rcfg.gid, &err);
+		if (r < 0)
+			return fail("cannot choose the runs' user", err, r);
+	} else if (opts.user) {
+		return fail("--user needs the service to start as root", NULL, -EPERM);
+	}
+
+	r = sb_workdir_create(opts.workdir, &workdir, &err);
+	if (r < 0)
+		return fail("cannot create the work directory", err, r);
+	/* A directory of ours from an earlier life may still hold runs. */
+	if (opts.workdir)
+		sb_workdir_clean(workdir, false);
+	if (!opts.profile) {
+		r = write_default_profile(workdir, &default_profile);
+		if (r < 0) {
+			fail("cannot write the default profile", NULL, r);
+			goto out;
+		}
+	}
+	rcfg.profile_path = opts.profile ? opts.profile : default_profile;
+	rcfg.workdir = workdir;
+	if (read_limits(rcfg.profile_path, &limits) != 0)
+		goto out;
+	policy = (struct sb_request_policy){
+	    .max = {.timeout_ms = limits.timeout_ms,
+		    .cpu_ms = limits.cpu_ms,
+		    .memory_bytes = limits.memory_bytes,
+		    .output_bytes = opts.max_output},
+	    .max_args = 256,
+	    .max_arg_len = 65536,
+	    .max_files = 64,
+	    .max_file_depth = 8,
+	};
+
+	r = ops->open(&rcfg, &runner, &err);
+	if (r < 0) {
+		fail("cannot prepare the runner", err, r);
+		goto out;
+	}
+	metrics = sb_metrics_new();
+	if (!metrics) {
+		fail("out of memory", NULL, -ENOMEM);
+		goto out;
+	}
+	r = sb_pool_start(opts.workers, opts.queue, ops, runner, &pool);
+	if (r < 0) {
+		fail("cannot start the workers", NULL, r);
+		goto out;
+	}
+	r = sb_http_start(
+	    &(struct sb_http_config){
+		.addr = (const struct sockaddr *)&opts.addr,
+		.addr_len = opts.addr_len,
+		.max_connections = opts.max_connections,
+		.idle_timeout_s = opts.idle_timeout_s,
+		.max_body = opts.max_body,
+		.policy = &policy,
+		.pool = pool,
+		.metrics = metrics,
+	    },
+	    &http, &err);
+	if (r < 0) {
+		fail(opts.listen, err, r);
+		goto out;
+	}
+	if (getnameinfo((const struct sockaddr *)&opts.addr, opts.addr_len, host, sizeof(host),
+			NULL, 0, NI_NUMERICHOST) != 0)
+		snprintf(host, sizeof(host), "?");
+	/* Tests and scripts read the port of --listen HOST:0 from this line. */
+	fprintf(stderr,
+		"python-sb serve: listening on http://%s%s%s:%u/ (%u workers, queue %u, profile "
+		"%s, runner %s%s%s)\n",
+		opts.addr.ss_family == AF_INET6 ? "[" : "", host,
+		opts.addr.ss_family == AF_INET6 ? "]" : "", sb_http_port(http), opts.workers,
+		opts.queue, opts.profile ? opts.profile : "built-in code-runner", ops->name,
+		rcfg.change_user ? ", runs as uid " : "",
+		rcfg.change_user ? (opts.user ? opts.user : "nobody") : "");
+	fflush(stderr);
+
+	wait_for_stop(sfd);
+	/* Draining: no new connection, 503 for new runs; what was admitted
+	 * runs to its end and its response is sent. */
+	sb_http_quiesce(http);
+	sb_pool_drain(pool);
+	for (unsigned waited = 0; sb_http_runs_in_flight(http) > 0 && waited < DRAIN_SEND_MS;
+	     waited += 10)
+		sleep_ms(10);
+	status = 0;
+out:
+	sb_http_stop(http);
+	sb_pool_stop(pool);
+	if (runner)
+		ops->close(runner);
+	sb_metrics_free(metrics);
+	if (workdir)
+		sb_workdir_clean(workdir, !opts.workdir);
+	if (status == 0)
+		fprintf(stderr, "python-sb serve: stopped\n");
+	return status;
+}
