@@ -119,7 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				       : p->os_sandbox);
 	FUZZ_ASSERT(provider, "no provider for os-sandbox %d", p->os_sandbox);
 	FUZZ_ASSERT(sb_env_build(p, env, SB_MODE_ENFORCE, &envp) == 0, "the environment");
-	FUZZ_ASSERT(sb_boundary_build(p, provider, &interp, SB_MODE_ENFORCE, &boundary) == 0, "the boundary");
+	FUZZ_ASSERT(sb_boundary_build(p, provider, &interp, SB_MODE_ENFORCE, &boundary) == 0,
+		    "the boundary");
 	FUZZ_ASSERT(sb_explain(p, path, provider, NULL, envp, &out) == 0, "explain");
 	FUZZ_ASSERT(sb_boundary_explain(&boundary, &out) == 0, "the kernel side");
 	FUZZ_ASSERT(out.data && startswith(out.data, "# Effective python-sb policy\n"), "header");
