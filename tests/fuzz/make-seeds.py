@@ -297,6 +297,107 @@ def text_seeds():
     write("explain", b"\0--py-sandbox=false\n--os-sandbox=none\n-m\nmod\0PATH=/bin")
 
 
+# ---- the eval layer -------------------------------------------------------------
+
+def eval_seeds():
+    """A byte (mode: 0 eval, 1 exec, 2 single; + 3 * the profile's index), the
+    eval-* lines, NUL, the source: every attack of test_eval_adversarial.py
+    under its profile, and a few sources that use every group."""
+    import ast
+    clean("eval")
+    path = TOP / "tests/integration/test_eval_adversarial.py"
+    tree = ast.parse(path.read_text())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and \
+                node.targets[0].id in ("PROFILE", "ATTACKS") and node.targets[0].id not in found:
+            found[node.targets[0].id] = eval(compile(ast.Expression(node.value), str(path), "eval"),
+                                             {"SYN": "SYN", "PERM": "PERM", "INT": "INT"})
+    rules = "".join(line + "\n" for line in found["PROFILE"].splitlines()
+                    if line.startswith("eval-")).encode()
+    # The order sb_eval_rules_prepare() keeps: the default profile, then the
+    # named ones as they first appear.
+    names = [None]
+    for line in found["PROFILE"].splitlines():
+        m = re.match(r"eval-[a-z-]+(?::([a-z]+))?=", line)
+        if m and m.group(1) not in names:
+            names.append(m.group(1))
+    for attack in found["ATTACKS"]:
+        _, profile, mode, source = attack[:4]
+        index = names.index(profile) if profile in names else 0
+        write("eval", bytes([("eval", "exec").index(mode) + 3 * index]) + rules + b"\0" +
+              source.encode())
+    everything = (b"eval-syntax=arith, compare, conditional, loop, comprehension, assign, func,"
+                  b" async, class, exception, context, import, subscript, fstring, yield\n"
+                  b"eval-syntax=Delete, Global, Nonlocal, Match, match_case, MatchValue, MatchAs,"
+                  b" MatchOr, MatchSequence, MatchMapping, MatchClass, MatchStar, MatchSingleton\n"
+                  b"eval-call=len, range, str, print, sorted, sum, type, isinstance, getattr\n"
+                  b"eval-attribute=upper, join, append, items, keys, format\n"
+                  b"eval-attribute=str-methods, list-methods\n"
+                  b"eval-import=json, math\neval-magic=__len__, __init__, __x__\n")
+    sources = [
+        (1, b"def f(x, *a, k=1, **kw):\n    for i in range(x):\n        y = i * 2\n"
+            b"    return len(str(y).upper())\n"),
+        (1, b"import json\nfrom math import sqrt as s\nimport json.decoder\n"),
+        (1, b"try:\n    x = [i for i in range(3) if i]\nexcept (ValueError, KeyError) as e:\n"
+            b"    raise\nelse:\n    pass\nfinally:\n    del x\n"),
+        (0, b"f'{1:>{2}}{3!r}' + 'a'.upper() + 'x' * 3 + '%s' % 1"),
+        (0, b"lambda q, /, r=2: q % 3 ** 2 << r"),
+        (1, b"class A:\n    def __init__(self):\n        self.v = 1\n    def __len__(self):\n"
+            b"        return 1\n@f\ndef g(): pass\n"),
+        (1, b"while x:\n    x -= 1\n    x += 2\n    x *= 3\n    x **= 1\n    x <<= 1\n"
+            b"    x %= 7\n    if x: break\n    continue\n"),
+        (1, b"async def h():\n    async for a in b:\n        await c\n    async with d as e:\n"
+            b"        pass\n"),
+        (1, b"def gen():\n    yield 1\n    yield from range(2)\n    global G\n"),
+        (1, b"match p:\n    case [1, *rest]: pass\n    case {'k': v, **kw}: pass\n"
+            b"    case A(x=1, y=b): pass\n    case None | 0: pass\n    case _: pass\n"),
+        (1, b"with open(f) as (a, b):\n    a[1:2] = b[::-1]\n    (c := 3)\n"),
+        (0, b"{k: v for k, v in d.items()} | {*s} | {x async for x in y}"),
+        (2, b"x = 1; y = x if x else -x; z = not x and x or ~x"),
+        (0, b"'{0.upper}'.format('a')"),
+        (1, b"from . import x\nfrom __future__ import annotations\n"),
+        (0, b"().__class__.__bases__[0].__subclasses__()"),
+        (0, b"(lambda: 0).__globals__['__builtins__']"),
+        (0, b"(x for x in ()).gi_frame.f_back.f_globals"),
+        (0, b"__sb_getattr__(1, 'real')"),
+        (0, b"\xef\xbc\xbf\xef\xbc\xbfsb_tick__"),
+        (0, b"((((((((((((((((((((((((1))))))))))))))))))))))))"),
+        (0, b"[" * 120 + b"]" * 120),
+    ]
+    for mode, source in sources:
+        write("eval", bytes([mode]) + everything + b"\0" + source)
+        write("eval", bytes([mode]) + b"eval-syntax=arith\n\0" + source)
+    write("eval", b"\x01eval-max-nodes=10\neval-max-depth=3\neval-syntax=arith\n\0"
+          b"1 + (2 + (3 + (4 + 5)))\n")
+    write("eval", b"\x01eval-attribute=*\neval-magic=*\neval-call=*\neval-syntax=func\n\0"
+          b"(lambda: 0).__code__.co_consts\n")
+
+
+# ---- the service's requests ------------------------------------------------------
+
+def serve_request_seeds():
+    """A policy byte (0: test-serve-request.c's, 1: the server's, 2: no limits),
+    then a body: every body of the unit test, the example of docs/serve.md."""
+    clean("serve-request")
+    bodies = [s for s in c_strings((TOP / "tests/unit/test-serve-request.c").read_text())
+              if s.startswith(b"{") or s in (b"", b"nul", b"[]", b'"x"')]
+    for m in re.finditer(r"```json\n(.*?)```", (TOP / "docs/serve.md").read_text(), re.S):
+        bodies.append(m.group(1).encode())
+    bodies += [
+        b'{"source": "", "files": {"main.py/x": ""}}',
+        b'{"source": "", "files": {"a/b": "1", "a/c": "2", "b": "\\u00e9"}}',
+        b'{"source": "x", "args": [], "files": {}, "limits": {}, "stdin": ""}',
+        b'{"source": "", "limits": {"timeout_ms": 9223372036854775807, "cpu_ms": 1,'
+        b' "memory_bytes": 1, "output_bytes": 1}}',
+        b'{"source": "", "files": {"' + b"a" * 255 + b'": ""}}',
+        b'{"source": "", "files": {"' + b"a/" * 8 + b'b": ""}}',
+    ]
+    for body in bodies:
+        for policy in range(3):
+            write("serve-request", bytes([policy]) + body)
+
+
 if __name__ == "__main__":
     if sys.version_info[:2] != (3, 11):
         sys.exit("make-seeds.py: run it with the interpreter python-sb embeds (3.11)")
@@ -304,5 +405,7 @@ if __name__ == "__main__":
     pickle_seeds()
     frame_seeds()
     text_seeds()
+    serve_request_seeds()
+    eval_seeds()
     for d in sorted(CORPUS.iterdir()):
         print(d.name, len(list(d.iterdir())))

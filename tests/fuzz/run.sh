@@ -11,11 +11,12 @@ build=$1 target=$2 seconds=$3
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 
-# The rule-file targets write a file per input (learn-file fsyncs it): in
-# memory when possible, several times faster than on disk.
+# The rule-file targets write a file per input (learn-file fsyncs it),
+# serve-request a run directory per valid request: in memory when possible,
+# several times faster than on disk.
 base=${TMPDIR:-/tmp}
 case $target in
-profile | explain | learn-file) [ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm ;;
+profile | explain | learn-file | serve-request) [ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm ;;
 esac
 work=$(mktemp -d "$base/sb-fuzz-run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -32,12 +33,14 @@ result-guard | unpickle) opts+=(-max_len=16384 "-dict=$here/pickle.dict") ;;
 frame) opts+=(-max_len=70000) ;;
 net-rule | expand | units) opts+=(-max_len=512 "-dict=$here/$target.dict") ;;
 learn-file) opts+=(-max_len=16384 "-dict=$here/profile.dict") ;;
+serve-request) opts+=(-max_len=16384 "-dict=$here/serve-request.dict") ;;
+eval) opts+=(-max_len=8192 "-dict=$here/eval.dict") ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
 	exit 2
 	;;
 esac
-[ "$target" = unpickle ] && opts+=(-rss_limit_mb=4096)
+case $target in unpickle | eval) opts+=(-rss_limit_mb=4096) ;; esac
 
 # Seeds the fuzzer may not know yet; the found inputs of earlier runs are in
 # the same directory.
