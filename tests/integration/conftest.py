@@ -26,6 +26,11 @@ import pytest
 SANITIZER_ENV = {k: os.environ[k] for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
                  if k in os.environ}
 TIMEOUT = 30
+# How long a program killed by a timeout= or limit-* may take to end, start-up
+# included: a bound on hanging, not a latency check (at a load of 40 a 1 s
+# timeout ended 7 s after the start). Below TIMEOUT, so that the kill is
+# python-sb's, not the harness's.
+HANG_BOUND = 20
 
 CONFIG_ERROR_HEADER = "python-sb: ConfigSyntaxError: Syntax error in config files."
 EXIT_CONFIG = 255

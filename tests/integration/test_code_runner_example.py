@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_landlock
+from conftest import HANG_BOUND, needs_landlock
 
 pytestmark = needs_landlock
 
@@ -160,7 +160,7 @@ def test_example_timeout_kills_a_runaway_solution(sb, copy):
     assert r.returncode == 124, r
     assert r.stdout == "SPIN\n"
     assert "python-sb: timeout=1000ms expired" in r.stderr
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < HANG_BOUND
 
 
 def test_example_runs_from_another_directory(sb, example, tmp_path):

@@ -6,13 +6,14 @@ os-sandbox=landlock with py-sandbox=false so that only the kernel acts."""
 import errno
 import os
 import re
+import resource
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, SANITIZER_ENV, needs_landlock,
+from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, HANG_BOUND, SANITIZER_ENV, needs_landlock,
                       not_under_asan)
 
 pytestmark = needs_landlock
@@ -63,17 +64,20 @@ def test_cpu_limit_kills_a_busy_loop(box):
     """soft = hard, so the kernel sends SIGKILL at the limit (SIGXCPU only
     comes while the soft limit is below the hard one): python-sb, which is
     the program's process, dies of SIGKILL."""
-    t0 = time.monotonic()
+    # CPU time, not wall time: at a load of 40 one second of CPU took seven
+    # of wall time.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = run(box, "limit-cpu=1s\n", '''
         import resource
         print(resource.getrlimit(resource.RLIMIT_CPU), flush=True)
         while True:
             pass
         ''')
-    elapsed = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     assert r.returncode == -signal.SIGKILL, r
     assert r.stdout == "(1, 1)\n", r
-    assert 0.8 < elapsed < 5, elapsed
+    assert 0.9 < cpu < 2.5, cpu
 
 
 def test_cpu_limit_rounds_milliseconds_up(box):
@@ -149,7 +153,7 @@ def test_timeout_kills_a_busy_loop(box):
     assert r.stdout == "STARTED\n"
     assert ("python-sb: timeout=1000ms expired: the program and every process it started "
             "were killed") in r.stderr
-    assert 0.9 < elapsed < 5, elapsed
+    assert 0.9 < elapsed < HANG_BOUND, elapsed
 
 
 def test_timeout_kills_a_sleeping_program(box):
@@ -157,7 +161,7 @@ def test_timeout_kills_a_sleeping_program(box):
     r = run(box, "timeout=500ms\n", "import time\ntime.sleep(30)\n")
     assert r.returncode == EXIT_TIMEOUT, r
     assert "timeout=500ms expired" in r.stderr
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < HANG_BOUND
 
 
 def test_timeout_kills_the_whole_process_tree(box):
@@ -217,7 +221,7 @@ def test_program_ending_before_the_timeout_keeps_its_status(box):
         ''')
     assert (r.returncode, r.stdout) == (3, "OUT\n"), r
     assert "ERR" in r.stderr and "expired" not in r.stderr
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < HANG_BOUND
 
 
 def test_program_killed_by_a_signal_under_timeout_dies_the_same_way(box):
@@ -302,7 +306,7 @@ def test_output_limit_kills_at_the_first_byte_past_it(box):
     # bytes were copied, whatever their order.
     b_run = max(len(run_) for run_ in re.findall("b{2,}|$", r.stderr))
     assert len(r.stdout) + b_run == 1000, r
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < HANG_BOUND
     assert not (rw / "AFTER").exists()
 
 
