@@ -99,7 +99,7 @@ static int sb_parse_quantity(const char *text, enum sb_unit_kind kind, unsigned 
 {
 	unsigned long long whole = 0, frac = 0, frac_scale = 1, factor = 1, result;
 	unsigned n_whole = 0, n_frac = 0;
-	bool overflow = false;
+	bool overflow = false, too_precise = false;
 	const char *start, *end, *p, *suffix;
 	const struct sb_unit_suffix *unit = NULL;
 	int len;
@@ -142,11 +142,14 @@ static int sb_parse_quantity(const char *text, enum sb_unit_kind kind, unsigned 
 		return sb_error(reterr, -EINVAL, "'%.*s' is not a number, expected %s", len, start,
 				sb_unit_expected(kind));
 	if (p < end && *p == '.') {
+		const char *digits = p + 1, *significant;
+		bool with_zeros_overflow = false;
+
 		if (kind == SB_UNIT_COUNT)
 			return sb_error(reterr, -EINVAL,
 					"'%.*s' is not a whole number, expected %s", len, start,
 					sb_unit_expected(kind));
-		p = sb_unit_scan_digits(p + 1, end, &frac, &n_frac, &overflow);
+		p = sb_unit_scan_digits(digits, end, &frac, &n_frac, &with_zeros_overflow);
 		if (!p)
 			return sb_error(reterr, -EINVAL,
 					"'%.*s': '_' may only separate two digits, as in 1_000",
@@ -155,15 +158,19 @@ static int sb_parse_quantity(const char *text, enum sb_unit_kind kind, unsigned 
 			return sb_error(reterr, -EINVAL,
 					"'%.*s': expected digits after the decimal point", len,
 					start);
-		/* Trailing zeros carry no precision; dropping them keeps the
-		 * scale small enough for the whole-number check below. */
-		while (n_frac > 0 && frac % 10 == 0) {
-			frac /= 10;
-			n_frac--;
-		}
-		for (unsigned i = 0; i < n_frac; i++)
-			if (__builtin_mul_overflow(frac_scale, 10ULL, &frac_scale))
-				overflow = true;
+		/* Trailing zeros carry no precision ("1.50000000000000000000s" is
+		 * 1.5 s): the fraction is read again without them, so that they
+		 * neither overflow nor make the scale too large. */
+		for (significant = p;
+		     significant > digits && (significant[-1] == '0' || significant[-1] == '_');
+		     significant--)
+			;
+		sb_unit_scan_digits(digits, significant, &frac, &n_frac, &too_precise);
+		/* More significant digits than a 64-bit scale holds: no unit (at
+		 * most 10^9 of the base unit) makes that a whole number. */
+		too_precise |= n_frac > 19;
+		for (unsigned i = 0; i < n_frac && !too_precise; i++)
+			frac_scale *= 10;
 	}
 
 	suffix = p;
@@ -190,7 +197,8 @@ static int sb_parse_quantity(const char *text, enum sb_unit_kind kind, unsigned 
 
 		/* frac/frac_scale of the unit must be a whole number of bytes or
 		 * milliseconds: "1.5s" is fine, "1.5ms" or "0.5B" is not. */
-		if (__builtin_mul_overflow(frac, factor, &part) || part % frac_scale != 0)
+		if (too_precise || __builtin_mul_overflow(frac, factor, &part) ||
+		    part % frac_scale != 0)
 			return sb_error(reterr, -EINVAL, "'%.*s' is not a whole number of %s", len,
 					start, kind == SB_UNIT_SIZE ? "bytes" : "milliseconds");
 		if (__builtin_add_overflow(result, part / frac_scale, &result))

@@ -156,6 +156,10 @@ struct pos {
 	PyObject *node; /* read from it (borrowed, or held by a call site); NULL: read */
 	int attr_len;	/* > 0: the caret goes under the last attr_len bytes (an attribute) */
 	int line, col, end_line, end_col;
+	/* Where a node without a position of its own (arguments, comprehension,
+	 * match_case, withitem) is reported: its parent's (borrowed: the tree
+	 * holds it while it is walked). */
+	PyObject *parent;
 };
 
 #define POS(l, c, el, ec) ((struct pos){NULL, 0, l, c, el, ec})
@@ -195,14 +199,18 @@ static int int_attr(PyObject *node, PyObject *name)
 
 static void resolve(struct pos *p)
 {
-	if (!p->node)
+	PyObject *from = p->node;
+
+	if (!from)
 		return;
+	if (p->parent && int_attr(from, ast.s_lineno) < 0)
+		from = p->parent;
 	*p = (struct pos){NULL,
 			  p->attr_len,
-			  int_attr(p->node, ast.s_lineno),
-			  int_attr(p->node, ast.s_col),
-			  int_attr(p->node, ast.s_end_lineno),
-			  int_attr(p->node, ast.s_end_col)};
+			  int_attr(from, ast.s_lineno),
+			  int_attr(from, ast.s_col),
+			  int_attr(from, ast.s_end_lineno),
+			  int_attr(from, ast.s_end_col)};
 	/* The caret goes under an attribute's name, after the dot. */
 	if (p->attr_len > 0 && p->end_line >= 0 && p->end_col >= p->attr_len)
 		*p = POS(p->end_line, p->end_col - p->attr_len, p->end_line, p->end_col);
@@ -662,11 +670,13 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 }
 
 struct frame {
-	PyObject *node; /* strong */
+	PyObject *node;	  /* strong */
+	PyObject *parent; /* borrowed (the tree holds it), NULL for the root */
 	size_t depth;
 };
 
-static int push(struct frame **stack, size_t *n, size_t *cap, PyObject *node, size_t depth)
+static int push(struct frame **stack, size_t *n, size_t *cap, PyObject *node, PyObject *parent,
+		size_t depth)
 {
 	if (*n == *cap) {
 		size_t c = *cap ? 2 * *cap : 64;
@@ -679,7 +689,7 @@ static int push(struct frame **stack, size_t *n, size_t *cap, PyObject *node, si
 		*stack = grown;
 		*cap = c;
 	}
-	(*stack)[(*n)++] = (struct frame){Py_NewRef(node), depth};
+	(*stack)[(*n)++] = (struct frame){Py_NewRef(node), parent, depth};
 	return 0;
 }
 
@@ -708,9 +718,10 @@ static int push_children(struct frame **stack, size_t *n, size_t *cap, PyObject 
 		if (PyList_Check(v)) {
 			for (Py_ssize_t k = PyList_GET_SIZE(v) - 1; r == 0 && k >= 0; k--)
 				if (node_index(PyList_GET_ITEM(v, k)) != -2)
-					r = push(stack, n, cap, PyList_GET_ITEM(v, k), depth + 1);
+					r = push(stack, n, cap, PyList_GET_ITEM(v, k), node,
+						 depth + 1);
 		} else if (node_index(v) != -2) {
-			r = push(stack, n, cap, v, depth + 1);
+			r = push(stack, n, cap, v, node, depth + 1);
 		}
 		Py_DECREF(v);
 	}
@@ -722,13 +733,14 @@ static int walk(struct walker *w, PyObject *tree)
 {
 	struct frame *stack = NULL;
 	size_t n = 0, cap = 0;
-	int r = push(&stack, &n, &cap, tree, 1);
+	int r = push(&stack, &n, &cap, tree, NULL, 1);
 
 	while (r == 0 && n > 0) {
 		struct frame f = stack[--n];
 		int i = node_index(f.node);
 		struct pos p = at(f.node);
 
+		p.parent = f.parent;
 		w->c->nodes++;
 		if (f.depth > w->c->depth)
 			w->c->depth = f.depth;

@@ -196,7 +196,8 @@ int sb_learn_file_merge(const char *text, const struct sb_learn_rules *rules, ti
 	return 0;
 }
 
-/* Reads path without following a link at its last component. */
+/* Reads path without following a link at its last component; -EBADMSG for
+ * a file with a NUL byte. */
 static int read_nofollow(const char *path, char **ret, struct stat *ret_st)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -227,6 +228,12 @@ static int read_nofollow(const char *path, char **ret, struct stat *ret_st)
 			sb_buf_reset(&b);
 			return r;
 		}
+	}
+	/* The merge reads a C string: it would cut the file at the NUL and
+	 * write back what precedes it. The loader refuses such a file too. */
+	if (b.data && memchr(b.data, '\0', b.len)) {
+		sb_buf_reset(&b);
+		return -EBADMSG;
 	}
 	*ret = b.data ? sb_buf_steal(&b) : strdup("");
 	return *ret ? 0 : -ENOMEM;
@@ -318,9 +325,10 @@ int sb_learn_file_write(const char *path, const struct sb_learn_rules *rules, ti
 		r = read_nofollow(path, &old, &st);
 		if (r < 0)
 			return sb_error(reterr, r, "cannot read '%s': %s", path,
-					r == -ELOOP    ? "it became a symbolic link"
-					: r == -EINVAL ? "not a regular file"
-						       : strerror(-r));
+					r == -ELOOP	? "it became a symbolic link"
+					: r == -EINVAL	? "not a regular file"
+					: r == -EBADMSG ? "it contains a NUL byte: not a rule file"
+							: strerror(-r));
 		mode = st.st_mode & 07777;
 	}
 	r = sb_learn_file_merge(old, rules, now, &text, &added);

@@ -36,7 +36,7 @@ struct sb_learn_write_result {
 /* Merges rules into path and writes it as described above. An existing file
  * that would not change is left alone. 0, or -errno with *reterr naming the
  * cause (-ELOOP: path is a symbolic link; -EEXIST: the temporary name is
- * taken). */
+ * taken; -EBADMSG: the file holds a NUL byte, it is no rule file). */
 int sb_learn_file_write(const char *path, const struct sb_learn_rules *rules, time_t now,
 			struct sb_learn_write_result *ret, char **reterr);
 

@@ -70,6 +70,123 @@ static PyObject *resolve(const char *module, const char *name, bool may_import)
 	return sb_py_getattr_path(obj, name);
 }
 
+/* Constructors of the closed list that a few bytes can make cost unbounded
+ * time or memory in the caller, with the GIL held: Fraction("1e999999999")
+ * computes 10**999999999, bytearray(1 << 40) allocates a terabyte, Decimal
+ * of an int is quadratic in the int's size and so is Fraction's gcd. In the
+ * fail-closed channels find_class hands out a check in their place, which
+ * admits the arguments CPython's own pickling writes and calls the class
+ * (the names are sb_result_checked_constructor()'s; the prescan makes sure
+ * the check is only ever called, never kept as a value). NEWOBJ, which needs
+ * the class itself, is never written for these three. */
+#define FRACTION_MAX_BITS (1u << 20)
+
+static bool fraction_args(PyObject *args)
+{
+	size_t bits = 0;
+
+	if (PyTuple_GET_SIZE(args) < 1 || PyTuple_GET_SIZE(args) > 2)
+		return false;
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+		PyObject *a = PyTuple_GET_ITEM(args, i);
+		size_t n;
+
+		if (!PyLong_CheckExact(a))
+			return false;
+		n = _PyLong_NumBits(a);
+		if (n == (size_t)-1) {
+			PyErr_Clear();
+			return false;
+		}
+		bits += n;
+	}
+	return bits <= FRACTION_MAX_BITS;
+}
+
+static bool decimal_args(PyObject *args)
+{
+	return PyTuple_GET_SIZE(args) == 1 && PyUnicode_CheckExact(PyTuple_GET_ITEM(args, 0));
+}
+
+static bool bytearray_args(PyObject *args)
+{
+	return PyTuple_GET_SIZE(args) == 0 ||
+	       (PyTuple_GET_SIZE(args) == 1 && PyBytes_CheckExact(PyTuple_GET_ITEM(args, 0)));
+}
+
+static const struct {
+	const char *module, *name;
+	bool (*admits)(PyObject *args);
+	const char *admitted;
+} checked[] = {
+    {"fractions", "Fraction", fraction_args, "two integers of at most 2^20 bits together"},
+    {"decimal", "Decimal", decimal_args, "one str"},
+    {"builtins", "bytearray", bytearray_args, "bytes"},
+};
+
+static PyObject *checked_call(size_t i, PyObject *cls, PyObject *args)
+{
+	if (!checked[i].admits(args))
+		return PyErr_Format(
+		    sb_exc_class(SB_EXC_RESTRICTED_UNPICKLING),
+		    "%s.%s with arguments pickle never writes for it (admitted: %s; "
+		    "others can cost unbounded time or memory)",
+		    checked[i].module, checked[i].name, checked[i].admitted);
+	return PyObject_Call(cls, args, NULL);
+}
+
+static PyObject *checked_fraction(PyObject *cls, PyObject *args)
+{
+	return checked_call(0, cls, args);
+}
+
+/* Decimal("garbage") sets InvalidOperation in the thread's decimal context,
+ * a flag the caller's own arithmetic may read: the conversion gets a context
+ * of its own. */
+static PyObject *checked_decimal(PyObject *cls, PyObject *args)
+{
+	PyObject *decimal, *ctx, *with_ctx, *v = NULL;
+
+	if (!decimal_args(args))
+		return checked_call(1, cls, args);
+	/* Loaded: cls is its Decimal. */
+	decimal = PyImport_ImportModule("decimal");
+	ctx = decimal ? PyObject_CallMethod(decimal, "Context", NULL) : NULL;
+	Py_XDECREF(decimal);
+	if (!ctx)
+		return NULL;
+	with_ctx = PyTuple_Pack(2, PyTuple_GET_ITEM(args, 0), ctx);
+	if (with_ctx)
+		v = PyObject_Call(cls, with_ctx, NULL);
+	Py_XDECREF(with_ctx);
+	Py_DECREF(ctx);
+	return v;
+}
+
+static PyObject *checked_bytearray(PyObject *cls, PyObject *args)
+{
+	return checked_call(2, cls, args);
+}
+
+static PyMethodDef checked_defs[] = {
+    {"Fraction", checked_fraction, METH_VARARGS, NULL},
+    {"Decimal", checked_decimal, METH_VARARGS, NULL},
+    {"bytearray", checked_bytearray, METH_VARARGS, NULL},
+};
+
+/* The class, or its check (both steal cls). */
+static PyObject *constructor(const char *module, const char *name, PyObject *cls)
+{
+	for (size_t i = 0; i < ELEMENTSOF(checked); i++)
+		if (streq(module, checked[i].module) && streq(name, checked[i].name)) {
+			PyObject *f = PyCFunction_New(&checked_defs[i], cls);
+
+			Py_DECREF(cls);
+			return f;
+		}
+	return cls;
+}
+
 static PyObject *find_class(enum sb_result_channel channel, PyObject *args)
 {
 	const char *module, *name;
@@ -100,7 +217,9 @@ static PyObject *find_class(enum sb_result_channel channel, PyObject *args)
 			     module, name);
 		Py_CLEAR(obj);
 	}
-	return obj;
+	return obj && data && (channel == SB_CHANNEL_DATA_ONLY || channel == SB_CHANNEL_EXCEPTION)
+		   ? constructor(module, name, obj)
+		   : obj;
 }
 
 static PyObject *find_data(PyObject *self _unused_, PyObject *args)

@@ -5,6 +5,7 @@
 
 #include "eval-grammar.h"
 #include "units.h"
+#include "utf8.h"
 #include "util.h"
 
 #define SB_EVAL_PREFIX "eval-"
@@ -81,7 +82,10 @@ static bool sb_eval_valid_name(const char *s, bool dotted)
 {
 	bool segment_start = true;
 
-	if (!*s)
+	/* Python reads the name as a str: non-ASCII letters are accepted, as in
+	 * identifiers, but only as UTF-8 (else every evaluation would fail on
+	 * the rule). */
+	if (!*s || !sb_utf8_valid(s, strlen(s)))
 		return false;
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;

@@ -88,6 +88,9 @@ const char *sb_request_file_name_problem(const char *name, size_t max_depth)
 		return "is absolute";
 	if (streq(name, PROGRAM_NAME))
 		return "is the program's own file (" PROGRAM_NAME ")";
+	/* It would need main.py to be a directory: the run could not start. */
+	if (startswith(name, PROGRAM_NAME "/"))
+		return "is below the program's own file (" PROGRAM_NAME ")";
 	for (const char *p = name;; p++) {
 		if (*p == '/' || *p == '\0') {
 			const char *start = p - seg;

@@ -30,6 +30,7 @@ int sb_request_decode(const char *body, size_t len, const struct sb_request_poli
 		      struct sb_run_spec *spec, struct sb_request_error *err);
 
 /* Whether name may be a file of the run: relative, '/'-separated segments of
- * [A-Za-z0-9._-] that are not "." or "..", not the program's own main.py.
+ * [A-Za-z0-9._-] that are not "." or "..", not the program's own main.py nor
+ * below it.
  * NULL when it may, else why not. */
 const char *sb_request_file_name_problem(const char *name, size_t max_depth);

@@ -32,7 +32,10 @@ static const struct {
     {"datetime", {"datetime", "date", "time", "timedelta", "timezone"}},
     {"decimal", {"Decimal"}},
     {"fractions", {"Fraction"}},
-    {"uuid", {"UUID", "SafeUUID"}},
+    /* Not uuid.SafeUUID: SafeUUID(0) is the shared member SafeUUID.safe, and
+     * a BUILD after NEWOBJ would write into it. A UUID pickles is_safe as
+     * its value. */
+    {"uuid", {"UUID"}},
     {"ipaddress",
      {"IPv4Address", "IPv6Address", "IPv4Network", "IPv6Network", "IPv4Interface",
       "IPv6Interface"}},
@@ -49,6 +52,13 @@ bool sb_result_data_type(const char *module, const char *name)
 				return true;
 	}
 	return false;
+}
+
+bool sb_result_checked_constructor(const char *module, const char *name)
+{
+	return (streq(module, "fractions") && streq(name, "Fraction")) ||
+	       (streq(module, "decimal") && streq(name, "Decimal")) ||
+	       (streq(module, "builtins") && streq(name, "bytearray"));
 }
 
 /* Whole modules (and their submodules) whose every global is a gadget: process
@@ -124,6 +134,9 @@ enum kind {
 	K_VALUE,  /* data built by data opcodes */
 	K_STR,	  /* a str, whose text the scan knows (for STACK_GLOBAL) */
 	K_GLOBAL, /* a global admitted by the channel */
+	/* In the exception channel, a constructor the unpickler hands out checked
+	 * (sb_result_checked_constructor()): only ever called, never a value. */
+	K_CONSTRUCTOR,
 	K_OBJ,	  /* what REDUCE built */
 	K_NEWOBJ, /* what NEWOBJ built (BUILD may follow) */
 };
@@ -151,6 +164,13 @@ struct scan {
 	size_t globallen;
 	unsigned char op;
 	size_t op_offset;
+	/* The end of the FRAME being read; NULL outside a frame. CPython's
+	 * unpickler (reading a file) loads a frame into a buffer; an argument
+	 * that continues past the frame's end is read from the file with the
+	 * unread rest of the buffer dropped, so it would run bytes this scan
+	 * reads as data. CPython's pickler ends frames between opcodes and opens
+	 * one only after the last ends: anything else is refused. */
+	const unsigned char *frame_end;
 };
 
 static int refuse(struct scan *s, const char *fmt, ...) _printf_(2, 3);
@@ -207,6 +227,8 @@ static int pop_value(struct scan *s)
 	if (it.kind == K_GLOBAL && s->channel == SB_CHANNEL_DATA_ONLY)
 		return refuse(s,
 			      "a class used as a value (refused by remote-result-mode=data-only)");
+	if (it.kind == K_CONSTRUCTOR)
+		return refuse(s, "a class whose calls are checked used as a value");
 	return 0;
 }
 
@@ -216,6 +238,8 @@ static int pop_mark(struct scan *s)
 		if (s->stack[s->n_stack - 1].kind == K_GLOBAL && s->channel == SB_CHANNEL_DATA_ONLY)
 			return refuse(s, "a class used as a value (refused by "
 					 "remote-result-mode=data-only)");
+		if (s->stack[s->n_stack - 1].kind == K_CONSTRUCTOR)
+			return refuse(s, "a class whose calls are checked used as a value");
 		s->n_stack--;
 	}
 	if (s->n_stack == 0)
@@ -359,8 +383,13 @@ static int stack_global(struct scan *s)
 				      m, n);
 		}
 		break;
-	case SB_CHANNEL_OBJECTS:
 	case SB_CHANNEL_EXCEPTION:
+		if (sb_result_denied_global(m, n))
+			return refuse(s, "global '%s.%s' is in the result guard's denylist", m, n);
+		if (sb_result_checked_constructor(m, n))
+			return push(s, K_CONSTRUCTOR, NULL, 0);
+		break;
+	case SB_CHANNEL_OBJECTS:
 		if (sb_result_denied_global(m, n))
 			return refuse(s, "global '%s.%s' is in the result guard's denylist", m, n);
 		break;
@@ -383,12 +412,12 @@ static int build_call(struct scan *s, size_t n_args, enum kind result)
 			return r;
 	if ((r = pop(s, &callable)) < 0)
 		return r;
-	if (callable.kind != K_GLOBAL)
+	if (callable.kind != K_GLOBAL && callable.kind != K_CONSTRUCTOR)
 		return refuse(s, "a call whose callable is not a global");
 	return push(s, result, NULL, 0);
 }
 
-static int step(struct scan *s)
+static int step_op(struct scan *s)
 {
 	const char *arg = NULL;
 	size_t arglen = 0;
@@ -530,10 +559,13 @@ static int step(struct scan *s)
 		s->p++;
 		return 0;
 	case 0x95: /* FRAME */
+		if (s->frame_end)
+			return refuse(s, "a FRAME before the end of the previous one");
 		if ((r = need(s, 8)) < 0)
 			return r;
 		if (le(s->p, 8) > (uint64_t)(s->end - s->p - 8))
 			return refuse(s, "FRAME longer than the stream");
+		s->frame_end = s->p + 8 + le(s->p, 8);
 		s->p += 8;
 		return 0;
 	case 0x93: /* STACK_GLOBAL */
@@ -575,6 +607,19 @@ static int step(struct scan *s)
 	default:
 		return refuse(s, "unknown opcode");
 	}
+}
+
+static int step(struct scan *s)
+{
+	int r;
+
+	if (s->frame_end == s->p)
+		s->frame_end = NULL; /* read whole: the next opcode is outside */
+	r = step_op(s);
+	if (r >= 0 && s->frame_end && s->p > s->frame_end)
+		return refuse(s, "an opcode that crosses the end of its FRAME (CPython's "
+				 "unpickler would read what follows differently)");
+	return r;
 }
 
 static int prescan(const void *data, size_t len, enum sb_result_channel channel,
@@ -622,6 +667,8 @@ static int prescan(const void *data, size_t len, enum sb_result_channel channel,
 		else if (s.stack[0].kind == K_GLOBAL && channel == SB_CHANNEL_DATA_ONLY)
 			r = refuse(&s, "a class as the result (refused by "
 				       "remote-result-mode=data-only)");
+		else if (s.stack[0].kind == K_CONSTRUCTOR)
+			r = refuse(&s, "a class whose calls are checked as the result");
 		else if (s.p != s.end)
 			r = refuse(&s, "%zu bytes after STOP", (size_t)(s.end - s.p));
 	}

@@ -42,6 +42,14 @@ int sb_result_data_only_check(const void *data, size_t len, char *what, size_t w
 /* Whether module.name is one of the data-only value types. */
 bool sb_result_data_type(const char *module, const char *name);
 
+/* Whether module.name is one of the value types whose constructor a few bytes
+ * can make cost unbounded time or memory (Fraction("1e999999999"),
+ * bytearray(1 << 40), Decimal of a huge int): in data-only and the exception
+ * channel the unpickler calls them only with the arguments pickle writes for
+ * them, and the prescan refuses them as values there (the unpickler hands
+ * out a check, not the class). */
+bool sb_result_checked_constructor(const char *module, const char *name);
+
 /* Whether module.name is in the gadget denylist of objects mode (every C twin
  * included). */
 bool sb_result_denied_global(const char *module, const char *name);

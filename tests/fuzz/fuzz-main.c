@@ -1,40 +1,66 @@
 /* SPDX-License-Identifier: MIT */
-/* Replays fuzz corpus files through the fuzz entry point without libFuzzer, so
- * that every input the fuzzer ever kept is a regression test (systemd's
- * fuzz-main.c idea). Prints TAP. */
+/* Replays fuzz corpus files through a fuzz target without libFuzzer, so that
+ * every input the fuzzer ever kept is a regression test (systemd's
+ * fuzz-main.c idea). Arguments are corpus directories or single files. A
+ * target that finds a violated invariant aborts, which fails the test; with
+ * the ASan build, so does any memory error. Prints TAP. */
 #include <dirent.h>
-#include <stdint.h>
+#include <sys/stat.h>
 
+#include "fuzz.h"
 #include "tap.h"
 #include "util.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Optional in a target. */
+int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
+
+static void replay(const char *path, const char *name)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t size = 0;
+
+	if (sb_read_file(path, 4 * 1024 * 1024, &data, &size) < 0) {
+		tap_ok(false, "read %s", path);
+		return;
+	}
+	/* Flushed first: if the input crashes the target, the log names it. */
+	fflush(stdout);
+	LLVMFuzzerTestOneInput((const uint8_t *)data, size);
+	tap_ok(true, "replayed %s (%zu bytes)", name, size);
+}
 
 int main(int argc, char **argv)
 {
+	if (LLVMFuzzerInitialize)
+		LLVMFuzzerInitialize(&argc, &argv);
 	for (int i = 1; i < argc; i++) {
-		DIR *d = opendir(argv[i]);
-		struct dirent *de;
+		struct stat st;
+		struct dirent **entries = NULL;
+		int n;
 
-		if (!d) {
+		if (stat(argv[i], &st) == 0 && S_ISREG(st.st_mode)) {
+			replay(argv[i], argv[i]);
+			continue;
+		}
+		/* Sorted: the same order on every run. */
+		n = scandir(argv[i], &entries, NULL, alphasort);
+		if (n < 0) {
 			tap_ok(false, "open corpus %s", argv[i]);
 			continue;
 		}
-		while ((de = readdir(d))) {
-			_cleanup_free_ char *path = NULL, *data = NULL;
-			size_t size = 0;
+		for (int k = 0; k < n; k++) {
+			_cleanup_free_ char *path = NULL;
 
-			if (de->d_name[0] == '.')
-				continue;
-			path = sb_path_join(argv[i], de->d_name);
-			if (!path || sb_read_file(path, 1024 * 1024, &data, &size) < 0) {
-				tap_ok(false, "read %s", de->d_name);
-				continue;
+			if (entries[k]->d_name[0] != '.') {
+				path = sb_path_join(argv[i], entries[k]->d_name);
+				if (path)
+					replay(path, entries[k]->d_name);
+				else
+					tap_ok(false, "out of memory");
 			}
-			LLVMFuzzerTestOneInput((const uint8_t *)data, size);
-			tap_ok(true, "replayed %s (%zu bytes)", de->d_name, size);
+			free(entries[k]);
 		}
-		closedir(d);
+		free(entries);
 	}
 	return tap_done();
 }

@@ -199,6 +199,27 @@ def test_report_lists_every_violation(sb):
     assert re.search(r"add: eval-import=os\n    warning: os exposes", r.stdout), r
 
 
+def test_report_places_nodes_without_a_position_at_their_parent(sb):
+    # comprehension, arguments, match_case and withitem have no position of
+    # their own: they are reported where the construct that holds them is,
+    # with it. Found by tests/fuzz/fuzz-eval.c: they were violations of their
+    # own at "line -1, col -1", listed first, and the exception's lineno was
+    # -1 without a text.
+    src = "x = 1\ny = [i for i in x]\nf = lambda a: a\n"
+    r = run(sb, "eval-syntax=assign\n",
+            "import pysandboxes\n"
+            f"try:\n    exec({src!r})\n"
+            "except pysandboxes.EvalSyntaxRejected as e:\n"
+            "    print('POS', e.lineno, e.offset, repr(e.text))\n"
+            "    print('N', len(e.violations))\n"
+            "    print(str(e))\n")
+    assert "POS 2 5 'y = [i for i in x]'" in r.stdout, r
+    assert "N 2" in r.stdout, r
+    assert "  line 2, col 4: 'ListComp' is not allowed\n" in r.stdout, r
+    assert "  line 3, col 4: 'Lambda' is not allowed\n" in r.stdout, r
+    assert "line -1" not in r.stdout, r
+
+
 def test_report_names_the_profile(sb):
     r = run(sb, "eval-syntax:llm=compare\n",
             "import pysandboxes\n"

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static unsigned tap_count;
@@ -15,30 +16,54 @@ static unsigned tap_failed;
 static inline bool tap_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline bool tap_ok(bool cond, const char *fmt, ...)
 {
+	char *text = NULL;
 	va_list ap;
+	int n;
 
 	tap_count++;
 	if (!cond)
 		tap_failed++;
-	printf("%s %u - ", cond ? "ok" : "not ok", tap_count);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	n = vasprintf(&text, fmt, ap);
 	va_end(ap);
+	printf("%s %u - ", cond ? "ok" : "not ok", tap_count);
+	/* One line per test whatever the description holds (a multi-line value
+	 * compared by TAP_IS_STR): a bare line is "Unknown TAP output". */
+	for (const char *p = n >= 0 ? text : "?"; *p; p++) {
+		if (*p == '\n')
+			fputs("\\n", stdout);
+		else if (*p == '\r')
+			fputs("\\r", stdout);
+		else
+			putchar(*p);
+	}
 	putchar('\n');
 	fflush(stdout);
+	free(text);
 	return cond;
 }
 
+/* A comment; each line of a text with newlines is one. */
 static inline void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void tap_diag(const char *fmt, ...)
 {
+	char *text = NULL;
 	va_list ap;
+	int n;
 
-	fputs("# ", stdout);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	n = vasprintf(&text, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return;
+	fputs("# ", stdout);
+	for (const char *p = text; *p; p++) {
+		putchar(*p);
+		if (*p == '\n')
+			fputs("# ", stdout);
+	}
 	putchar('\n');
+	free(text);
 }
 
 static inline int tap_skip_all(const char *reason)

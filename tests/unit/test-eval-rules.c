@@ -103,6 +103,12 @@ static const struct diag_case diag_cases[] = {
     {{{"eval-attribute", "DENY:*"}}, 0, 1, {"fewer than 3", NULL}},
     {{{"eval-import", "xml.*"}}, 0, 0, {NULL, NULL}},
     {{{"eval-call", "g?t"}}, 1, 0, {"invalid name", NULL}},
+    /* Found by fuzz-eval: Python could not read them, every evaluation failed. */
+    {{{"eval-call", "le\xffn"}}, 1, 0, {"invalid name", NULL}},
+    {{{"eval-attribute", "up\xc3"}}, 1, 0, {"invalid name", NULL}},
+    {{{"eval-import", "js\xed\xa0\x80on"}}, 1, 0, {"invalid module name", NULL}},
+    {{{"eval-magic", "__\xff*"}}, 1, 0, {"invalid pattern", NULL}},
+    {{{"eval-call", "caf\xc3\xa9"}}, 0, 0, {NULL, NULL}},
     /* warnings on grants */
     {{{"eval-attribute", "format"}}, 0, 1, {"'format'", "runtime"}},
     {{{"eval-attribute", "format_map"}}, 0, 1, {"'format_map'", NULL}},

@@ -334,6 +334,33 @@ static void test_too_big(void)
 	sb_learn_write_result_done(&res);
 }
 
+/* A file with a NUL byte is no rule file (the loader says so too): the merge
+ * reads a C string and would write back only what precedes the NUL. */
+static void test_nul_byte(void)
+{
+	_cleanup_(sb_learn_rules_done) struct sb_learn_rules r = {0};
+	struct sb_learn_write_result res = {0};
+	_cleanup_free_ char *err = NULL, *text = NULL;
+	static const char content[] = "python-import=os\n\0python-import=json\n";
+	const char *path = at("nul");
+	size_t n = 0;
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fwrite(content, 1, sizeof(content) - 1, f);
+		fclose(f);
+	}
+	add(&r, SB_LEARN_IMPORT, "python-import=colorsys");
+	TAP_IS_INT(sb_learn_file_write(path, &r, fixed_time(), &res, &err), -EBADMSG,
+		   "a rule file with a NUL byte is refused");
+	tap_ok(err && strstr(err, "NUL byte"), "with a message saying so (%s)", err ? err : "");
+	tap_ok(sb_read_file(path, 1 << 20, &text, &n) >= 0 && n == sizeof(content) - 1 &&
+		   memcmp(text, content, n) == 0,
+	       "the file is untouched");
+	TAP_IS_INT(access(at("nul.old"), F_OK), -1, "and not backed up");
+	sb_learn_write_result_done(&res);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/sb-learn-file-XXXXXX";
@@ -350,6 +377,7 @@ int main(void)
 	test_write();
 	test_links();
 	test_too_big();
+	test_nul_byte();
 	{
 		char cmd[PATH_MAX + 16];
 

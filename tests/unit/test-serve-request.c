@@ -45,6 +45,7 @@ static const struct bad_case bad_cases[] = {
     {"{\"source\": \"\", \"files\": {\"\": \"\"}}", "files", "empty"},
     {"{\"source\": \"\", \"files\": {\"./a\": \"\"}}", "files", "'.'"},
     {"{\"source\": \"\", \"files\": {\"main.py\": \"\"}}", "files", "program's own"},
+    {"{\"source\": \"\", \"files\": {\"main.py/x\": \"\"}}", "files", "below the program's own"},
     {"{\"source\": \"\", \"files\": {\"a b\": \"\"}}", "files", "character"},
     {"{\"source\": \"\", \"files\": {\"a/b/c\": \"\"}}", "files", "too deep"},
     {"{\"source\": \"\", \"files\": {\"a\": \"\", \"b\": \"\", \"c\": \"\"}}", "files",

@@ -52,6 +52,9 @@ static const struct ok_case ok_cases[] = {
     {DURATION, "0.25s", 250},
     {DURATION, "1.50s", 1500},
     {DURATION, "0.5m", 30000},
+    /* Trailing zeros carry no precision, however many (found by fuzz-units). */
+    {DURATION, "1.5000000000000000000000s", 1500},
+    {SIZE, "0.000000001000000000000000000GB", 1},
 };
 
 static const struct bad_case bad_cases[] = {
@@ -98,6 +101,9 @@ static const struct bad_case bad_cases[] = {
     {DURATION, "DENY:5s", -EINVAL, "DENY:"},
     {DURATION, "1.5ms", -EINVAL, "whole number of milliseconds"},
     {DURATION, "0.0001s", -EINVAL, "whole number of milliseconds"},
+    /* More significant digits than 64 bits hold: not whole, rather than too large. */
+    {DURATION, "1.00000000000000000001s", -EINVAL, "whole number of milliseconds"},
+    {SIZE, "1.10000000000000000000001GB", -EINVAL, "whole number of bytes"},
     {DURATION, "18446744073709551615", -ERANGE, "too large"},
     {DURATION, "18446744073709551615ms", 0, NULL},
     {DURATION, "307445734561825861m", -ERANGE, "too large"},

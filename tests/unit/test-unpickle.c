@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/* The result guard's layers after the prescan (src/partial/unpickle.c), in an
+ * embedded CPython: the exception channel's find_class, the only layer that
+ * keeps a class that is not an exception from being called there; the
+ * constructors of the closed list that would turn a few bytes into unbounded
+ * work; the exception descriptor. Each refusal is checked by its reason,
+ * since several layers could refuse the same stream. */
+#include "core.h"
+#include "exceptions.h"
+#include "tap.h"
+#include "util.h"
+
+/* CPython keeps objects until exit by design. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_leaks=0";
+}
+
+static PyObject *dumps, *globals;
+
+/* pickle.dumps(eval(expr), protocol) */
+static PyObject *pickled(const char *expr, int protocol)
+{
+	PyObject *v = PyRun_String(expr, Py_eval_input, globals, globals), *r = NULL;
+
+	if (v)
+		r = PyObject_CallFunction(dumps, "Oi", v, protocol);
+	Py_XDECREF(v);
+	if (!r) {
+		PyErr_Print();
+		tap_diag("cannot pickle %s", expr);
+	}
+	return r;
+}
+
+/* Unpickles data through channel: NULL and the refusal's message in err, or
+ * the value. */
+static PyObject *load(const char *data, size_t len, enum sb_result_channel channel, char *err,
+		      size_t errlen)
+{
+	PyObject *v = sb_unpickle(data, len, channel, "test()");
+	PyObject *et, *ev, *etb, *s;
+
+	err[0] = '\0';
+	if (v)
+		return v;
+	PyErr_Fetch(&et, &ev, &etb);
+	PyErr_NormalizeException(&et, &ev, &etb);
+	s = ev ? PyObject_Str(ev) : NULL;
+	snprintf(err, errlen, "%s: %s", et ? ((PyTypeObject *)et)->tp_name : "?",
+		 s ? PyUnicode_AsUTF8(s) : "?");
+	Py_XDECREF(s);
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(etb);
+	PyErr_Clear();
+	return NULL;
+}
+
+static bool refused_for(const char *data, size_t len, enum sb_result_channel channel,
+			const char *reason, const char *what)
+{
+	char err[1024];
+	PyObject *v = load(data, len, channel, err, sizeof(err));
+	bool ok = !v && strstr(err, "RestrictedUnpicklingError") && strstr(err, reason);
+
+	tap_ok(ok, "%s is refused (%s): %s", what,
+	       channel == SB_CHANNEL_DATA_ONLY ? "data-only" : "exception channel", reason);
+	if (!ok)
+		tap_diag("got: %s", v ? "a value" : err);
+	Py_XDECREF(v);
+	return ok;
+}
+
+/* The bytes of a Python bytes expression (the helpers of main()). */
+static PyObject *stream(const char *expr)
+{
+	PyObject *v = PyRun_String(expr, Py_eval_input, globals, globals);
+
+	if (!v || !PyBytes_Check(v)) {
+		PyErr_Print();
+		tap_diag("bad stream %s", expr);
+		Py_XDECREF(v);
+		return NULL;
+	}
+	return v;
+}
+
+static void test_exception_channel(void)
+{
+	/* collections is loaded, OrderedDict is no exception class: only the
+	 * exception channel's class check refuses it (the prescan and the
+	 * denylist admit it, objects mode rebuilds it). */
+	PyObject *ordered_dict = stream("P(G('collections', 'OrderedDict') + b')R.')");
+	PyObject *builtins_list = stream("P(G('builtins', 'list') + b')R.')");
+	char err[1024];
+	PyObject *v, *data;
+
+	if (!ordered_dict || !builtins_list) {
+		tap_ok(false, "streams");
+		return;
+	}
+	refused_for(PyBytes_AS_STRING(ordered_dict), (size_t)PyBytes_GET_SIZE(ordered_dict),
+		    SB_CHANNEL_EXCEPTION,
+		    "global 'collections.OrderedDict' is not an exception class",
+		    "collections.OrderedDict in the exception channel");
+	refused_for(PyBytes_AS_STRING(builtins_list), (size_t)PyBytes_GET_SIZE(builtins_list),
+		    SB_CHANNEL_EXCEPTION, "global 'builtins.list' is not an exception class",
+		    "builtins.list in the exception channel");
+	v = load(PyBytes_AS_STRING(ordered_dict), (size_t)PyBytes_GET_SIZE(ordered_dict),
+		 SB_CHANNEL_OBJECTS, err, sizeof(err));
+	tap_ok(v && streq(Py_TYPE(v)->tp_name, "collections.OrderedDict"),
+	       "objects mode rebuilds the same stream (%s)", v ? Py_TYPE(v)->tp_name : err);
+	Py_XDECREF(v);
+
+	data = pickled("ValueError('boom')", 5);
+	v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+			SB_CHANNEL_EXCEPTION, err, sizeof(err))
+		 : NULL;
+	tap_ok(v && PyErr_GivenExceptionMatches(v, PyExc_ValueError),
+	       "an exception instance crosses the exception channel (%s)", v ? "ok" : err);
+	Py_XDECREF(v);
+	Py_XDECREF(data);
+
+	/* A checked constructor's class used as a value keeps its identity where
+	 * the unpickler does not check (objects mode). */
+	data = stream("P(G('fractions', 'Fraction') + b'.')");
+	v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), SB_CHANNEL_OBJECTS,
+			err, sizeof(err))
+		 : NULL;
+	tap_ok(v && PyType_Check(v) && streq(((PyTypeObject *)v)->tp_name, "Fraction"),
+	       "objects mode: fractions.Fraction as a value is the class (%s)",
+	       v ? Py_TYPE(v)->tp_name : err);
+	Py_XDECREF(v);
+	Py_XDECREF(data);
+	Py_DECREF(ordered_dict);
+	Py_DECREF(builtins_list);
+}
+
+/* The arguments CPython's reduce writes pass; the ones that cost unbounded
+ * time or memory in the caller are refused before the call. */
+static void test_checked_constructors(void)
+{
+	static const struct {
+		const char *stream;
+		const char *reason;
+		const char *what;
+	} hostile[] = {
+	    {"P(G('fractions', 'Fraction') + S('1e999999999') + b'\\x85R.')",
+	     "fractions.Fraction with arguments pickle never writes",
+	     "Fraction('1e999999999') (10**999999999)"},
+	    {"P(G('fractions', 'Fraction') + G('decimal', 'Decimal') + S('1e999999999') "
+	     "+ b'\\x85R\\x85R.')",
+	     "fractions.Fraction with arguments pickle never writes",
+	     "Fraction(Decimal('1e999999999'))"},
+	    {"P(G('builtins', 'bytearray') + b'\\x8a\\x06' + (1 << 40).to_bytes(6, 'little') "
+	     "+ b'\\x85R.')",
+	     "builtins.bytearray with arguments pickle never writes", "bytearray(1 << 40)"},
+	    {"P(G('decimal', 'Decimal') + b'K\\x07\\x85R.')",
+	     "decimal.Decimal with arguments pickle never writes",
+	     "Decimal(7): an int, quadratic in its size"},
+	    {"P(G('fractions', 'Fraction') + b'\\x8b' + (1 << 17).to_bytes(4, 'little') "
+	     "+ b'\\x7f' * (1 << 17) + b'K\\x03\\x86R.')",
+	     "fractions.Fraction with arguments pickle never writes",
+	     "Fraction of an int of 2^20 bits (its gcd)"},
+	};
+	static const char *const legit[] = {
+	    "fractions.Fraction(1, 3)",
+	    "fractions.Fraction(-(2**1000), 3**500)",
+	    "decimal.Decimal('-1.5e-7')",
+	    "bytearray(b'ab')",
+	    "bytearray()",
+	};
+	char err[1024];
+
+	for (size_t i = 0; i < ELEMENTSOF(hostile); i++) {
+		PyObject *b = stream(hostile[i].stream);
+
+		if (!b) {
+			tap_ok(false, "%s", hostile[i].what);
+			continue;
+		}
+		for (int ch = SB_CHANNEL_DATA_ONLY; ch <= SB_CHANNEL_EXCEPTION; ch++)
+			if (ch == SB_CHANNEL_DATA_ONLY || ch == SB_CHANNEL_EXCEPTION)
+				refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b),
+					    (enum sb_result_channel)ch, hostile[i].reason,
+					    hostile[i].what);
+		Py_DECREF(b);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(legit); i++)
+		for (int protocol = 2; protocol <= 5; protocol++) {
+			PyObject *data = pickled(legit[i], protocol), *v, *want;
+			int same;
+
+			if (protocol < 4) {
+				/* GLOBAL (protocol 0-3) is refused: only 4 and 5 use
+				 * STACK_GLOBAL. */
+				Py_XDECREF(data);
+				continue;
+			}
+			v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+					SB_CHANNEL_DATA_ONLY, err, sizeof(err))
+				 : NULL;
+			want = PyRun_String(legit[i], Py_eval_input, globals, globals);
+			same = v && want ? PyObject_RichCompareBool(v, want, Py_EQ) : 0;
+			tap_ok(same == 1 && Py_TYPE(v) == Py_TYPE(want), "%s (protocol %d) passes",
+			       legit[i], protocol);
+			if (!v)
+				tap_diag("%s", err);
+			Py_XDECREF(v);
+			Py_XDECREF(want);
+			Py_XDECREF(data);
+			PyErr_Clear();
+		}
+}
+
+/* An exception frame whose rich form names a class that is not an
+ * exception: the descriptor's fallback makes the exception from the class
+ * in sys.modules, never the named object. */
+static void test_exception_frame(void)
+{
+	PyObject *data = pickled("('builtins', 'ValueError', 'boom', [], '', "
+				 "pickle.dumps(collections.OrderedDict(a=1), 5))",
+				 5);
+	PyObject *et, *ev, *etb;
+
+	if (!data) {
+		tap_ok(false, "exception frame");
+		return;
+	}
+	tap_ok(!sb_raise_remote_exception(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+					  false, "test()"),
+	       "an exception frame raises");
+	PyErr_Fetch(&et, &ev, &etb);
+	PyErr_NormalizeException(&et, &ev, &etb);
+	tap_ok(ev && Py_TYPE(ev) == (PyTypeObject *)PyExc_ValueError,
+	       "a ValueError made from the descriptor, the OrderedDict refused");
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(etb);
+	Py_DECREF(data);
+}
+
+/* Streams the prescan must refuse although CPython's unpickler alone would
+ * run them: each refused by the prescan's reason, nothing changed. */
+static void test_prescan_first(void)
+{
+	PyObject *safe = NULL, *desync, *safeuuid;
+	char err[1024];
+
+	/* An argument running past its FRAME hides a call of
+	 * collections.OrderedDict from a linear reading: CPython's unpickler
+	 * drops the rest of the frame and runs it. */
+	desync = stream("b'\\x80\\x05\\x95' + (4).to_bytes(8, 'little') + b'\\x8c\\x04xyabC\\x1e' "
+			"+ S('collections') + S('OrderedDict') + b'\\x93)R00.'");
+	/* SafeUUID(0) is the shared member SafeUUID.safe: a BUILD after NEWOBJ
+	 * would write into it. */
+	safeuuid = stream("P(G('uuid', 'SafeUUID') + b'K\\x00\\x85\\x81}(' + S('_value_') + "
+			  "S('pwned') + b'ub.')");
+	if (!desync || !safeuuid) {
+		tap_ok(false, "streams");
+		return;
+	}
+	refused_for(PyBytes_AS_STRING(desync), (size_t)PyBytes_GET_SIZE(desync),
+		    SB_CHANNEL_DATA_ONLY, "an opcode that crosses the end of its FRAME",
+		    "an argument past its frame's end");
+	refused_for(PyBytes_AS_STRING(safeuuid), (size_t)PyBytes_GET_SIZE(safeuuid),
+		    SB_CHANNEL_DATA_ONLY, "global 'uuid.SafeUUID' is not a value type",
+		    "a BUILD into uuid.SafeUUID.safe");
+	refused_for(PyBytes_AS_STRING(safeuuid), (size_t)PyBytes_GET_SIZE(safeuuid),
+		    SB_CHANNEL_EXCEPTION, "global 'uuid.SafeUUID' is not an exception class",
+		    "a BUILD into uuid.SafeUUID.safe");
+	safe = PyRun_String("uuid.SafeUUID.safe.value", Py_eval_input, globals, globals);
+	tap_ok(safe && PyLong_Check(safe) && PyLong_AsLong(safe) == 0,
+	       "uuid.SafeUUID.safe is unchanged");
+	Py_XDECREF(safe);
+	Py_DECREF(desync);
+	Py_DECREF(safeuuid);
+	PyErr_Clear();
+	(void)err;
+}
+
+/* Decimal("garbage") would set InvalidOperation in the caller's decimal
+ * context, a flag its own arithmetic may read. */
+static void test_decimal_context(void)
+{
+	PyObject *b = stream("P(G('decimal', 'Decimal') + S('garbage') + b'\\x85R.')"), *flag;
+
+	if (!b) {
+		tap_ok(false, "stream");
+		return;
+	}
+	PyRun_SimpleString("decimal.getcontext().clear_flags()");
+	refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), SB_CHANNEL_DATA_ONLY,
+		    "could not be rebuilt", "Decimal('garbage')");
+	flag = PyRun_String("decimal.getcontext().flags[decimal.InvalidOperation]", Py_eval_input,
+			    globals, globals);
+	tap_ok(flag == Py_False, "the caller's decimal context keeps its flags");
+	Py_XDECREF(flag);
+	Py_DECREF(b);
+	PyErr_Clear();
+}
+
+/* What CPython writes for large results passes: several frames, and bytes
+ * written outside any frame. */
+static void test_large(void)
+{
+	static const char *const values[] = {
+	    "[str(i) for i in range(30000)]",
+	    "[b'x' * 200000, 'a', b'y' * 70000, [1, 2]]",
+	    "['z' * 100000, bytearray(b'q' * 100000), uuid.UUID(int=7)]",
+	};
+	char err[1024];
+
+	for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+		PyObject *data = pickled(values[i], 5), *v = NULL, *want;
+
+		want = PyRun_String(values[i], Py_eval_input, globals, globals);
+		if (data)
+			v = load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+				 SB_CHANNEL_DATA_ONLY, err, sizeof(err));
+		tap_ok(v && want && PyObject_RichCompareBool(v, want, Py_EQ) == 1,
+		       "%s (%zd bytes) passes data-only", values[i],
+		       data ? PyBytes_GET_SIZE(data) : -1);
+		if (!v)
+			tap_diag("%s", err);
+		Py_XDECREF(v);
+		Py_XDECREF(want);
+		Py_XDECREF(data);
+		PyErr_Clear();
+	}
+}
+
+int main(void)
+{
+	PyPreConfig pre;
+	PyConfig config;
+	PyObject *pickle;
+
+	PyPreConfig_InitIsolatedConfig(&pre);
+	pre.allocator = PYMEM_ALLOCATOR_MALLOC;
+	if (PyStatus_Exception(Py_PreInitialize(&pre)))
+		return tap_skip_all("no Python");
+	PyConfig_InitIsolatedConfig(&config);
+	config.install_signal_handlers = 0;
+	config.write_bytecode = 0;
+	if (PyStatus_Exception(Py_InitializeFromConfig(&config)))
+		return tap_skip_all("no Python");
+	PyConfig_Clear(&config);
+	PyRun_SimpleString("import collections, decimal, fractions, pickle, uuid\n"
+			   "def S(s):\n"
+			   "    b = s.encode()\n"
+			   "    return b'\\x8c' + bytes([len(b)]) + b\n"
+			   "def G(module, name):\n"
+			   "    return S(module) + S(name) + b'\\x93'\n"
+			   "def P(body):\n"
+			   "    return b'\\x80\\x05' + body\n");
+	globals = PyModule_GetDict(PyImport_AddModule("__main__"));
+	pickle = PyImport_ImportModule("pickle");
+	dumps = pickle ? PyObject_GetAttrString(pickle, "dumps") : NULL;
+	if (!dumps || !sb_exc_class(SB_EXC_RESTRICTED_UNPICKLING))
+		return tap_skip_all("no pickle");
+
+	test_exception_channel();
+	test_checked_constructors();
+	test_exception_frame();
+	test_prescan_first();
+	test_decimal_context();
+	test_large();
+	return tap_done();
+}
