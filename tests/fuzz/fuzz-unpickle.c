@@ -281,7 +281,7 @@ static void data_only(const uint8_t *data, size_t size)
 	if (sb_result_prescan(data, size, SB_CHANNEL_DATA_ONLY, NULL, err, sizeof(err)) < 0)
 		return;
 	/* The decoder first: if it hangs, the timeout is its own. */
-	v = sb_unpickle((const char *)data, size, SB_CHANNEL_DATA_ONLY, "fuzz");
+	v = sb_unpickle((const char *)data, size, SB_RESULT_LIMIT, SB_CHANNEL_DATA_ONLY, "fuzz");
 	if (!v)
 		expect_refusal("data-only");
 	bytes = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)size);
@@ -330,7 +330,9 @@ static void data_only(const uint8_t *data, size_t size)
 
 static void exception_channel(const uint8_t *data, size_t size)
 {
-	PyObject *v = sb_unpickle((const char *)data, size, SB_CHANNEL_EXCEPTION, "fuzz"), *o;
+	PyObject *v = sb_unpickle((const char *)data, size, SB_RESULT_LIMIT, SB_CHANNEL_EXCEPTION,
+				  "fuzz"),
+		 *o;
 
 	if (!v) {
 		expect_refusal("exception channel");

@@ -7,6 +7,7 @@
  * since several layers could refuse the same stream. */
 #include "core.h"
 #include "exceptions.h"
+#include "frame.h"
 #include "tap.h"
 #include "util.h"
 
@@ -39,7 +40,7 @@ static PyObject *pickled(const char *expr, int protocol)
 static PyObject *load(const char *data, size_t len, enum sb_result_channel channel, char *err,
 		      size_t errlen)
 {
-	PyObject *v = sb_unpickle(data, len, channel, "test()");
+	PyObject *v = sb_unpickle(data, len, SB_RESULT_LIMIT, channel, "test()");
 	PyObject *et, *ev, *etb, *s;
 
 	err[0] = '\0';
