@@ -121,6 +121,9 @@ static const char *landlock_hint(int r)
 	case -ENOSYS:
 		return " (Landlock is not supported by the running kernel: it needs "
 		       "CONFIG_SECURITY_LANDLOCK=y and \"landlock,\" in CONFIG_LSM)";
+	case -EPERM:
+		return " (refused by a seccomp filter: python-sb is running inside another "
+		       "sandbox)";
 	case -EOPNOTSUPP:
 		return " (Landlock is disabled at boot time: add lsm=landlock,... to the "
 		       "kernel command line, keeping the LSMs listed in /sys/kernel/security/lsm)";

@@ -16,12 +16,18 @@ static int probe(char **reterr)
 
 	if (abi >= 0)
 		return 0;
-	/* The hints of the kernel's own sample: the two ways Landlock is absent. */
-	*reterr = strdup(abi == -EOPNOTSUPP
-			     ? "Landlock is supported by the kernel but disabled at boot time "
-			       "(add landlock to the lsm= kernel parameter)"
-			     : "Landlock is not supported by the running kernel (5.13+ built with "
-			       "CONFIG_SECURITY_LANDLOCK)");
+	/* The hints of the kernel's own sample: the two ways Landlock is absent.
+	 * The version query never fails with EPERM but under a seccomp filter:
+	 * a python-sb started inside a sandbox (python-sb's own refuses nested
+	 * sandboxes), where "not supported by the kernel" would mislead. */
+	*reterr = strdup(
+	    abi == -EPERM ? "Landlock is refused by a seccomp filter on this process (python-sb "
+			    "is running inside another sandbox, which does not allow a nested one)"
+	    : abi == -EOPNOTSUPP
+		? "Landlock is supported by the kernel but disabled at boot time "
+		  "(add landlock to the lsm= kernel parameter)"
+		: "Landlock is not supported by the running kernel (5.13+ built with "
+		  "CONFIG_SECURITY_LANDLOCK)");
 	return *reterr ? abi : -ENOMEM;
 }
 

@@ -933,3 +933,26 @@ def test_timeout_kills_as_either_user(anyuser):
     assert "python-sb: timeout=1s expired" in r.stderr
     assert elapsed < HANG_BOUND, elapsed
 
+
+
+def test_nested_landlock_refused_by_the_filter_names_the_cause(sb):
+    """A python-sb the program starts (sys.executable) under a profile naming
+    landlock: python-sb's own seccomp filter refuses nested sandboxes, and the
+    message says so rather than that the kernel lacks Landlock."""
+    sb.mkdir("rw")
+    marker = sb.path("rw/RAN")
+    sanitizers = "env=ASAN_OPTIONS=${ASAN_OPTIONS}\nenv=UBSAN_OPTIONS=${UBSAN_OPTIONS}\n"
+    sb.write("inner.py-sandboxes", "os-sandbox=landlock\n" + sanitizers + "expose-rw=./rw\n")
+    r, o = run_native(sb, "os-sandbox=landlock\npy-sandbox=false\n" + sanitizers +
+                      "python-api=ALLOW:process-exec\nexpose-ro=/usr\nexpose-ro=.\n", f'''
+        import subprocess
+        p = subprocess.run([sys.executable, "--pysandboxes-config", "inner.py-sandboxes", "-c",
+                            "open({str(marker)!r}, 'w')"], capture_output=True, text=True)
+        print("rc:", p.returncode)
+        print("err:", p.stderr.strip())
+        ''')
+    assert r.returncode == 0, r
+    assert o["rc"] == str(EXIT_CONFIG), r
+    assert "Landlock is refused by a seccomp filter on this process" in o["err"], r
+    assert "not supported by the running kernel" not in o["err"], r
+    assert not marker.exists()
