@@ -48,6 +48,18 @@ int sb_strv_push(char ***v, const char *s)
 	return sb_strv_consume(v, strdup(s));
 }
 
+int sb_strv_pushf(char ***v, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? -ENOMEM : sb_strv_consume(v, s);
+}
+
 bool sb_strv_contains(char *const *v, const char *s)
 {
 	if (v)

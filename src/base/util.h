@@ -90,6 +90,8 @@ size_t sb_strv_length(char *const *v);
 int sb_strv_push(char ***v, const char *s);
 /* Appends s itself, taking ownership even on failure; 0 or -ENOMEM. */
 int sb_strv_consume(char ***v, char *s);
+/* Appends the formatted text; 0 or -ENOMEM. */
+int sb_strv_pushf(char ***v, const char *fmt, ...) _printf_(2, 3);
 bool sb_strv_contains(char *const *v, const char *s);
 /* The value of NAME in a NAME=VALUE list (an environment), or NULL. */
 const char *sb_strv_env_get(char *const *env, const char *name);

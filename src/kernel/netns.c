@@ -296,21 +296,6 @@ static int build_hosts(const struct sb_net_policy *pins, struct sb_buf *b)
 	return r;
 }
 
-static int add_note(struct sb_netns_plan *plan, const char *fmt, ...) _printf_(2, 3);
-static int add_note(struct sb_netns_plan *plan, const char *fmt, ...)
-{
-	va_list ap;
-	char *note;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&note, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	return sb_strv_consume(&plan->notes, note);
-}
-
 int sb_netns_plan_build(const struct sb_net_rule *rules, size_t n_rules,
 			const struct sb_net_policy *pins, struct sb_netns_plan *ret)
 {
@@ -350,16 +335,18 @@ int sb_netns_plan_build(const struct sb_net_rule *rules, size_t n_rules,
 		r = plan.hosts ? 0 : -ENOMEM;
 	}
 	if (r >= 0 && in_rules)
-		r = add_note(&plan,
-			     "net= IN rules: nothing outside the namespace can connect to it "
-			     "(no port is forwarded); a server is reachable from the "
-			     "sandbox's own loopback only");
+		r = sb_strv_pushf(&plan.notes,
+				  "net= IN rules: nothing outside the namespace can connect to it "
+				  "(no port is forwarded); a server is reachable from the "
+				  "sandbox's own loopback only");
 	if (r >= 0 && v6 && plan.outside)
-		r = add_note(&plan, "IPv6: the namespace has no IPv6 route (slirp4netns runs "
-				    "without IPv6), so IPv6 addresses stay unreachable");
+		r = sb_strv_pushf(&plan.notes,
+				  "IPv6: the namespace has no IPv6 route (slirp4netns runs "
+				  "without IPv6), so IPv6 addresses stay unreachable");
 	if (r >= 0 && plan.outside)
-		r = add_note(&plan, "127.0.0.1 is the sandbox's own loopback; the host's is "
-				    "10.0.2.2, reachable only through a rule naming 10.0.2.2");
+		r = sb_strv_pushf(&plan.notes,
+				  "127.0.0.1 is the sandbox's own loopback; the host's is "
+				  "10.0.2.2, reachable only through a rule naming 10.0.2.2");
 	sb_buf_reset(&b);
 	if (r < 0) {
 		sb_netns_plan_done(&plan);

@@ -406,21 +406,6 @@ static bool is_mount(enum sb_root_kind k)
 	return k == SB_ROOT_BIND || k == SB_ROOT_TMPFS || k == SB_ROOT_PROC || k == SB_ROOT_HIDDEN;
 }
 
-static int add_note(struct sb_root_plan *p, const char *fmt, ...) _printf_(2, 3);
-static int add_note(struct sb_root_plan *p, const char *fmt, ...)
-{
-	va_list ap;
-	char *note;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&note, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	return sb_strv_consume(&p->notes, note);
-}
-
 int sb_root_plan_finish(struct sb_root_plan *p)
 {
 	size_t kept = 0;
@@ -452,8 +437,9 @@ int sb_root_plan_finish(struct sb_root_plan *p)
 			else if (e->kind == SB_ROOT_FILE) {
 				drop = true;
 				if (r >= 0)
-					r = add_note(p, "%s: the host's file shows (%s binds %s)",
-						     e->path, m->why, m->path);
+					r = sb_strv_pushf(&p->notes,
+							  "%s: the host's file shows (%s binds %s)",
+							  e->path, m->why, m->path);
 			}
 		}
 		if (drop) {

@@ -65,16 +65,17 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 	if (r >= 0)
 		r = sb_rule_files_check_missing(p, &b->rule_file_conflict);
 	if (r >= 0 && shares_net(p))
-		r = sb_provider_add_note(b, "bwrap.share-net: the host's network; net= rules are "
-					    "the Python guard's and seccomp's (sockets at all), "
-					    "the kernel filters no host or port");
+		r = sb_strv_pushf(&b->notes, "bwrap.share-net: the host's network; net= rules are "
+					     "the Python guard's and seccomp's (sockets at all), "
+					     "the kernel filters no host or port");
 	else if (r >= 0)
-		r = sb_provider_add_note(b, "network: a namespace of the sandbox's own, loopback "
-					    "only (the host's loopback services are out of reach)");
+		r = sb_strv_pushf(&b->notes,
+				  "network: a namespace of the sandbox's own, loopback "
+				  "only (the host's loopback services are out of reach)");
 	if (r >= 0 && p->n_ignores)
-		r = sb_provider_add_note(b, "ignore=: what matches now is masked (an empty file "
-					    "or read-only directory); what appears later only the "
-					    "Python guard hides");
+		r = sb_strv_pushf(&b->notes, "ignore=: what matches now is masked (an empty file "
+					     "or read-only directory); what appears later only the "
+					     "Python guard hides");
 	return r;
 }
 
@@ -397,7 +398,7 @@ static int build_pass_through(struct builder *bd, const struct sb_profile *p)
 			documented = documented || streq(d->key, prm->key);
 		if (documented)
 			continue;
-		r = sb_argv_addf(&bd->argv, "--%s", prm->key);
+		r = sb_strv_pushf(&bd->argv, "--%s", prm->key);
 		words = strdup(prm->value);
 		if (!words)
 			return -ENOMEM;

@@ -183,13 +183,13 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 	if (r >= 0)
 		r = sb_rule_files_check_missing(p, &b->rule_file_conflict);
 	if (r >= 0)
-		r = sb_provider_add_note(b, "network: none (firejail --net=none)");
+		r = sb_strv_pushf(&b->notes, "network: none (firejail --net=none)");
 	if (r >= 0)
-		r = sb_provider_add_note(b, "/proc and /sys as firejail shows them");
+		r = sb_strv_pushf(&b->notes, "/proc and /sys as firejail shows them");
 	if (r >= 0 && p->n_ignores)
-		r = sb_provider_add_note(b, "ignore=: what matches now vanishes under expose-ro "
-					    "and is refused under expose-rw; what appears later "
-					    "only the Python guard hides");
+		r = sb_strv_pushf(&b->notes, "ignore=: what matches now vanishes under expose-ro "
+					     "and is refused under expose-rw; what appears later "
+					     "only the Python guard hides");
 	return r;
 }
 
@@ -249,7 +249,7 @@ static int whitelist(struct builder *bd, const char *path)
 				MAX_WHITELISTED);
 	r = literal(path, bd->reterr);
 	if (r >= 0 && !is_top(path))
-		r = sb_argv_addf(&bd->argv, "--whitelist=%s", path);
+		r = sb_strv_pushf(&bd->argv, "--whitelist=%s", path);
 	if (r >= 0)
 		r = sb_strv_push(&bd->whitelisted, path);
 	return r;
@@ -261,7 +261,7 @@ static int read_only(struct builder *bd, const char *path)
 
 	if (sb_strv_contains(bd->read_only, path))
 		return 0;
-	r = sb_argv_addf(&bd->argv, "--read-only=%s", path);
+	r = sb_strv_pushf(&bd->argv, "--read-only=%s", path);
 	return r < 0 ? r : sb_strv_push(&bd->read_only, path);
 }
 
@@ -384,7 +384,7 @@ static int build_files(struct builder *bd, const struct sb_boundary *b, const st
 		if (set.items[i].in_writable) {
 			r = literal(set.items[i].path, bd->reterr);
 			if (r >= 0)
-				r = sb_argv_addf(&bd->argv, "--blacklist=%s", set.items[i].path);
+				r = sb_strv_pushf(&bd->argv, "--blacklist=%s", set.items[i].path);
 		}
 	return r;
 }
@@ -428,7 +428,7 @@ static int blacklist_entries(struct builder *bd, const char *dir, const char *co
 			continue;
 		r = literal(path, bd->reterr);
 		if (r >= 0)
-			r = sb_argv_addf(&bd->argv, "--blacklist=%s", path);
+			r = sb_strv_pushf(&bd->argv, "--blacklist=%s", path);
 	}
 	closedir(d);
 	return r;
@@ -493,8 +493,8 @@ static const struct sb_provider_param *find_param(const struct sb_profile *p, co
 
 static int add_option(struct builder *bd, const char *name, const char *value)
 {
-	return value && *value ? sb_argv_addf(&bd->argv, "--%s=%s", name, value)
-			       : sb_argv_addf(&bd->argv, "--%s", name);
+	return value && *value ? sb_strv_pushf(&bd->argv, "--%s=%s", name, value)
+			       : sb_strv_pushf(&bd->argv, "--%s", name);
 }
 
 /* The template, each option replaced by the profile's line of its name. */
@@ -640,12 +640,12 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	if (r >= 0)
 		r = lists_fd(req->tool_fd, reterr);
 	if (r >= 0)
-		r = sb_argv_addf(&bd.argv, "--include=/proc/self/fd/%d", *req->tool_fd);
+		r = sb_strv_pushf(&bd.argv, "--include=/proc/self/fd/%d", *req->tool_fd);
 	/* firejail closes every other descriptor. */
 	for (size_t i = 0; r >= 0 && i < req->n_keep_fds; i++)
 		r = sb_buf_printf(&keep, "%s%d", i ? "," : "", req->keep_fds[i]);
 	if (r >= 0 && keep.len)
-		r = sb_argv_addf(&bd.argv, "--keep-fd=%s", keep.data);
+		r = sb_strv_pushf(&bd.argv, "--keep-fd=%s", keep.data);
 	sb_buf_reset(&keep);
 	if (r >= 0)
 		r = build_pass_through(&bd, p);

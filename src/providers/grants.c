@@ -63,20 +63,6 @@ int sb_provider_add_path(struct sb_boundary *b, const char *path, bool writable,
 	return sb_strv_consume(&b->path_reasons, reason);
 }
 
-int sb_provider_add_note(struct sb_boundary *b, const char *fmt, ...)
-{
-	va_list ap;
-	char *note;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&note, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	return sb_strv_consume(&b->notes, note);
-}
-
 static int add_system_lib_dirs(struct sb_boundary *b)
 {
 	_cleanup_free_ char *dirs = strdup(SB_SYSTEM_LIB_DIRS);

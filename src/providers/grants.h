@@ -17,6 +17,3 @@ int sb_provider_collect_grants(struct sb_boundary *b, const struct sb_profile *p
  * to be a directory (struct sb_landlock_path). 0 or -ENOMEM. */
 int sb_provider_add_path(struct sb_boundary *b, const char *path, bool writable, bool optional,
 			 bool is_file, const char *why);
-
-/* A note for --explain: what the provider leaves to the Python guard. */
-int sb_provider_add_note(struct sb_boundary *b, const char *fmt, ...) _printf_(2, 3);

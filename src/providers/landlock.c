@@ -42,8 +42,8 @@ static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
 	int r = sb_provider_collect_grants(b, p, interp);
 
 	if (r >= 0 && p->n_ignores)
-		r = sb_provider_add_note(
-		    b, "ignore= cannot hide paths from Landlock: the Python guard does");
+		r = sb_strv_pushf(&b->notes,
+				  "ignore= cannot hide paths from Landlock: the Python guard does");
 	return r;
 }
 
@@ -75,11 +75,10 @@ static int collect_ports(struct sb_boundary *b, const struct sb_profile *p, unsi
 	}
 	if (n > SB_MAX_PORT_RULES) {
 		*ret_restrict = false;
-		return sb_provider_add_note(
-		    b,
-		    "TCP %s: net= allows %zu ports, more than Landlock rules are "
-		    "worth; the port check is left to the Python guard",
-		    direction == SB_NET_IN ? "bind" : "connect", n);
+		return sb_strv_pushf(&b->notes,
+				     "TCP %s: net= allows %zu ports, more than Landlock rules are "
+				     "worth; the port check is left to the Python guard",
+				     direction == SB_NET_IN ? "bind" : "connect", n);
 	}
 	ports = calloc(n ? n : 1, sizeof(*ports));
 	if (!ports)
@@ -116,11 +115,10 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 
 		if (n->action == SB_NET_DENY || n->network_kind != SB_NET_NETWORK_ANY ||
 		    (n->protocols & SB_NET_UDP))
-			r = sb_provider_add_note(
-			    b,
-			    "net=%s: Landlock filters TCP ports only; hosts, UDP "
-			    "and DENY rules are the Python guard's",
-			    n->text);
+			r = sb_strv_pushf(&b->notes,
+					  "net=%s: Landlock filters TCP ports only; hosts, UDP "
+					  "and DENY rules are the Python guard's",
+					  n->text);
 	}
 	return r;
 }

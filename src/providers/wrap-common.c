@@ -61,20 +61,6 @@ int sb_argv_add(char ***argv, ...)
 	return r;
 }
 
-int sb_argv_addf(char ***argv, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	return sb_strv_consume(argv, s);
-}
-
 const char *sb_wrap_param(const struct sb_profile *p, enum sb_os_sandbox provider, const char *key)
 {
 	const char *value = NULL;

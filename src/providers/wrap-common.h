@@ -23,7 +23,6 @@ int sb_wrap_probe_binary(const char *name, const char *package, char **reterr);
 
 /* Appends each string up to NULL; 0 or -ENOMEM. */
 int sb_argv_add(char ***argv, ...) __attribute__((sentinel));
-int sb_argv_addf(char ***argv, const char *fmt, ...) _printf_(2, 3);
 
 /* The value of the last <provider>.<key> line, or NULL. */
 const char *sb_wrap_param(const struct sb_profile *p, enum sb_os_sandbox provider, const char *key);
