@@ -66,9 +66,24 @@ static void runner_free(struct sb_runner *r)
 	free(r);
 }
 
-static int exec_open(const struct sb_runner_config *cfg, struct sb_runner **ret, char **reterr)
+int sb_runner_launch_env(char ***envp)
 {
 	static const char *const passed[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
+	int r = sb_strv_push(envp, "PATH=/usr/local/bin:/usr/bin:/bin");
+
+	if (r >= 0)
+		r = sb_strv_push(envp, "LANG=C.UTF-8");
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(passed); i++) {
+		const char *v = getenv(passed[i]);
+
+		if (v)
+			r = sb_strv_pushf(envp, "%s=%s", passed[i], v);
+	}
+	return r;
+}
+
+static int exec_open(const struct sb_runner_config *cfg, struct sb_runner **ret, char **reterr)
+{
 	struct sb_runner *r = calloc(1, sizeof(*r));
 
 	if (!r)
@@ -79,24 +94,9 @@ static int exec_open(const struct sb_runner_config *cfg, struct sb_runner **ret,
 	r->change_user = cfg->change_user;
 	r->uid = cfg->uid;
 	r->gid = cfg->gid;
-	/* python-sb's own environment: the profile's env= rules decide what the
-	 * program sees. The sanitizers' options pass, for test builds. */
-	if (!r->python_sb || !r->profile || !r->workdir ||
-	    sb_strv_push(&r->envp, "PATH=/usr/local/bin:/usr/bin:/bin") < 0 ||
-	    sb_strv_push(&r->envp, "LANG=C.UTF-8") < 0) {
+	if (!r->python_sb || !r->profile || !r->workdir || sb_runner_launch_env(&r->envp) < 0) {
 		runner_free(r);
 		return -ENOMEM;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(passed); i++) {
-		const char *v = getenv(passed[i]);
-		char *kv;
-
-		if (!v)
-			continue;
-		if (asprintf(&kv, "%s=%s", passed[i], v) < 0 || sb_strv_consume(&r->envp, kv) < 0) {
-			runner_free(r);
-			return -ENOMEM;
-		}
 	}
 	if (access(r->python_sb, X_OK) < 0) {
 		int e = errno;

@@ -360,7 +360,6 @@ static void fork_close(struct sb_runner *r)
 
 static int fork_open(const struct sb_runner_config *cfg, struct sb_runner **ret, char **reterr)
 {
-	static const char *const passed[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
 	struct sb_runner *r = calloc(1, sizeof(*r));
 	int e;
 
@@ -379,22 +378,9 @@ static int fork_open(const struct sb_runner_config *cfg, struct sb_runner **ret,
 	r->limits = cfg->limits;
 	r->event = cfg->event;
 	r->event_data = cfg->event_data;
-	if (!r->python_sb || !r->profile || !r->workdir ||
-	    sb_strv_push(&r->envp, "PATH=/usr/local/bin:/usr/bin:/bin") < 0 ||
-	    sb_strv_push(&r->envp, "LANG=C.UTF-8") < 0) {
+	if (!r->python_sb || !r->profile || !r->workdir || sb_runner_launch_env(&r->envp) < 0) {
 		runner_free(r);
 		return -ENOMEM;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(passed); i++) {
-		const char *v = getenv(passed[i]);
-		char *kv;
-
-		if (!v)
-			continue;
-		if (asprintf(&kv, "%s=%s", passed[i], v) < 0 || sb_strv_consume(&r->envp, kv) < 0) {
-			runner_free(r);
-			return -ENOMEM;
-		}
 	}
 	if (pipe2(r->wake, O_CLOEXEC) < 0) {
 		e = -errno;

@@ -85,5 +85,10 @@ struct sb_runner_ops {
 	char *(*unavailable)(struct sb_runner *runner);
 };
 
+/* The environment python-sb is started with by either runner (runner-exec.c):
+ * PATH and LANG; the profile's env= rules decide what the program sees. The
+ * sanitizers' options pass, for test builds. 0 or -ENOMEM. */
+int sb_runner_launch_env(char ***envp);
+
 extern const struct sb_runner_ops sb_runner_exec;
 extern const struct sb_runner_ops sb_runner_fork;
