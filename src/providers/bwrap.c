@@ -47,14 +47,6 @@ static bool shares_net(const struct sb_profile *p)
 	       (unshare && !sb_wrap_param_true(unshare));
 }
 
-static const struct sb_net_rule *first_allow_rule(const struct sb_profile *p)
-{
-	for (size_t i = 0; i < p->n_nets; i++)
-		if (p->nets[i].action == SB_NET_ALLOW)
-			return &p->nets[i];
-	return NULL;
-}
-
 static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 		   const struct sb_interp_paths *interp)
 {
@@ -363,7 +355,7 @@ static int build_masks(struct builder *bd, const struct sb_boundary *b, const st
  * bwrap.share-net. */
 static int build_net(struct builder *bd, const struct sb_profile *p, char **reterr)
 {
-	const struct sb_net_rule *allow = first_allow_rule(p);
+	const struct sb_net_rule *allow = sb_wrap_first_allow_rule(p);
 
 	if (shares_net(p))
 		return 0;

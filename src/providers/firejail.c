@@ -165,14 +165,6 @@ static bool network_restricted(void)
 	return restricted;
 }
 
-static const struct sb_net_rule *first_allow_rule(const struct sb_profile *p)
-{
-	for (size_t i = 0; i < p->n_nets; i++)
-		if (p->nets[i].action == SB_NET_ALLOW)
-			return &p->nets[i];
-	return NULL;
-}
-
 static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 		   const struct sb_interp_paths *interp)
 {
@@ -457,7 +449,7 @@ static int build_blacklist(struct builder *bd)
 
 static int build_net(struct builder *bd, const struct sb_profile *p)
 {
-	const struct sb_net_rule *allow = first_allow_rule(p);
+	const struct sb_net_rule *allow = sb_wrap_first_allow_rule(p);
 	const char *bridge = sb_wrap_param(p, SB_OS_FIREJAIL, "net");
 
 	if (!allow)

@@ -269,3 +269,11 @@ int sb_wrap_collect_ignored(const struct sb_boundary *b, const struct sb_profile
 	*ret = set;
 	return 0;
 }
+
+const struct sb_net_rule *sb_wrap_first_allow_rule(const struct sb_profile *p)
+{
+	for (size_t i = 0; i < p->n_nets; i++)
+		if (p->nets[i].action == SB_NET_ALLOW)
+			return &p->nets[i];
+	return NULL;
+}

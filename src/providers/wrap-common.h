@@ -24,6 +24,9 @@ int sb_wrap_probe_binary(const char *name, const char *package, char **reterr);
 /* Appends each string up to NULL; 0 or -ENOMEM. */
 int sb_argv_add(char ***argv, ...) __attribute__((sentinel));
 
+/* The profile's first net= ALLOW rule (the one a refusal names), or NULL. */
+const struct sb_net_rule *sb_wrap_first_allow_rule(const struct sb_profile *p);
+
 /* The value of the last <provider>.<key> line, or NULL. */
 const char *sb_wrap_param(const struct sb_profile *p, enum sb_os_sandbox provider, const char *key);
 /* A boolean parameter's value (the profile check accepted it). */
