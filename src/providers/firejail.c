@@ -369,6 +369,18 @@ static int build_files(struct builder *bd, const struct sb_boundary *b, const st
 		if (r >= 0 && !items[i].writable)
 			r = read_only(bd, items[i].path);
 	}
+	/* An expose-rw directory inside an expose-ro one: the read-only mount
+	 * covers the whole tree, and only a read-write line after it makes the
+	 * inner one writable again (firejail applies them in order). */
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		for (char **ro = bd->read_only; r >= 0 && items[i].writable && ro && *ro; ro++)
+			if (sb_path_under(items[i].path, *ro)) {
+				r = literal(items[i].path, bd->reterr);
+				if (r >= 0)
+					r = sb_strv_pushf(&bd->argv, "--read-write=%s",
+							  items[i].path);
+				break;
+			}
 	for (size_t i = 0; i < n; i++)
 		free(items[i].path);
 	/* Inside expose-rw trees: refused rather than vanished (see above). */

@@ -309,6 +309,23 @@ def test_allowed_file_operations_work(anyuser):
     assert sorted(os.listdir(sb.path("rw"))) == ["sub"]
 
 
+def test_expose_rw_inside_expose_ro_is_writable(box):
+    """A writable grant nested in a read-only one (the script's directory
+    exposed read-only, a results directory inside it): the inner one is
+    writable, the rest of the outer one is not."""
+    w, sb = box
+    sb.mkdir("ro/out")
+    r, o = run_native(sb, base(w) + "expose-ro=./ro\nexpose-rw=./ro/out\n", '''
+        py("write inner", lambda: open("ro/out/result.txt", "w").write("ok"))
+        py("write outer", lambda: open("ro/new.txt", "w"))
+        ''')
+    assert r.returncode == 0, r
+    assert o["write inner"] == "OK", r
+    assert o["write outer"] == "EROFS", r
+    assert sb.path("ro/out/result.txt").read_text() == "ok"
+    assert not sb.path("ro/new.txt").exists()
+
+
 # --------------------------------------------------------------------------
 # Sockets and network
 
