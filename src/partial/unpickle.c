@@ -51,8 +51,13 @@ static PyObject *refused(const char *what, const char *fmt, ...)
  * only names harmless stdlib modules); nothing else ever is. */
 static PyObject *resolve(const char *module, const char *name, bool may_import)
 {
-	PyObject *key = PyUnicode_FromString(module), *obj;
+	PyObject *key, *obj;
 
+	/* NULL: a name PyUnicode_AsUTF8() could not encode (a lone surrogate
+	 * the worker wrote into an exception descriptor), its error set. */
+	if (!module || !name)
+		return NULL;
+	key = PyUnicode_FromString(module);
 	if (!key)
 		return NULL;
 	obj = PyImport_GetModule(key);

@@ -245,6 +245,32 @@ static void test_exception_frame(void)
 
 /* Streams the prescan must refuse although CPython's unpickler alone would
  * run them: each refused by the prescan's reason, nothing changed. */
+/* A class name no UTF-8 can encode (a lone surrogate, which pickle writes
+ * as it is): the fallback resolves nothing, and the call still raises
+ * (found by fuzz-unpickle, crash-ab8bcee...). */
+static void test_exception_frame_surrogate(void)
+{
+	PyObject *data = pickled("('builtins', '\\ud800', 'boom', [], '', b'')", 5);
+	PyObject *et, *ev, *etb;
+
+	if (!data) {
+		tap_ok(false, "exception frame with a surrogate");
+		return;
+	}
+	tap_ok(!sb_raise_remote_exception(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+					  false, "test()") &&
+		   PyErr_Occurred(),
+	       "an exception frame naming a class with a lone surrogate raises");
+	PyErr_Fetch(&et, &ev, &etb);
+	PyErr_NormalizeException(&et, &ev, &etb);
+	tap_ok(ev && !PyErr_GivenExceptionMatches(ev, PyExc_UnicodeError),
+	       "not as an encoding error of the guard: a protocol error naming it");
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(etb);
+	Py_DECREF(data);
+}
+
 static void test_prescan_first(void)
 {
 	PyObject *safe = NULL, *desync, *safeuuid;
@@ -366,6 +392,7 @@ int main(void)
 	test_exception_channel();
 	test_checked_constructors();
 	test_exception_frame();
+	test_exception_frame_surrogate();
 	test_prescan_first();
 	test_decimal_context();
 	test_large();
