@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,10 +56,13 @@ static inline void sb_fclosep(FILE **f)
 		fclose(*f);
 }
 
+/* Closes *fd if open and marks it closed (-1): a cleanup, or a pipe ended
+ * early whose variable is looked at again. */
 static inline void sb_closep(int *fd)
 {
 	if (*fd >= 0)
 		close(*fd);
+	*fd = -1;
 }
 
 static inline bool streq(const char *a, const char *b)
@@ -86,6 +90,14 @@ static inline void sb_strv_freep(char ***v)
 	sb_strv_free(*v);
 }
 size_t sb_strv_length(char *const *v);
+/* CLOCK_MONOTONIC in nanoseconds: deadlines and durations must not move
+ * with a wall clock step (NTP, date -s). */
+uint64_t sb_monotonic_ns(void);
+static inline uint64_t sb_monotonic_ms(void)
+{
+	return sb_monotonic_ns() / 1000000;
+}
+
 /* Appends a copy of s; 0 or -ENOMEM. */
 int sb_strv_push(char ***v, const char *s);
 /* Appends s itself, taking ownership even on failure; 0 or -ENOMEM. */

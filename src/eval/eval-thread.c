@@ -173,19 +173,11 @@ static struct timespec abs_time(uint64_t ns)
 	return (struct timespec){(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits (without the GIL) until the job is done, the deadline passes or a
  * slice ends. */
 static bool wait_slice(struct job *j, uint64_t deadline)
 {
-	uint64_t until = now_ns() + SB_EVAL_WAIT_SLICE_NS;
+	uint64_t until = sb_monotonic_ns() + SB_EVAL_WAIT_SLICE_NS;
 	struct timespec ts;
 	bool done;
 
@@ -291,7 +283,7 @@ PyObject *sb_eval_thread_run(struct sb_eval_state *s, struct sb_eval_work *work)
 		uint64_t coarse = sb_eval_now_ns();
 		uint64_t left = s->deadline_ns > coarse ? s->deadline_ns - coarse : 0;
 
-		if (wait_slice(j, now_ns() + left))
+		if (wait_slice(j, sb_monotonic_ns() + left))
 			return collect(j);
 		if (sb_eval_now_ns() >= s->deadline_ns)
 			break;

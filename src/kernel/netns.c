@@ -414,14 +414,6 @@ void sb_netns_tools_done(struct sb_netns_tools *tools)
 /* ------------------------------------------------------------------------ */
 /* Running them */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* A memory file holding text, at offset 0. */
 static int memfd_with(const char *name, const char *text)
 {
@@ -562,7 +554,7 @@ static int wait_ready(int ready_fd, uint64_t deadline)
 {
 	for (;;) {
 		struct pollfd pfd = {.fd = ready_fd, .events = POLLIN};
-		uint64_t now = now_ms();
+		uint64_t now = sb_monotonic_ms();
 		char c;
 		int n;
 
@@ -677,7 +669,7 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 	close(exit_pipe[0]);
 	exit_pipe[0] = -1;
 
-	r = wait_ready(ready[0], now_ms() + SB_SLIRP_START_MS);
+	r = wait_ready(ready[0], sb_monotonic_ms() + SB_SLIRP_START_MS);
 	if (r < 0)
 		goto out;
 	*ret = (struct sb_netns){.slirp = pid, .exit_fd = exit_pipe[1]};
@@ -724,7 +716,7 @@ int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools
 
 void sb_netns_stop(struct sb_netns *n)
 {
-	uint64_t deadline = now_ms() + SB_SLIRP_STOP_MS;
+	uint64_t deadline = sb_monotonic_ms() + SB_SLIRP_STOP_MS;
 	int status;
 
 	if (n->exit_fd >= 0)
@@ -735,7 +727,7 @@ void sb_netns_stop(struct sb_netns *n)
 
 			if (r == n->slirp || (r < 0 && errno != EINTR))
 				break;
-			if (now_ms() >= deadline) {
+			if (sb_monotonic_ms() >= deadline) {
 				kill_and_reap(n->slirp);
 				break;
 			}

@@ -154,20 +154,12 @@ int sb_relay_service(struct sb_relay *r, const struct pollfd *fds, size_t n)
 	return 0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 void sb_relay_flush(struct sb_relay *r, uint64_t deadline_ns)
 {
 	for (;;) {
 		struct pollfd fds[4];
 		size_t n = sb_relay_pollfds(r, fds);
-		uint64_t now = now_ns();
+		uint64_t now = sb_monotonic_ns();
 		int timeout;
 
 		if (n == 0 || now >= deadline_ns)

@@ -160,16 +160,6 @@ struct sb_saved_state {
 	int subreaper;
 };
 
-static uint64_t sb_now_ns(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC: a wall clock step (NTP, date -s) must not shorten
-	 * or extend the program's time. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static struct timespec sb_ns_to_timespec(uint64_t ns)
 {
 	return (struct timespec){
@@ -419,7 +409,7 @@ static int sb_drain_signals(struct sb_supervisor *s, bool forward)
 static int sb_wait_signal(struct sb_supervisor *s, uint64_t deadline_ns)
 {
 	struct pollfd pfd[5] = {{.fd = s->sfd, .events = POLLIN}};
-	uint64_t now = sb_now_ns();
+	uint64_t now = sb_monotonic_ns();
 	size_t n = 1;
 	struct timespec ts;
 
@@ -445,14 +435,14 @@ static int sb_wait_signal(struct sb_supervisor *s, uint64_t deadline_ns)
  * find newer processes. Bounded by SB_KILL_GRACE_NS. */
 static int sb_kill_tree(struct sb_supervisor *s)
 {
-	uint64_t give_up = sb_now_ns() + SB_KILL_GRACE_NS;
+	uint64_t give_up = sb_monotonic_ns() + SB_KILL_GRACE_NS;
 	int r;
 
 	for (;;) {
 		r = sb_reap(s);
 		if (r <= 0)
 			return r;
-		if (sb_now_ns() >= give_up)
+		if (sb_monotonic_ns() >= give_up)
 			return -EBUSY;
 		if (!s->child_reaped)
 			kill(s->child, SIGKILL); /* unreaped: the pid is still ours */
@@ -461,7 +451,7 @@ static int sb_kill_tree(struct sb_supervisor *s)
 			r = 0; /* transient: the next round retries */
 		if (r < 0)
 			return r;
-		r = sb_wait_signal(s, sb_now_ns() + SB_KILL_ROUND_NS);
+		r = sb_wait_signal(s, sb_monotonic_ns() + SB_KILL_ROUND_NS);
 		if (r >= 0)
 			r = sb_drain_signals(s, false);
 		if (r < 0)
@@ -574,7 +564,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	}
 
 	s.self = getpid();
-	start = sb_now_ns();
+	start = sb_monotonic_ns();
 	/* Saturates instead of wrapping for absurd timeouts (> 500 years). */
 	deadline = !o->timeout_ms ? UINT64_MAX
 		   : o->timeout_ms > (UINT64_MAX - start) / 1000000ULL
@@ -645,7 +635,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 			r = -ECHILD;
 			break;
 		}
-		if (sb_now_ns() >= deadline) {
+		if (sb_monotonic_ns() >= deadline) {
 			timed_out = true;
 			break;
 		}
@@ -668,7 +658,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	 * deadline, or briefly when the program was killed. */
 	if (s.relay) {
 		sb_relay_flush(s.relay, timed_out || s.relay->exceeded || r < 0
-					    ? sb_now_ns() + SB_KILL_ROUND_NS * 10
+					    ? sb_monotonic_ns() + SB_KILL_ROUND_NS * 10
 					    : deadline);
 		for (size_t i = 0; i < s.relay->n; i++) {
 			const struct sb_relay_stream *st = &s.relay->s[i];
@@ -706,7 +696,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	    .timed_out = timed_out,
 	    .output_exceeded = s.relay && s.relay->exceeded,
 	    .memory_exceeded = sb_cgroup_oom_killed(&cgroup),
-	    .wall_ns = sb_now_ns() - start,
+	    .wall_ns = sb_monotonic_ns() - start,
 	    .output_counted = s.relay != NULL,
 	};
 	ret->output_combined = counts.output_combined;

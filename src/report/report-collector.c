@@ -52,14 +52,6 @@ static struct {
 	unsigned next_file;
 } col;
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static uint32_t slot_hash(uint64_t key)
 {
 	return (uint32_t)(((key >> 4) * 0x9e3779b97f4a7c15ULL) >> 40) & (SB_REPORT_FN_SLOTS - 1);
@@ -259,7 +251,7 @@ static void enter(int slot, void *frame)
 		col.active[slot]++;
 	}
 	/* Last, so that the bookkeeping above is not charged to the function. */
-	e->start_ns = now_ns();
+	e->start_ns = sb_monotonic_ns();
 }
 
 static void enter_python(PyFrameObject *frame)
@@ -311,7 +303,7 @@ static void leave_python(void *frame)
 		i--;
 	if (i == 0)
 		return;
-	now = now_ns();
+	now = sb_monotonic_ns();
 	while (col.depth >= i)
 		finish(&col.stack[col.depth - 1], now);
 }
@@ -323,7 +315,7 @@ static void leave_builtin(void)
 		return;
 	}
 	if (col.depth > 0 && col.stack[col.depth - 1].frame == NULL)
-		finish(&col.stack[col.depth - 1], now_ns());
+		finish(&col.stack[col.depth - 1], sb_monotonic_ns());
 }
 
 static void count_line(PyFrameObject *frame)

@@ -24,14 +24,6 @@ struct sb_pool {
 	struct sb_runner *runner;
 };
 
-uint64_t sb_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void *worker_main(void *data)
 {
 	struct sb_pool *p = data;
@@ -52,9 +44,9 @@ static void *worker_main(void *data)
 		p->busy++;
 		pthread_mutex_unlock(&p->lock);
 
-		job->started_ns = sb_now_ns();
+		job->started_ns = sb_monotonic_ns();
 		job->error = p->ops->run(p->runner, &job->spec, &job->result);
-		job->finished_ns = sb_now_ns();
+		job->finished_ns = sb_monotonic_ns();
 		job->done(job, job->data);
 
 		pthread_mutex_lock(&p->lock);
@@ -122,7 +114,7 @@ int sb_pool_reserve(struct sb_pool *p)
 void sb_pool_submit(struct sb_pool *p, struct sb_job *job)
 {
 	job->next = NULL;
-	job->enqueued_ns = sb_now_ns();
+	job->enqueued_ns = sb_monotonic_ns();
 	pthread_mutex_lock(&p->lock);
 	if (p->tail)
 		p->tail->next = job;

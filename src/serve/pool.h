@@ -39,5 +39,3 @@ void sb_pool_counts(struct sb_pool *p, unsigned *ret_queued, unsigned *ret_busy,
 
 /* The runner's unavailable() (runner.h): NULL while it can run programs. */
 char *sb_pool_unavailable(struct sb_pool *p);
-
-uint64_t sb_now_ns(void);

@@ -47,14 +47,6 @@ struct sb_runner {
 	char **envp;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void runner_free(struct sb_runner *r)
 {
 	if (!r)
@@ -205,23 +197,16 @@ struct run_fds {
 	int pidfd;
 };
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 static void run_fds_done(struct run_fds *f)
 {
-	close_fd(&f->in);
-	close_fd(&f->report);
+	sb_closep(&f->in);
+	sb_closep(&f->report);
 	for (int i = 0; i < 2; i++) {
-		close_fd(&f->out[i]);
-		close_fd(&f->err[i]);
-		close_fd(&f->exec_err[i]);
+		sb_closep(&f->out[i]);
+		sb_closep(&f->err[i]);
+		sb_closep(&f->exec_err[i]);
 	}
-	close_fd(&f->pidfd);
+	sb_closep(&f->pidfd);
 }
 
 /* Between fork and exec in a multi-threaded process: system calls only. */
@@ -269,17 +254,6 @@ fail:
 	e = errno;
 	(void)!write(errfd, &e, sizeof(e));
 	_exit(127);
-}
-
-/* Keeps at most cap bytes, counts them all. true when the cap was passed. */
-static bool take(struct sb_buf *b, uint64_t *count, const char *data, size_t n, uint64_t cap)
-{
-	size_t room = b->len < cap ? (size_t)(cap - b->len) : 0;
-
-	*count += n;
-	if (room > 0)
-		sb_buf_putn(b, data, n < room ? n : room);
-	return *count > cap;
 }
 
 static int read_report(int fd, json_t **ret)
@@ -344,11 +318,10 @@ static char *describe_failure(int status, const struct sb_buf *err, int r)
 static void supervise(struct run_fds *f, pid_t pid, const struct sb_run_spec *spec,
 		      struct sb_run_result *res)
 {
-	uint64_t start = now_ms(), cap = spec->limits.output_bytes;
+	uint64_t start = sb_monotonic_ms(), cap = spec->limits.output_bytes;
 	uint64_t hard = start + spec->limits.timeout_ms + HARD_DEADLINE_GRACE_MS;
 	uint64_t term_at = 0, drain_until = 0;
 	bool exited = false, killed = false;
-	char buf[65536];
 
 	if (cap == 0)
 		cap = UINT64_MAX;
@@ -356,7 +329,7 @@ static void supervise(struct run_fds *f, pid_t pid, const struct sb_run_spec *sp
 		struct pollfd pfd[3] = {{.fd = f->out[0], .events = POLLIN},
 					{.fd = f->err[0], .events = POLLIN},
 					{.fd = exited ? -1 : f->pidfd, .events = POLLIN}};
-		uint64_t now = now_ms(), wake = exited ? drain_until : hard;
+		uint64_t now = sb_monotonic_ms(), wake = exited ? drain_until : hard;
 		int timeout;
 
 		if (pfd[0].fd < 0 && pfd[1].fd < 0 && exited)
@@ -379,29 +352,18 @@ static void supervise(struct run_fds *f, pid_t pid, const struct sb_run_spec *sp
 			return;
 		if (pfd[2].revents) {
 			exited = true;
-			drain_until = now_ms() + DRAIN_MS;
+			drain_until = sb_monotonic_ms() + DRAIN_MS;
 		}
 		for (int i = 0; i < 2; i++) {
 			int *fd = i == 0 ? &f->out[0] : &f->err[0];
-			ssize_t n;
 
 			if (*fd < 0 || !pfd[i].revents)
 				continue;
-			n = read(*fd, buf, sizeof(buf));
-			if (n < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (n <= 0) {
-				close_fd(fd);
-				continue;
-			}
-			if (take(i == 0 ? &res->out : &res->err,
-				 i == 0 ? &res->stdout_bytes : &res->stderr_bytes, buf, (size_t)n,
-				 cap) &&
-			    !res->truncated) {
+			if (sb_run_output_read(fd, i == 1, res, cap) && !res->truncated) {
 				/* python-sb's supervisor passes SIGTERM on to the
 				 * program, then kills whatever is left. */
 				res->truncated = true;
-				term_at = now_ms();
+				term_at = sb_monotonic_ms();
 				kill(pid, SIGTERM);
 			}
 		}
@@ -449,9 +411,9 @@ static int exec_run(struct sb_runner *runner, const struct sb_run_spec *spec,
 	}
 	if (pid == 0)
 		child(runner, &f, rundir, argv, server);
-	close_fd(&f.out[1]);
-	close_fd(&f.err[1]);
-	close_fd(&f.exec_err[1]);
+	sb_closep(&f.out[1]);
+	sb_closep(&f.err[1]);
+	sb_closep(&f.exec_err[1]);
 	fcntl(f.out[0], F_SETFL, O_NONBLOCK);
 	fcntl(f.err[0], F_SETFL, O_NONBLOCK);
 	f.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);

@@ -75,21 +75,6 @@ struct sb_runner {
 	atomic_uint_fast64_t next_id;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 static void event(struct sb_runner *r, const char *fmt, ...) _printf_(2, 3);
 static void event(struct sb_runner *r, const char *fmt, ...)
 {
@@ -181,13 +166,13 @@ static void zygote_reap(struct zygote *zy, int *ret_status)
 {
 	int status = 0;
 
-	close_fd(&zy->ctl);
+	sb_closep(&zy->ctl);
 	if (zy->pid > 0) {
 		while (waitpid(zy->pid, &status, 0) < 0 && errno == EINTR)
 			;
 		zy->pid = 0;
 	}
-	close_fd(&zy->pidfd);
+	sb_closep(&zy->pidfd);
 	if (ret_status)
 		*ret_status = status;
 }
@@ -216,7 +201,7 @@ static int zygote_start(struct sb_runner *r, struct zygote *zy, struct sb_zmsg *
 	if (zy->pid < 0) {
 		e = -errno;
 		zy->pid = 0;
-		close_fd(&zy->ctl);
+		sb_closep(&zy->ctl);
 		return sb_error(reterr, e, "cannot start the fork server: %s", strerror(-e));
 	}
 	zy->pidfd = (int)syscall(SYS_pidfd_open, zy->pid, 0);
@@ -311,7 +296,7 @@ static void *monitor(void *data)
 		if (pfd[1].revents) {
 			/* The service stops: the zygote ends when its socket
 			 * does, after killing what still runs. */
-			close_fd(&zy.ctl);
+			sb_closep(&zy.ctl);
 			pfd[1].fd = -1;
 			if (poll(pfd, 1, 5000) <= 0)
 				kill(zy.pid, SIGKILL);
@@ -336,8 +321,8 @@ static void runner_free(struct sb_runner *r)
 	free(r->workdir);
 	free(r->error);
 	sb_strv_free(r->envp);
-	close_fd(&r->wake[0]);
-	close_fd(&r->wake[1]);
+	sb_closep(&r->wake[0]);
+	sb_closep(&r->wake[1]);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->changed);
 	free(r);
@@ -352,7 +337,7 @@ static void fork_close(struct sb_runner *r)
 		r->closing = true;
 		pthread_cond_broadcast(&r->changed);
 		pthread_mutex_unlock(&r->lock);
-		close_fd(&r->wake[1]);
+		sb_closep(&r->wake[1]);
 		pthread_join(r->monitor, NULL);
 	}
 	runner_free(r);
@@ -441,13 +426,13 @@ struct run {
 
 static void run_done(struct run *f)
 {
-	close_fd(&f->in);
-	close_fd(&f->args);
-	close_fd(&f->report_fd);
+	sb_closep(&f->in);
+	sb_closep(&f->args);
+	sb_closep(&f->report_fd);
 	for (int i = 0; i < 2; i++) {
-		close_fd(&f->out[i]);
-		close_fd(&f->err[i]);
-		close_fd(&f->reply[i]);
+		sb_closep(&f->out[i]);
+		sb_closep(&f->err[i]);
+		sb_closep(&f->reply[i]);
 	}
 	sb_report_shm_unmap(f->region);
 	f->region = NULL;
@@ -484,14 +469,14 @@ static int run_prepare(const struct sb_run_spec *spec, struct run *f, char **ret
 static int send_run(struct sb_runner *r, const struct sb_zmsg *m, const int fds[SB_ZRUN_N_FDS],
 		    pid_t *ret_pid, char **reterr)
 {
-	uint64_t give_up = now_ms() + WAIT_READY_MS;
+	uint64_t give_up = sb_monotonic_ms() + WAIT_READY_MS;
 	int e = -ECHILD;
 
 	pthread_mutex_lock(&r->lock);
 	for (int attempt = 0; attempt < 3 && !r->closing;) {
 		if (r->ctl < 0) {
 			struct timespec ts;
-			uint64_t now = now_ms();
+			uint64_t now = sb_monotonic_ms();
 
 			if (now >= give_up || r->error)
 				break;
@@ -513,17 +498,6 @@ static int send_run(struct sb_runner *r, const struct sb_zmsg *m, const int fds[
 			 r->error ? r->error : "");
 	pthread_mutex_unlock(&r->lock);
 	return e;
-}
-
-/* Keeps at most cap bytes, counts them all. true when the cap was passed. */
-static bool take(struct sb_buf *b, uint64_t *count, const char *data, size_t n, uint64_t cap)
-{
-	size_t room = b->len < cap ? (size_t)(cap - b->len) : 0;
-
-	*count += n;
-	if (room > 0)
-		sb_buf_putn(b, data, n < room ? n : room);
-	return *count > cap;
 }
 
 struct outcome {
@@ -564,17 +538,16 @@ static void supervise(struct sb_runner *r, struct run *f, const struct sb_run_sp
 {
 	uint64_t cap = spec->limits.output_bytes ? spec->limits.output_bytes : UINT64_MAX;
 	uint64_t total_cap = r->limits.output_bytes ? r->limits.output_bytes : UINT64_MAX;
-	uint64_t hard = now_ms() + spec->limits.timeout_ms + HARD_DEADLINE_GRACE_MS;
+	uint64_t hard = sb_monotonic_ms() + spec->limits.timeout_ms + HARD_DEADLINE_GRACE_MS;
 	uint64_t drain_until = 0;
 	bool kill_sent = false;
-	char buf[65536];
 
 	for (;;) {
 		struct pollfd pfd[3] = {{.fd = f->out[0], .events = POLLIN},
 					{.fd = f->err[0], .events = POLLIN},
 					{.fd = f->reply[0], .events = POLLIN}};
 		bool over = o->done || o->lost;
-		uint64_t now = now_ms(), wake = over ? drain_until : hard;
+		uint64_t now = sb_monotonic_ms(), wake = over ? drain_until : hard;
 
 		if (f->out[0] < 0 && f->err[0] < 0 && over)
 			return;
@@ -583,7 +556,7 @@ static void supervise(struct sb_runner *r, struct run *f, const struct sb_run_sp
 				return; /* something still holds a pipe: stop reading */
 			/* The zygote did not end the run. */
 			kill_stuck_zygote(r, zygote);
-			close_fd(&f->reply[0]);
+			sb_closep(&f->reply[0]);
 			o->lost = true;
 			drain_until = now + DRAIN_MS;
 			continue;
@@ -601,12 +574,12 @@ static void supervise(struct sb_runner *r, struct run *f, const struct sb_run_sp
 				o->done = true;
 				o->dm = m;
 				m = (struct sb_zmsg){0};
-				drain_until = now_ms() + DRAIN_MS;
+				drain_until = sb_monotonic_ms() + DRAIN_MS;
 			} else if (e < 0 && e != -EAGAIN && e != -EINTR) {
-				close_fd(&f->reply[0]);
+				sb_closep(&f->reply[0]);
 				if (!o->done) {
 					o->lost = true;
-					drain_until = now_ms() + DRAIN_MS;
+					drain_until = sb_monotonic_ms() + DRAIN_MS;
 				}
 			}
 			if (e >= 0)
@@ -614,20 +587,10 @@ static void supervise(struct sb_runner *r, struct run *f, const struct sb_run_sp
 		}
 		for (int i = 0; i < 2; i++) {
 			int *fd = i == 0 ? &f->out[0] : &f->err[0];
-			ssize_t n;
 
 			if (*fd < 0 || !pfd[i].revents)
 				continue;
-			n = read(*fd, buf, sizeof(buf));
-			if (n < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (n <= 0) {
-				close_fd(fd);
-				continue;
-			}
-			if (take(i == 0 ? &res->out : &res->err,
-				 i == 0 ? &res->stdout_bytes : &res->stderr_bytes, buf, (size_t)n,
-				 cap) ||
+			if (sb_run_output_read(fd, i == 1, res, cap) ||
 			    res->stdout_bytes + res->stderr_bytes > total_cap) {
 				res->truncated = true;
 				if (f->reply[0] >= 0 && !o->done)
@@ -719,12 +682,12 @@ static int fork_run(struct sb_runner *r, const struct sb_run_spec *spec, struct 
 		goto out;
 	}
 	/* The zygote and the run hold them now: the pipes end with the run. */
-	close_fd(&f.in);
-	close_fd(&f.args);
-	close_fd(&f.report_fd);
-	close_fd(&f.out[1]);
-	close_fd(&f.err[1]);
-	close_fd(&f.reply[1]);
+	sb_closep(&f.in);
+	sb_closep(&f.args);
+	sb_closep(&f.report_fd);
+	sb_closep(&f.out[1]);
+	sb_closep(&f.err[1]);
+	sb_closep(&f.reply[1]);
 	fcntl(f.out[0], F_SETFL, O_NONBLOCK);
 	fcntl(f.err[0], F_SETFL, O_NONBLOCK);
 	fcntl(f.reply[0], F_SETFL, O_NONBLOCK);

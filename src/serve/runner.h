@@ -90,5 +90,11 @@ struct sb_runner_ops {
  * sanitizers' options pass, for test builds. 0 or -ENOMEM. */
 int sb_runner_launch_env(char ***envp);
 
+/* Reads once from a run's stdout (or stderr) pipe into res, after poll()
+ * said it is readable: at most cap bytes kept, every byte counted; at its
+ * end the pipe is closed (*fd = -1). true when the stream has passed cap:
+ * the run must be stopped (run-output.c). */
+bool sb_run_output_read(int *fd, bool is_stderr, struct sb_run_result *res, uint64_t cap);
+
 extern const struct sb_runner_ops sb_runner_exec;
 extern const struct sb_runner_ops sb_runner_fork;

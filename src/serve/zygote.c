@@ -70,14 +70,6 @@ static struct {
 	size_t n_runs, cap;
 } z = {.ctl = -1, .sfd = -1};
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The child: one run */
 
@@ -446,7 +438,7 @@ static int send_done(struct zrun *run, int status, const struct rusage *ru)
 	    .done = {.id = run->id,
 		     .status = status,
 		     .killed = run->killed,
-		     .wall_ns = now_ns() - run->start_ns,
+		     .wall_ns = sb_monotonic_ns() - run->start_ns,
 		     .utime_us = (uint64_t)ru->ru_utime.tv_sec * 1000000ULL +
 				 (uint64_t)ru->ru_utime.tv_usec,
 		     .stime_us = (uint64_t)ru->ru_stime.tv_sec * 1000000ULL +
@@ -508,7 +500,7 @@ static void start_run(struct sb_zmsg *msg, int fds[SB_ZRUN_N_FDS])
 	run = &z.runs[z.n_runs];
 	*run = (struct zrun){.id = msg->run.id, .reply = fds[SB_ZRUN_FD_REPLY]};
 	fds[SB_ZRUN_FD_REPLY] = -1;
-	run->start_ns = now_ns();
+	run->start_ns = sb_monotonic_ns();
 	run->deadline_ns = timeout_ms ? run->start_ns + timeout_ms * 1000000ULL : UINT64_MAX;
 	/* Nothing of the server's buffered output may reach the run's. */
 	fflush(stdout);
@@ -643,7 +635,7 @@ static int serve(void)
 	size_t pfd_cap = 0;
 
 	for (;;) {
-		uint64_t now = now_ns(), wake = UINT64_MAX;
+		uint64_t now = sb_monotonic_ns(), wake = UINT64_MAX;
 		size_t n = 2;
 		int timeout;
 
@@ -846,10 +838,10 @@ int sb_zygote_serve(const struct sb_embed *e, int fd, char **reterr)
 		return sb_error(reterr, -ECANCELED, "the interpreter exited while starting (%d)",
 				code);
 
-	start = now_ns();
+	start = sb_monotonic_ns();
 	ready.ready.modules = warm_up(e->profile);
 	freeze_objects();
-	ready.ready.warm_ns = now_ns() - start;
+	ready.ready.warm_ns = sb_monotonic_ns() - start;
 	/* Each child would do these at its first decision otherwise. */
 	r = sb_guard_settle(reterr);
 	if (r < 0)
