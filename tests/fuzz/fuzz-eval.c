@@ -28,6 +28,7 @@
 #include "eval-rewrite.h"
 #include "eval-runtime.h"
 #include "fuzz.h"
+#include "fuzz-python.h"
 #include "guard-observer.h"
 #include "report-denials.h"
 #include "util.h"
@@ -128,23 +129,9 @@ static PyObject *fn_uses, *fn_unguarded, *fn_compiles;
 int LLVMFuzzerInitialize(int *argc _unused_, char ***argv _unused_)
 {
 	_cleanup_free_ char *err = NULL;
-	PyPreConfig pre;
-	PyConfig config;
 	PyObject *globals;
 
-	/* The system allocator, so that AddressSanitizer sees every object. */
-	PyPreConfig_InitIsolatedConfig(&pre);
-	pre.allocator = PYMEM_ALLOCATOR_MALLOC;
-	if (PyStatus_Exception(Py_PreInitialize(&pre)))
-		abort();
-	PyConfig_InitIsolatedConfig(&config);
-	config.install_signal_handlers = 0;
-	config.use_hash_seed = 1;
-	config.hash_seed = 0;
-	config.write_bytecode = 0;
-	if (PyStatus_Exception(Py_InitializeFromConfig(&config)))
-		abort();
-	PyConfig_Clear(&config);
+	fuzz_python_start();
 	if (sb_eval_runtime_activate(NULL, &err) < 0) {
 		fprintf(stderr, "%s\n", err);
 		abort();

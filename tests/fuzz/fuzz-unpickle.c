@@ -30,6 +30,7 @@
 #include "exceptions.h"
 #include "frame.h"
 #include "fuzz.h"
+#include "fuzz-python.h"
 #include "util.h"
 
 static const char reference_py[] =
@@ -199,24 +200,9 @@ static PyObject *fn_reference, *fn_not_data, *fn_not_exception_or_data, *fn_diff
 
 int LLVMFuzzerInitialize(int *argc _unused_, char ***argv _unused_)
 {
-	PyPreConfig pre;
-	PyConfig config;
 	PyObject *globals;
 
-	/* The system allocator, so that AddressSanitizer sees every object. */
-	PyPreConfig_InitIsolatedConfig(&pre);
-	pre.allocator = PYMEM_ALLOCATOR_MALLOC;
-	if (PyStatus_Exception(Py_PreInitialize(&pre)))
-		abort();
-	PyConfig_InitIsolatedConfig(&config);
-	/* libFuzzer owns the signals; the same hashes on every run. */
-	config.install_signal_handlers = 0;
-	config.use_hash_seed = 1;
-	config.hash_seed = 0;
-	config.write_bytecode = 0;
-	if (PyStatus_Exception(Py_InitializeFromConfig(&config)))
-		abort();
-	PyConfig_Clear(&config);
+	fuzz_python_start();
 	globals = PyDict_New();
 	if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0)
 		abort();
