@@ -493,6 +493,20 @@ static PyObject *str_field(PyObject *node, const char *name)
 	return v;
 }
 
+/* The name a node binds in its field name (none when absent): bound in the
+ * evaluated code's scope, and checked as an identifier of that kind. */
+static int bind_name_field(struct walker *w, PyObject *node, const char *name, struct pos p,
+			   const char *kind)
+{
+	PyObject *v = str_field(node, name);
+	int r = v ? bind(w, v) : 0;
+
+	if (v && r == 0)
+		r = check_identifier(w, v, p, kind);
+	Py_XDECREF(v);
+	return r;
+}
+
 /* What a node of index i means beyond its own type: names, calls,
  * attributes, imports. */
 static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
@@ -570,27 +584,15 @@ static int check_node(struct walker *w, PyObject *node, int i, struct pos p)
 		}
 		PyErr_Clear();
 	} else if (is(i, N_ARG)) {
-		v = str_field(node, "arg");
-		if (v)
-			r = bind(w, v);
-		if (v && r == 0)
-			r = check_identifier(w, v, p, "parameter");
+		r = bind_name_field(w, node, "arg", p, "parameter");
 	} else if (is(i, N_KEYWORD)) {
 		v = str_field(node, "arg");
 		if (v)
 			r = check_identifier(w, v, p, "keyword");
 	} else if (is(i, N_EXCEPTHANDLER) || is(i, N_MATCHAS) || is(i, N_MATCHSTAR)) {
-		v = str_field(node, "name");
-		if (v)
-			r = bind(w, v);
-		if (v && r == 0)
-			r = check_identifier(w, v, p, "name");
+		r = bind_name_field(w, node, "name", p, "name");
 	} else if (is(i, N_MATCHMAPPING)) {
-		v = str_field(node, "rest");
-		if (v)
-			r = bind(w, v);
-		if (v && r == 0)
-			r = check_identifier(w, v, p, "name");
+		r = bind_name_field(w, node, "rest", p, "name");
 	} else if (is(i, N_MATCHCLASS)) {
 		/* `case C(x=0)` reads the attribute x of the subject in C. */
 		list = field(node, "kwd_attrs");
