@@ -309,11 +309,11 @@ def test_allowed_file_operations_work(anyuser):
     assert sorted(os.listdir(sb.path("rw"))) == ["sub"]
 
 
-def test_expose_rw_inside_expose_ro_is_writable(box):
+def test_expose_rw_inside_expose_ro_is_writable(anyuser):
     """A writable grant nested in a read-only one (the script's directory
     exposed read-only, a results directory inside it): the inner one is
     writable, the rest of the outer one is not."""
-    w, sb = box
+    w, sb = anyuser
     sb.mkdir("ro/out")
     r, o = run_native(sb, base(w) + "expose-ro=./ro\nexpose-rw=./ro/out\n", '''
         py("write inner", lambda: open("ro/out/result.txt", "w").write("ok"))
