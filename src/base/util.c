@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/stat.h>
-#include <time.h>
 
 void sb_strv_free(char **v)
 {
@@ -24,14 +23,6 @@ size_t sb_strv_length(char *const *v)
 		while (v[n])
 			n++;
 	return n;
-}
-
-uint64_t sb_monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 int sb_strv_consume(char ***v, char *s)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Ownership helpers in the systemd/bubblewrap style: a variable declared with
@@ -92,7 +93,13 @@ static inline void sb_strv_freep(char ***v)
 size_t sb_strv_length(char *const *v);
 /* CLOCK_MONOTONIC in nanoseconds: deadlines and durations must not move
  * with a wall clock step (NTP, date -s). */
-uint64_t sb_monotonic_ns(void);
+static inline uint64_t sb_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 static inline uint64_t sb_monotonic_ms(void)
 {
 	return sb_monotonic_ns() / 1000000;
