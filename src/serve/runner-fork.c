@@ -252,6 +252,15 @@ static void *monitor(void *data)
 		int e, status;
 
 		e = zygote_start(r, &zy, &ready, &err);
+		/* Said before runs can use it: "ready" comes before the
+		 * service's "listening", and before any run's outcome. */
+		if (e >= 0)
+			event(r,
+			      "fork server ready (pid %u): %u modules warmed in %.1f ms, "
+			      "resident %llu KB",
+			      ready.ready.pid, ready.ready.modules,
+			      (double)ready.ready.warm_ns / 1e6,
+			      (unsigned long long)ready.ready.rss_kb);
 		pthread_mutex_lock(&r->lock);
 		free(r->error);
 		r->error = e < 0 ? (err ? strdup(err) : strdup(strerror(-e))) : NULL;
@@ -278,11 +287,6 @@ static void *monitor(void *data)
 		}
 		backoff = 0;
 		ever_ready = true;
-		event(r,
-		      "fork server ready (pid %u): %u modules warmed in %.1f ms, resident %llu "
-		      "KB",
-		      ready.ready.pid, ready.ready.modules, (double)ready.ready.warm_ns / 1e6,
-		      (unsigned long long)ready.ready.rss_kb);
 		sb_zmsg_done(&ready);
 
 		pfd[0] = (struct pollfd){.fd = zy.pidfd, .events = POLLIN};
