@@ -199,6 +199,19 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 	r = sb_wrap_run(l, &o, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
+	for (char **w = o.warnings; w && *w; w++)
+		fprintf(stderr, "python-sb: warning: %s\n", *w);
+	sb_strv_free(o.warnings);
+	if (o.start_timed_out) {
+		fprintf(stderr,
+			"python-sb: the sandbox cannot be applied: os-sandbox=%s did not start "
+			"the program within %.3g s (%s.start_timeout): it was killed\n",
+			l->provider->name, (double)o.start_timeout_ms / 1000, l->provider->name);
+		return EXIT_CONFIG;
+	}
+	if (o.deadline_killed)
+		return mirror_child(&(struct sb_supervise_result){.timed_out = true},
+				    &l->boundary->limits);
 	/* What the inner python-sb reported first: the tool may die of the
 	 * signal it forwarded (firejail and a Ctrl-C the program caught). */
 	if (o.exited)
