@@ -364,8 +364,33 @@ static int entry(struct cpio *c, const char *name, unsigned mode, const void *da
 	return r < 0 ? r : pad4(c);
 }
 
+#define MODULE_SIG_MARKER "~Module signature appended~\n"
+
+/* A module's length without its signature: the kernel checks a signature
+ * it is given (RSA, a tenth of a second per module under emulation) but
+ * loads an unsigned module all the same when the host does not enforce
+ * them (it taints itself, which the guest does not mind). The guest
+ * trusts this initramfs as a whole: the launching side wrote it. */
+static size_t unsigned_length(const char *data, size_t len)
+{
+	const size_t marker = sizeof(MODULE_SIG_MARKER) - 1, info = 12;
+	const unsigned char *sig;
+	size_t sig_len;
+
+	if (len < marker + info || memcmp(data + len - marker, MODULE_SIG_MARKER, marker) != 0)
+		return len;
+	/* struct module_signature: algo, hash, id_type, signer_len,
+	 * key_id_len, pad[3], sig_len (big-endian). */
+	sig = (const unsigned char *)data + len - marker - info;
+	sig_len = (size_t)sig[8] << 24 | (size_t)sig[9] << 16 | (size_t)sig[10] << 8 | sig[11];
+	sig_len += sig[3] + sig[4];
+	if (sig_len > len - marker - info)
+		return len;
+	return len - marker - info - sig_len;
+}
+
 static int file_entry(struct cpio *c, const char *name, unsigned mode, const char *path,
-		      char **reterr)
+		      bool module, char **reterr)
 {
 	_cleanup_free_ char *data = NULL;
 	size_t len;
@@ -373,7 +398,7 @@ static int file_entry(struct cpio *c, const char *name, unsigned mode, const cha
 
 	if (r < 0)
 		return sb_error(reterr, r, "cannot read %s: %s", path, strerror(-r));
-	return entry(c, name, mode, data, len);
+	return entry(c, name, mode, data, module ? unsigned_length(data, len) : len);
 }
 
 int sb_qemu_initramfs_write(int fd, const char *init, const struct sb_qemu_kernel *k,
@@ -387,13 +412,13 @@ int sb_qemu_initramfs_write(int fd, const char *init, const struct sb_qemu_kerne
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(dirs); i++)
 		r = entry(&c, dirs[i], S_IFDIR | 0755, NULL, 0);
 	if (r >= 0)
-		r = file_entry(&c, "init", S_IFREG | 0755, init, reterr);
+		r = file_entry(&c, "init", S_IFREG | 0755, init, false, reterr);
 	for (char **m = k->modules; r >= 0 && m && *m; m++) {
 		char name[PATH_MAX], path[PATH_MAX];
 
 		snprintf(name, sizeof(name), "modules/%s", strrchr(*m, '/') + 1);
 		snprintf(path, sizeof(path), MODULES_DIR "/%s/%s", k->release, *m);
-		r = file_entry(&c, name, S_IFREG | 0644, path, reterr);
+		r = file_entry(&c, name, S_IFREG | 0644, path, true, reterr);
 	}
 	if (r >= 0)
 		r = entry(&c, "sb/config", S_IFREG | 0600, config, config_len);

@@ -133,6 +133,7 @@ struct plan {
 	char **dirs; /* the shared directories, parallel to their tags */
 	bool *dir_writable;
 	size_t n_devices;
+	bool guest_sysfs; /* a grant under /sys: the guest's own, read-only */
 };
 
 static void plan_done(struct plan *pl)
@@ -174,9 +175,13 @@ static int collect_shares(struct plan *pl, const struct sb_boundary *b, const st
 			if (!path)
 				return -ENOMEM;
 		}
-		/* The guest's own /dev and /proc. */
+		/* The guest's own /dev, /proc and /sys (the CPU list). */
 		if (sb_path_under(path, "/dev") || sb_path_under(path, "/proc"))
 			continue;
+		if (sb_path_under(path, "/sys")) {
+			pl->guest_sysfs = true;
+			continue;
+		}
 		if (!realpath(path, resolved) || stat(resolved, &st) < 0) {
 			if (i >= b->n_paths || b->paths[i].optional)
 				continue;
@@ -677,14 +682,26 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 		r = collect_shares(&pl, b, p, req->cwd);
 	if (r >= 0)
 		r = build_shares(&pl, p);
+	if (r >= 0 && pl.guest_sysfs)
+		r = put_entry(&pl.config, "sysfs", "1");
 	if (r >= 0)
 		r = build_links(&pl);
 	if (r >= 0)
 		r = build_masks(&pl, b, p, reterr);
 	if (r >= 0)
 		r = put_entry(&pl.config, "cwd", req->cwd);
+	if (r >= 0)
+		r = sb_buf_printf(&pl.config, "uid=%u%cgid=%u%c", (unsigned)geteuid(), '\0',
+				  (unsigned)getegid(), '\0');
 	for (char *const *a = req->argv; r >= 0 && *a; a++)
 		r = put_entry(&pl.config, "arg", *a);
+#ifdef SB_HAVE_ASAN
+	/* A sanitizer build reads its options before main() (wrap.c). */
+	for (char *const *e = req->host_env; r >= 0 && e && *e; e++)
+		if (startswith(*e, "ASAN_OPTIONS=") || startswith(*e, "UBSAN_OPTIONS=") ||
+		    startswith(*e, "LSAN_OPTIONS="))
+			r = put_entry(&pl.config, "env", *e);
+#endif
 	if (r >= 0)
 		r = kernel_command_line(console, kvm, &cmdline);
 	if (r >= 0)

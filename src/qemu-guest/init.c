@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +41,7 @@
 #define SHARES	     "/shares"
 #define MAX_ARGS     256
 #define MAX_LINKS    16
+#define MAX_ENV	     8
 #define PORT_WAIT_MS 20000
 
 static bool verbose;
@@ -237,12 +239,18 @@ static void mount_share(const char *spec, bool writable)
 	mount_or_die(tag, target, "9p", MS_NOSUID | MS_NODEV | (writable ? 0 : MS_RDONLY), opts);
 }
 
-/* A file's share: its directory's tag mounted aside, the file bound in. */
-static void mount_file(const char *spec, size_t index)
+/* The tags of the files' shares mounted aside (a 9p channel mounts once). */
+static char aside_tags[64][32];
+static size_t n_aside;
+
+/* A file's share: its directory's tag mounted aside (once), the file bound
+ * in. */
+static void mount_file(const char *spec)
 {
 	char tag[32], aside[PATH_MAX], source[PATH_MAX], target[PATH_MAX];
 	const char *path = strchr(spec, ':');
 	const char *base;
+	bool mounted = false;
 
 	if (!path || (size_t)(path - spec) >= sizeof(tag))
 		die("bad file entry");
@@ -250,14 +258,16 @@ static void mount_file(const char *spec, size_t index)
 	tag[path - spec] = '\0';
 	path++;
 	base = strrchr(path, '/');
-	snprintf(aside, sizeof(aside), SHARES "/%zu", index);
-	if (mkdir_p(aside, 0700) < 0)
-		die(aside);
-	if (mount(tag, aside, "9p", MS_NOSUID | MS_NODEV | MS_RDONLY,
-		  "trans=virtio,version=9p2000.L,cache=loose") < 0 &&
-	    errno != EBUSY) {
-		say("mount %s: %s", tag, strerror(errno));
-		power_off();
+	snprintf(aside, sizeof(aside), SHARES "/%s", tag);
+	for (size_t i = 0; i < n_aside; i++)
+		mounted = mounted || strcmp(aside_tags[i], tag) == 0;
+	if (!mounted) {
+		if (n_aside >= sizeof(aside_tags) / sizeof(aside_tags[0]) ||
+		    mkdir_p(aside, 0700) < 0)
+			die(aside);
+		mount_or_die(tag, aside, "9p", MS_NOSUID | MS_NODEV | MS_RDONLY,
+			     "trans=virtio,version=9p2000.L,cache=loose");
+		strcpy(aside_tags[n_aside++], tag);
 	}
 	snprintf(source, sizeof(source), "%s%s", aside, base);
 	snprintf(target, sizeof(target), ROOT "%s", path);
@@ -347,8 +357,13 @@ static void place(int fd, int want)
 int main(void)
 {
 	char *config, *record = NULL, *cwd = "/";
+	char *env[MAX_ENV + 1];
+	size_t n_env = 0;
+	bool sysfs = false;
+	uid_t uid = 0;
+	gid_t gid = 0;
 	char *args[MAX_ARGS + 1], *modules[64], *links[MAX_LINKS + 1] = {0}, *targets[MAX_LINKS];
-	size_t len, record_len = 0, n_args = 0, n_modules = 0, n_files = 0, n_links = 0;
+	size_t len, record_len = 0, n_args = 0, n_modules = 0, n_links = 0;
 	int ports[4], status_fd, record_fd, wstatus;
 	pid_t pid;
 
@@ -369,7 +384,11 @@ int main(void)
 		else if (strcmp(e, "verbose=1") == 0)
 			verbose = true;
 	}
+	if (verbose)
+		say("init at %ld ms", now_ms());
 	load_modules(modules, n_modules);
+	if (verbose)
+		say("modules loaded at %ld ms", now_ms());
 
 	if (mkdir_p(ROOT, 0755) < 0)
 		die(ROOT);
@@ -381,21 +400,30 @@ int main(void)
 		else if (strncmp(e, "rw=", 3) == 0)
 			mount_share(e + 3, true);
 		else if (strncmp(e, "file=", 5) == 0)
-			mount_file(e + 5, n_files++);
+			mount_file(e + 5);
 		else if (strncmp(e, "mask-dir=", 9) == 0)
 			mask(e + 9, true);
 		else if (strncmp(e, "mask-file=", 10) == 0)
 			mask(e + 10, false);
+		else if (strncmp(e, "uid=", 4) == 0)
+			uid = (uid_t)strtoul(e + 4, NULL, 10);
+		else if (strncmp(e, "gid=", 4) == 0)
+			gid = (gid_t)strtoul(e + 4, NULL, 10);
+		else if (strcmp(e, "sysfs=1") == 0)
+			sysfs = true;
 		else if (strncmp(e, "cwd=", 4) == 0)
 			cwd = e + 4;
 		else if (strncmp(e, "arg=", 4) == 0 && n_args < MAX_ARGS)
 			args[n_args++] = e + 4;
+		else if (strncmp(e, "env=", 4) == 0 && n_env < MAX_ENV)
+			env[n_env++] = e + 4;
 		else if (strncmp(e, "link=", 5) == 0 && n_links < MAX_LINKS)
 			links[n_links] = e + 5;
 		else if (strncmp(e, "to=", 3) == 0 && n_links < MAX_LINKS && links[n_links])
 			targets[n_links++] = e + 3;
 	}
 	args[n_args] = NULL;
+	env[n_env] = NULL;
 	if (n_args == 0)
 		die("no command");
 	{
@@ -408,6 +436,12 @@ int main(void)
 			die(ROOT "/proc");
 	}
 	mount_or_die("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (sysfs) {
+		if (mkdir_p(ROOT "/sys", 0555) < 0)
+			die(ROOT "/sys");
+		mount_or_die("sysfs", ROOT "/sys", "sysfs",
+			     MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	}
 	record = read_file("/sb/record", &record_len);
 	if (!record)
 		die("/sb/record");
@@ -419,10 +453,10 @@ int main(void)
 
 	/* The new root becomes /, read-only but the writable shares; the
 	 * shares' mounts aside go (the files bound from them stay). */
-	for (size_t i = 0; i < n_files; i++) {
+	for (size_t i = 0; i < n_aside; i++) {
 		char aside[PATH_MAX];
 
-		snprintf(aside, sizeof(aside), SHARES "/%zu", i);
+		snprintf(aside, sizeof(aside), SHARES "/%s", aside_tags[i]);
 		umount2(aside, MNT_DETACH);
 	}
 	if (chdir(ROOT) < 0)
@@ -446,6 +480,8 @@ int main(void)
 	if (status_fd < 0)
 		die("status port");
 	record_fd = make_record(record, record_len, status_fd);
+	if (verbose)
+		say("the shares are mounted; python-sb starts at %ld ms", now_ms());
 	pid = fork();
 	if (pid < 0)
 		die("fork");
@@ -465,7 +501,13 @@ int main(void)
 				args[i] = opt;
 		if (chdir(cwd) < 0)
 			_exit(127);
-		execve(args[0], args, (char *[]){NULL});
+		/* The launching side's identity: the shares show the host's
+		 * owners, and qemu writes as that user anyway. */
+		if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+			die("identity");
+		/* Nothing but a sanitizer build's options: the inner python-sb
+		 * has the host's environment from the record. */
+		execve(args[0], args, env);
 		say("exec %s: %s", args[0], strerror(errno));
 		_exit(127);
 	}
