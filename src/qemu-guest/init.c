@@ -46,19 +46,23 @@
 
 static bool verbose;
 
+static int console_fd = -1;
+
+/* On the console (the serial line, which the host shows with
+ * qemu.show_boot_console), opened before the new root hides /dev. */
 static void say(const char *fmt, ...)
 {
 	va_list ap;
-	int fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (console_fd < 0)
+		console_fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (console_fd < 0)
 		return;
 	va_start(ap, fmt);
-	dprintf(fd, "python-sb-qemu-init: ");
-	vdprintf(fd, fmt, ap);
-	dprintf(fd, "\n");
+	dprintf(console_fd, "python-sb-qemu-init: ");
+	vdprintf(console_fd, fmt, ap);
+	dprintf(console_fd, "\n");
 	va_end(ap);
-	close(fd);
 }
 
 static _Noreturn void power_off(void)
@@ -446,6 +450,8 @@ int main(void)
 	if (!record)
 		die("/sb/record");
 
+	if (verbose)
+		say("shares mounted at %ld ms", now_ms());
 	ports[0] = open_port("sb.stdin", O_RDONLY);
 	ports[1] = open_port("sb.stdout", O_WRONLY);
 	ports[2] = open_port("sb.stderr", O_WRONLY);
@@ -481,7 +487,7 @@ int main(void)
 		die("status port");
 	record_fd = make_record(record, record_len, status_fd);
 	if (verbose)
-		say("the shares are mounted; python-sb starts at %ld ms", now_ms());
+		say("python-sb starts at %ld ms", now_ms());
 	pid = fork();
 	if (pid < 0)
 		die("fork");
