@@ -216,6 +216,19 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 	 * signal it forwarded (firejail and a Ctrl-C the program caught). */
 	if (o.exited)
 		return o.exit_code;
+	/* The tool crashed before the program started (qemu aborts on a
+	 * virtual CPU its KVM cannot set up): its failure, not a signal sent
+	 * to the sandbox, which python-sb would die of again. */
+	if (!o.started && WIFSIGNALED(o.wait_status) &&
+	    (WTERMSIG(o.wait_status) == SIGABRT || WTERMSIG(o.wait_status) == SIGSEGV ||
+	     WTERMSIG(o.wait_status) == SIGBUS)) {
+		fprintf(stderr,
+			"python-sb: the sandbox cannot be applied: %s could not start the "
+			"program (it died of signal %d, %s)\n",
+			l->provider->name, WTERMSIG(o.wait_status),
+			strsignal(WTERMSIG(o.wait_status)));
+		return EXIT_CONFIG;
+	}
 	if (WIFSIGNALED(o.wait_status))
 		return mirror_child(&(struct sb_supervise_result){.status = o.wait_status},
 				    &l->boundary->limits);

@@ -15,19 +15,25 @@
  * kernel, and what it then reads is what qemu shares (a file's grant shares
  * its directory, read-only, though the guest binds the file alone).
  *
- * Accelerator: TCG (emulation) unless qemu.use_kvm=true. Nested KVM, as on
+ * Accelerator: TCG (emulation) unless qemu.use_kvm=true, and then only
+ * where a probe boot shows KVM runs a guest (kvm_works()). Nested KVM, as on
  * the CI's virtual machines, may run no guest at all and stall rather than
- * fail (issue 15): a default that tried it would cost every run its start
- * timeout there. The guest's kernel calibrates its clock from the host's TSC
- * frequency given on its command line: under emulation its calibration
+ * fail (issue 15): a default that tried it would cost the probe's time once
+ * per machine and kernel, which the user asks for with use_kvm. The guest's kernel calibrates its
+ * clock from the host's TSC frequency given on its command line: under emulation its calibration
  * against the PIT stalls when the host is loaded. */
 #include "provider.h"
 
 #include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "boundary.h"
 #include "grants.h"
@@ -46,8 +52,8 @@ static const char *const security_models[] = {"passthrough", "mapped-xattr", "ma
 static const char *const closures[] = {"full", "sparse", NULL};
 
 static const struct sb_provider_param_def params[] = {
-    /* true: KVM when /dev/kvm can be opened (else TCG with a warning);
-     * unset or false: TCG (see above). */
+    /* true: KVM when /dev/kvm can be opened and a probe boot runs under it
+     * (else TCG with a warning); unset or false: TCG (see above). */
     {"use_kvm", SB_PARAM_BOOL, NULL, NULL},
     {"memory", SB_PARAM_MIB, NULL, "2048"},
     /* The guest kernel's messages and the init's on stderr. */
@@ -552,6 +558,105 @@ static int write_initramfs(const struct sb_qemu_kernel *k, const char *init,
 	return 0;
 }
 
+/* Whether KVM runs this kernel here: a guest that powers off from its
+ * init, booted under KVM with nothing else. Nested KVM may abort (a CPU model
+ * its host cannot set up) or stall with no error at all, so anything but a
+ * power-off within the time is a no: no -no-reboot (a reset loops rather
+ * than end qemu as a power-off would), panic=0 (a panic hangs). The verdict
+ * is kept in the cache directory, per kernel and qemu binary. */
+#define KVM_PROBE_MS 10000
+
+static bool kvm_probe_run(const char *qemu, const char *kernel, const struct sb_qemu_kernel *k,
+			  const char *init)
+{
+	static const char config[] = "probe=1";
+	_cleanup_close_ int initrd = memfd_create("python-sb-kvm-probe", 0);
+	_cleanup_close_ int pidfd = -1;
+	struct sb_qemu_kernel bare = {.image = k->image, .release = k->release};
+	posix_spawn_file_actions_t fa;
+	char path[64];
+	char *argv[] = {(char *)qemu,
+			"-M",
+			"microvm,x-option-roms=off,rtc=on",
+			"-accel",
+			"kvm",
+			"-cpu",
+			"host",
+			"-smp",
+			"1",
+			"-m",
+			"256",
+			"-nodefaults",
+			"-no-user-config",
+			"-display",
+			"none",
+			"-serial",
+			"none",
+			"-kernel",
+			(char *)kernel,
+			"-initrd",
+			path,
+			"-append",
+			"rdinit=/init panic=0 quiet",
+			NULL};
+	char *envp[] = {NULL};
+	struct pollfd pfd;
+	pid_t pid;
+	int status, r;
+
+	if (initrd < 0 ||
+	    sb_qemu_initramfs_write(initrd, init, &bare, config, sizeof(config), "", 1, NULL) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", initrd);
+	posix_spawn_file_actions_init(&fa);
+	for (int fd = 0; fd < 3; fd++)
+		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
+	r = posix_spawn(&pid, qemu, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r != 0)
+		return false;
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	pfd = (struct pollfd){.fd = pidfd, .events = POLLIN};
+	if (pidfd < 0 || poll(&pfd, 1, KVM_PROBE_MS) <= 0)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static bool kvm_works(const char *qemu, const char *kernel, const struct sb_qemu_kernel *k,
+		      const char *init, const char *cache)
+{
+	_cleanup_free_ char *verdict = NULL, *tmp = NULL;
+	struct stat st;
+	bool ok;
+
+	if (cache && stat(qemu, &st) == 0 &&
+	    asprintf(&verdict, "%s/kvm-%s-%lld", cache, k->release, (long long)st.st_mtime) < 0)
+		verdict = NULL;
+	if (verdict && stat(cache, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022)) {
+		char buf[4] = "";
+		_cleanup_close_ int fd = open(verdict, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+		if (fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0)
+			return buf[0] == 'y';
+	} else {
+		free(verdict);
+		verdict = NULL;
+	}
+	ok = kvm_probe_run(qemu, kernel, k, init);
+	if (verdict && asprintf(&tmp, "%s.%d", verdict, (int)getpid()) >= 0) {
+		_cleanup_close_ int fd =
+		    open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd >= 0 && write(fd, ok ? "y" : "n", 1) == 1 && rename(tmp, verdict) == 0)
+			return ok;
+		unlink(tmp);
+	}
+	return ok;
+}
+
 /* Where the unpacked kernel is kept (sb_qemu_kernel_unpack()): root's in
  * /var/cache, another user's in their cache directory. */
 static char *cache_dir(char *const *host_env)
@@ -614,6 +719,13 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 				  "qemu.use_kvm=true: /dev/kvm cannot be opened (%s), the virtual "
 				  "machine is emulated (TCG)",
 				  strerror(errno));
+		if (r < 0)
+			return r;
+		kvm = false;
+	} else if (kvm && !kvm_works(qemu, kernel, &k, init, cache)) {
+		r = sb_strv_pushf(req->warnings,
+				  "qemu.use_kvm=true: KVM runs no guest on this machine (nested "
+				  "virtualisation?), the virtual machine is emulated (TCG)");
 		if (r < 0)
 			return r;
 		kvm = false;

@@ -93,6 +93,18 @@ def test_kernel_confines_a_hostile_program(anyuser):
     assert o["socket"] == "EPERM", r
 
 
+def test_use_kvm_runs_or_falls_back_to_emulation(sb):
+    """qemu.use_kvm=true: KVM where a probe boot shows that it runs a guest,
+    else a warning and TCG (nested KVM aborts or stalls: on CI's machines
+    this is the fallback); the program runs either way."""
+    r = sb.run_code("os-sandbox=qemu\nqemu.use_kvm=true\n", "print('ran')\n",
+                    timeout=VM_TIMEOUT)
+    assert r.returncode == 0 and r.stdout == "ran\n", r
+    kvm_usable = os.access("/dev/kvm", os.R_OK | os.W_OK)
+    if not kvm_usable:
+        assert "/dev/kvm cannot be opened" in r.stderr and "emulated (TCG)" in r.stderr, r
+
+
 def test_deadline_kills_a_looping_guest(sb):
     r = sb.run_code(BASE + "py-sandbox=false\ntimeout=2s\n", """\
         print("looping", flush=True)
