@@ -229,6 +229,11 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 			strsignal(WTERMSIG(o.wait_status)));
 		return EXIT_CONFIG;
 	}
+	/* Ended by the signal python-sb passed on, the program never reported
+	 * its own status: die of that signal, as `python` would have. */
+	if (o.started && o.forwarded_signal && !WIFSIGNALED(o.wait_status))
+		return mirror_child(&(struct sb_supervise_result){.status = o.forwarded_signal},
+				    &l->boundary->limits);
 	if (WIFSIGNALED(o.wait_status))
 		return mirror_child(&(struct sb_supervise_result){.status = o.wait_status},
 				    &l->boundary->limits);

@@ -280,14 +280,16 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 	return 0;
 }
 
-static volatile sig_atomic_t wrapper_pid;
+static volatile sig_atomic_t wrapper_pid, forwarded;
 
 static void forward_signal(int sig)
 {
 	pid_t pid = wrapper_pid;
 
-	if (pid > 0)
+	if (pid > 0) {
 		kill(pid, sig);
+		forwarded = sig;
+	}
 }
 
 #define STATUS_MAX 256
@@ -468,6 +470,8 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 	if (r < 0)
 		return sb_error(reterr, r, "cannot run %s: %s", p.argv[0], strerror(-r));
 	o.wait_status = status;
+	o.forwarded_signal = forwarded;
+	forwarded = 0;
 	o.start_timeout_ms = p.start_timeout_ms;
 	o.warnings = TAKE_PTR(p.warnings);
 	read_status(p.status_read, &o, status_buf, status_len);

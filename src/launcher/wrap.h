@@ -54,6 +54,9 @@ struct sb_wrap_outcome {
 	 * start_timeout_ms, or did not end by the run's deadline. */
 	bool start_timed_out, deadline_killed;
 	unsigned long long start_timeout_ms;
+	/* SIGTERM or SIGHUP passed on to the tool (0: none): a tool that ends
+	 * cleanly on it (qemu) reports no status of the program's. */
+	int forwarded_signal;
 	char **warnings; /* the provider's, for the user (free with sb_strv_free) */
 };
 

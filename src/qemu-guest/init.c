@@ -454,6 +454,9 @@ int main(void)
 	record = read_file("/sb/record", &record_len);
 	if (!record)
 		die("/sb/record");
+	/* It holds the host's environment: in this process's memory only
+	 * (which nothing may trace), then in the sealed copy. */
+	unlink("/sb/record");
 
 	if (verbose)
 		say("shares mounted at %ld ms", now_ms());
@@ -491,6 +494,7 @@ int main(void)
 	if (status_fd < 0)
 		die("status port");
 	record_fd = make_record(record, record_len, status_fd);
+	explicit_bzero(record, record_len);
 	if (verbose)
 		say("python-sb starts at %ld ms", now_ms());
 	pid = fork();

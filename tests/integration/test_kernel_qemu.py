@@ -12,10 +12,12 @@ checked by the errno *and* by the missing effect on the host."""
 
 import os
 import shutil
+import signal
+import subprocess
 
 import pytest
 
-from conftest import EXIT_CONFIG, EXIT_TIMEOUT, run_native
+from conftest import EXIT_CONFIG, EXIT_TIMEOUT, SANITIZER_ENV, run_native
 
 KERNELS = [f for f in os.listdir("/boot") if f.startswith("vmlinuz-")
            and os.path.exists(f"/lib/modules/{f[8:]}/kernel/fs/9p/9p.ko")] \
@@ -55,6 +57,8 @@ def anyuser(request):
     sb = request.getfixturevalue("sb" if request.param == "caller" or os.geteuid() != 0
                                  else "sb_nobody")
     sb.write("ro/existing.txt", "ORIGINAL\n")
+    sb.write("ro/hidden.key", SECRET + "\n")
+    sb.write("ro/keys.d/inner.txt", SECRET + "\n")
     sb.mkdir("rw")
     os.chmod(sb.write("secret.txt", SECRET + "\n"), 0o644)
     return sb
@@ -66,6 +70,8 @@ def test_kernel_confines_a_hostile_program(anyuser):
         py-sandbox=false
         expose-ro={sb.path('ro')}
         expose-rw={sb.path('rw')}
+        ignore=*.key
+        ignore=keys.d
         """, f"""\
         py("read-ro", lambda: print("content:" + open({str(sb.path('ro/existing.txt'))!r}).read().strip()))
         py("write-ro", lambda: open({str(sb.path('ro/existing.txt'))!r}, "w"))
@@ -76,6 +82,8 @@ def test_kernel_confines_a_hostile_program(anyuser):
         py("write-tmp", lambda: open("/tmp/qemu-escape", "w"))
         py("socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         attempt("raw-open", libc.open, {str(sb.path('secret.txt')).encode()!r}, os.O_RDONLY)
+        py("ignored-file", lambda: print("ignored:" + repr(open({str(sb.path('ro/hidden.key'))!r}).read())))
+        py("ignored-dir", lambda: print("listed:" + repr(os.listdir({str(sb.path('ro/keys.d'))!r}))))
         """, timeout=VM_TIMEOUT)
     assert r.returncode == 0, r
     assert "content:ORIGINAL" in r.stdout, r
@@ -88,6 +96,8 @@ def test_kernel_confines_a_hostile_program(anyuser):
     assert o["read-secret"] == "ENOENT" and o["raw-open"] == "ENOENT", r
     assert SECRET not in r.stdout + r.stderr, r
     assert o["read-shadow"] == "ENOENT", r
+    # ignore= masks what matches: an empty file, an empty directory.
+    assert "ignored:''" in r.stdout and "listed:[]" in r.stdout, r
     assert o["write-tmp"] == "EROFS" and not os.path.exists("/tmp/qemu-escape"), r
     # The seccomp filter inside the guest: no Internet socket without net=.
     assert o["socket"] == "EPERM", r
@@ -116,6 +126,22 @@ def test_deadline_kills_a_looping_guest(sb):
         """, timeout=VM_TIMEOUT)
     assert r.returncode == EXIT_TIMEOUT, r
     assert "looping" in r.stdout and "timeout=10s expired" in r.stderr, r
+
+
+def test_sigterm_ends_the_machine_and_python_sb_dies_of_it(sb):
+    """SIGTERM to python-sb is passed on to qemu, which powers the machine
+    off cleanly (status 0): python-sb still dies of SIGTERM, as `python`."""
+    sb.profile(BASE + "python-import=time\n")
+    p = subprocess.Popen([sb.binary, "-c", "import time; print('up', flush=True); time.sleep(120)"],
+                         cwd=sb.root, env={**sb.env(), **SANITIZER_ENV}, text=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == "up\n"
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=VM_TIMEOUT)
+    finally:
+        p.kill()
+    assert p.returncode == -signal.SIGTERM, (p.returncode, err)
 
 
 def test_start_timeout_kills_the_machine(sb):
