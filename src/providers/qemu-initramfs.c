@@ -401,18 +401,17 @@ static int file_entry(struct cpio *c, const char *name, unsigned mode, const cha
 	return entry(c, name, mode, data, module ? unsigned_length(data, len) : len);
 }
 
-int sb_qemu_initramfs_write(int fd, const char *init, const struct sb_qemu_kernel *k,
-			    const void *config, size_t config_len, const void *record,
-			    size_t record_len, char **reterr)
+int sb_qemu_initramfs_write(int fd, const struct sb_qemu_initramfs *in, char **reterr)
 {
-	static const char *const dirs[] = {"dev", "proc", "sys", "sb", "modules"};
+	static const char *const dirs[] = {"dev", "proc", "sys", "sb", "modules", "files"};
+	const struct sb_qemu_kernel *k = in->kernel;
 	struct cpio c = {.fd = fd};
 	int r = 0;
 
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(dirs); i++)
 		r = entry(&c, dirs[i], S_IFDIR | 0755, NULL, 0);
 	if (r >= 0)
-		r = file_entry(&c, "init", S_IFREG | 0755, init, false, reterr);
+		r = file_entry(&c, "init", S_IFREG | 0755, in->init, false, reterr);
 	for (char **m = k->modules; r >= 0 && m && *m; m++) {
 		char name[PATH_MAX], path[PATH_MAX];
 
@@ -420,10 +419,16 @@ int sb_qemu_initramfs_write(int fd, const char *init, const struct sb_qemu_kerne
 		snprintf(path, sizeof(path), MODULES_DIR "/%s/%s", k->release, *m);
 		r = file_entry(&c, name, S_IFREG | 0644, path, true, reterr);
 	}
+	for (size_t i = 0; r >= 0 && in->copies && in->copies[i]; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "files/%zu", i);
+		r = file_entry(&c, name, S_IFREG | 0644, in->copies[i], false, reterr);
+	}
 	if (r >= 0)
-		r = entry(&c, "sb/config", S_IFREG | 0600, config, config_len);
+		r = entry(&c, "sb/config", S_IFREG | 0600, in->config, in->config_len);
 	if (r >= 0)
-		r = entry(&c, "sb/record", S_IFREG | 0600, record, record_len);
+		r = entry(&c, "sb/record", S_IFREG | 0600, in->record, in->record_len);
 	if (r >= 0)
 		r = entry(&c, "TRAILER!!!", 0, NULL, 0);
 	if (r < 0 && reterr && !*reterr)

@@ -36,9 +36,21 @@ void sb_qemu_kernel_done(struct sb_qemu_kernel *k);
 int sb_qemu_kernel_unpack(const struct sb_qemu_kernel *k, const char *cache_dir,
 			  const char *path_env, char **ret, char **reterr);
 
-/* Writes the initramfs (a newc cpio archive) to fd: init as /init, the
- * kernel's modules under /modules, config as /sb/config, record as
- * /sb/record. 0, or -errno with *reterr. */
-int sb_qemu_initramfs_write(int fd, const char *init, const struct sb_qemu_kernel *k,
-			    const void *config, size_t config_len, const void *record,
-			    size_t record_len, char **reterr);
+/* What the initramfs holds besides the guest's init and the kernel's
+ * modules. */
+struct sb_qemu_initramfs {
+	const char *init; /* the guest's init, as /init */
+	const struct sb_qemu_kernel *kernel;
+	const void *config; /* as /sb/config */
+	size_t config_len;
+	const void *record; /* as /sb/record */
+	size_t record_len;
+	/* Host files copied in as /files/0, /files/1... (small file grants:
+	 * sharing their directory would show the guest's kernel the rest of
+	 * it); may be NULL. */
+	char *const *copies;
+};
+
+/* Writes the initramfs (a newc cpio archive) to fd. 0, or -errno with
+ * *reterr. */
+int sb_qemu_initramfs_write(int fd, const struct sb_qemu_initramfs *in, char **reterr);

@@ -12,8 +12,10 @@
  * console ports bound to the caller's descriptors.
  *
  * A separate kernel: a kernel exploit of the program's reaches the guest's
- * kernel, and what it then reads is what qemu shares (a file's grant shares
- * its directory, read-only, though the guest binds the file alone).
+ * kernel, and what it then reads is what qemu shares. A small file's grant
+ * (the script, the rule files, the loader's cache) is copied into the
+ * initramfs rather than shared with its directory; a large one (python-sb)
+ * shares its directory, read-only, though the guest binds the file alone.
  *
  * Accelerator: TCG (emulation) unless qemu.use_kvm=true, and then only
  * where a probe boot shows KVM runs a guest (kvm_works()). Nested KVM, as on
@@ -124,7 +126,12 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 struct share {
 	char *path; /* resolved */
 	bool writable, file;
+	off_t size;
 };
+
+/* A file grant up to this size is copied into the initramfs; a larger one
+ * (python-sb itself) shares its directory, read-only. */
+#define COPY_MAX (1 << 20)
 
 static int cmp_share(const void *a, const void *b)
 {
@@ -140,6 +147,7 @@ struct plan {
 	bool *dir_writable;
 	size_t n_devices;
 	bool guest_sysfs; /* a grant under /sys: the guest's own, read-only */
+	char **copies;	  /* small file grants, copied into the initramfs */
 };
 
 static void plan_done(struct plan *pl)
@@ -151,6 +159,7 @@ static void plan_done(struct plan *pl)
 	free(pl->shares);
 	sb_strv_free(pl->dirs);
 	free(pl->dir_writable);
+	sb_strv_free(pl->copies);
 }
 
 static int put_entry(struct sb_buf *b, const char *key, const char *value)
@@ -200,6 +209,7 @@ static int collect_shares(struct plan *pl, const struct sb_boundary *b, const st
 			return -ENOMEM;
 		pl->shares[pl->n_shares].writable = i < b->n_paths && b->paths[i].writable;
 		pl->shares[pl->n_shares].file = !S_ISDIR(st.st_mode);
+		pl->shares[pl->n_shares].size = st.st_size;
 		pl->n_shares++;
 	}
 	qsort(pl->shares, pl->n_shares, sizeof(*pl->shares), cmp_share);
@@ -287,6 +297,14 @@ static int build_shares(struct plan *pl, const struct sb_profile *p)
 
 		if (covered(pl, i, s->path, s->writable))
 			continue;
+		if (s->file && !s->writable && s->size <= COPY_MAX) {
+			if (asprintf(&entry, "%zu:%s", sb_strv_length(pl->copies), s->path) < 0)
+				return -ENOMEM;
+			r = sb_strv_push(&pl->copies, s->path);
+			if (r >= 0)
+				r = put_entry(&pl->config, "copy", entry);
+			continue;
+		}
 		if (s->file) {
 			dir = strdup(s->path);
 			if (!dir)
@@ -543,14 +561,23 @@ static int read_record(const struct sb_wrap_request *req, char **ret, size_t *re
 /* The initramfs in a memfd qemu reads through /proc/self/fd. */
 static int write_initramfs(const struct sb_qemu_kernel *k, const char *init,
 			   const struct sb_buf *config, const char *record, size_t record_len,
-			   int *ret_fd, char **reterr)
+			   char *const *copies, int *ret_fd, char **reterr)
 {
 	_cleanup_close_ int fd = memfd_create("python-sb-initramfs", 0);
 	int r;
 
 	if (fd < 0)
 		return sb_error(reterr, -errno, "memfd_create: %s", strerror(errno));
-	r = sb_qemu_initramfs_write(fd, init, k, config->data, config->len, record, record_len,
+	r = sb_qemu_initramfs_write(fd,
+				    &(struct sb_qemu_initramfs){
+					.init = init,
+					.kernel = k,
+					.config = config->data,
+					.config_len = config->len,
+					.record = record,
+					.record_len = record_len,
+					.copies = copies,
+				    },
 				    reterr);
 	if (r < 0)
 		return r;
@@ -605,7 +632,14 @@ static bool kvm_probe_run(const char *qemu, const char *kernel, const struct sb_
 	int status, r;
 
 	if (initrd < 0 ||
-	    sb_qemu_initramfs_write(initrd, init, &bare, config, sizeof(config), "", 1, NULL) < 0)
+	    sb_qemu_initramfs_write(initrd,
+				    &(struct sb_qemu_initramfs){.init = init,
+								.kernel = &bare,
+								.config = config,
+								.config_len = sizeof(config),
+								.record = "",
+								.record_len = 1},
+				    NULL) < 0)
 		return false;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", initrd);
 	posix_spawn_file_actions_init(&fa);
@@ -817,7 +851,8 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	if (r >= 0)
 		r = kernel_command_line(console, kvm, &cmdline);
 	if (r >= 0)
-		r = write_initramfs(&k, init, &pl.config, record, record_len, &initrd_fd, reterr);
+		r = write_initramfs(&k, init, &pl.config, record, record_len, pl.copies, &initrd_fd,
+				    reterr);
 	if (r < 0)
 		return r;
 	*req->tool_fd = initrd_fd;

@@ -283,6 +283,24 @@ static void mount_file(const char *spec)
 		     NULL);
 }
 
+/* A small file's grant: its copy in the initramfs (/files/N) bound in,
+ * read-only. */
+static void mount_copy(const char *spec)
+{
+	char source[PATH_MAX], target[PATH_MAX];
+	const char *path = strchr(spec, ':');
+
+	if (!path)
+		die("bad copy entry");
+	snprintf(source, sizeof(source), "/files/%.*s", (int)(path - spec), spec);
+	snprintf(target, sizeof(target), ROOT "%s", path + 1);
+	if (touch_p(target) < 0)
+		die(target);
+	mount_or_die(source, target, NULL, MS_BIND, NULL);
+	mount_or_die(NULL, target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		     NULL);
+}
+
 /* ignore=: an empty read-only directory over a directory, /dev/null over a
  * file (reads succeed and return nothing, as under bwrap). */
 static void mask(const char *path, bool dir)
@@ -410,6 +428,8 @@ int main(void)
 			mount_share(e + 3, true);
 		else if (strncmp(e, "file=", 5) == 0)
 			mount_file(e + 5);
+		else if (strncmp(e, "copy=", 5) == 0)
+			mount_copy(e + 5);
 		else if (strncmp(e, "mask-dir=", 9) == 0)
 			mask(e + 9, true);
 		else if (strncmp(e, "mask-file=", 10) == 0)

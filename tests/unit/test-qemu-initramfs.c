@@ -62,41 +62,53 @@ static void test_archive(void)
 {
 	static const char config[] = "module=a.ko\0arg=/bin/python-sb";
 	static const char record[] = "python-sb-inside 1\0provider=qemu";
-	static const char *const names[] = {
-	    "dev", "proc", "sys", "sb", "modules", "init", "sb/config", "sb/record", "TRAILER!!!"};
+	static const char *const names[] = {"dev",	 "proc",      "sys",	   "sb",
+					    "modules",	 "files",     "init",	   "files/0",
+					    "sb/config", "sb/record", "TRAILER!!!"};
 	struct sb_qemu_kernel k = {.image = (char *)"/nonexistent", .release = (char *)"0"};
-	char init[PATH_MAX], *err = NULL;
+	char init[PATH_MAX], copied[PATH_MAX], *err = NULL;
+	char *copies[] = {copied, NULL};
+	struct sb_qemu_initramfs in = {.kernel = &k,
+				       .config = config,
+				       .config_len = sizeof(config),
+				       .record = record,
+				       .record_len = sizeof(record),
+				       .copies = copies};
 	struct member m[16];
 	struct stat st;
 	char *a;
 	int fd, ifd, n, r;
 
+	snprintf(copied, sizeof(copied), "%s/copied.txt", dir);
+	ifd = open(copied, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	tap_ok(ifd >= 0 && write(ifd, "COPIED", 6) == 6, "a file to copy written");
+	close(ifd);
 	snprintf(init, sizeof(init), "%s/init", dir);
 	ifd = open(init, O_WRONLY | O_CREAT | O_TRUNC, 0755);
 	tap_ok(ifd >= 0 && write(ifd, "INIT-BYTES", 10) == 10, "the init written");
 	close(ifd);
 	fd = memfd_create("test", 0);
-	TAP_IS_INT(sb_qemu_initramfs_write(fd, init, &k, config, sizeof(config), record,
-					   sizeof(record), &err),
-		   0, "the initramfs is written");
+	in.init = init;
+	TAP_IS_INT(sb_qemu_initramfs_write(fd, &in, &err), 0, "the initramfs is written");
 	fstat(fd, &st);
 	a = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	n = read_archive(a, (size_t)st.st_size, m, 16);
-	TAP_IS_INT(n, 9, "a newc archive of 9 members, each 4-aligned, ending at the trailer");
-	for (int i = 0; i < n && i < 9; i++)
+	TAP_IS_INT(n, 11, "a newc archive of 11 members, each 4-aligned, ending at the trailer");
+	for (int i = 0; i < n && i < 11; i++)
 		TAP_IS_STR(m[i].name, names[i], "member in order");
-	if (n == 9) {
-		tap_ok(S_ISDIR(m[0].mode) && S_ISREG(m[5].mode) && (m[5].mode & 0777) == 0755,
+	if (n == 11) {
+		tap_ok(S_ISDIR(m[0].mode) && S_ISREG(m[6].mode) && (m[6].mode & 0777) == 0755,
 		       "directories, an executable init");
-		tap_ok(m[5].size == 10 && memcmp(m[5].data, "INIT-BYTES", 10) == 0,
+		tap_ok(m[6].size == 10 && memcmp(m[6].data, "INIT-BYTES", 10) == 0,
 		       "the init's bytes");
-		tap_ok(m[6].size == sizeof(config) &&
-			   memcmp(m[6].data, config, sizeof(config)) == 0,
+		tap_ok(m[7].size == 6 && memcmp(m[7].data, "COPIED", 6) == 0, "the copied file");
+		tap_ok(m[8].size == sizeof(config) &&
+			   memcmp(m[8].data, config, sizeof(config)) == 0,
 		       "the configuration, NUL-separated");
-		tap_ok(m[7].size == sizeof(record) &&
-			   memcmp(m[7].data, record, sizeof(record)) == 0,
+		tap_ok(m[9].size == sizeof(record) &&
+			   memcmp(m[9].data, record, sizeof(record)) == 0,
 		       "the record");
-		tap_ok((m[7].mode & 0777) == 0600, "the record readable by root alone");
+		tap_ok((m[9].mode & 0777) == 0600, "the record readable by root alone");
 	}
 	munmap(a, (size_t)st.st_size);
 	close(fd);
@@ -105,8 +117,8 @@ static void test_archive(void)
 	fd = memfd_create("test", 0);
 	free(err);
 	err = NULL;
-	r = sb_qemu_initramfs_write(fd, "/nonexistent/init", &k, config, sizeof(config), record,
-				    sizeof(record), &err);
+	in.init = "/nonexistent/init";
+	r = sb_qemu_initramfs_write(fd, &in, &err);
 	tap_ok(r == -ENOENT && err && strstr(err, "/nonexistent/init"),
 	       "a missing init is an error naming it (%s)", err ? err : "(none)");
 	close(fd);
