@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 
 #define RECORD_MAGIC "python-sb-inside 1"
@@ -418,12 +419,20 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 	struct sb_wrap_outcome o = {0};
 	char status_buf[STATUS_MAX];
 	size_t status_len = 0;
+	struct termios stdin_termios;
+	bool stdin_tty;
+	int stdin_flags;
 	pid_t pid;
 	int r, status;
 
 	r = prepare(l, false, &p, reterr);
 	if (r < 0)
 		return r;
+	/* A tool reading python-sb's stdin may make it non-blocking or put a
+	 * terminal in raw mode (qemu's stdio backend) and, killed, not undo it:
+	 * the caller's shell shares both. */
+	stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
+	stdin_tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &stdin_termios) == 0;
 
 	/* Before the spawn: the wrapper inherits the ignored terminal signals
 	 * (the record tells the inner python-sb to restore them), so that a
@@ -462,6 +471,10 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 					break;
 				}
 		wrapper_pid = 0;
+		if (stdin_flags >= 0 && fcntl(STDIN_FILENO, F_GETFL) != stdin_flags)
+			fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
+		if (stdin_tty)
+			tcsetattr(STDIN_FILENO, TCSANOW, &stdin_termios);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(forwarded_signals); i++)
 		sigaction(forwarded_signals[i], &saved_forwarded[i], NULL);
