@@ -15,6 +15,9 @@ test)
 	# bubblewrap and firejail: the wrapper providers' tools (os-sandbox=bwrap, firejail).
 	packages+=(python3-pytest clang clang-format util-linux chromium python3-ipython slirp4netns
 		nftables bubblewrap firejail)
+	# os-sandbox=qemu: qemu's x86 machines, a kernel with 9p (the cloud kernel
+	# has none) and xz to unpack it once (at run time too: python-sb names them).
+	packages+=(qemu-system-x86 linux-image-amd64 xz-utils)
 	;;
 bench)
 	# bench/serve.sh: the load generators, and bwrap for the baseline.

@@ -199,10 +199,41 @@ static int run_wrapped(const struct sb_wrap_launch *l)
 	r = sb_wrap_run(l, &o, &err);
 	if (r < 0)
 		return fail("the sandbox cannot be applied", err, r);
+	for (char **w = o.warnings; w && *w; w++)
+		fprintf(stderr, "python-sb: warning: %s\n", *w);
+	sb_strv_free(o.warnings);
+	if (o.start_timed_out) {
+		fprintf(stderr,
+			"python-sb: the sandbox cannot be applied: os-sandbox=%s did not start "
+			"the program within %.3g s (%s.start_timeout): it was killed\n",
+			l->provider->name, (double)o.start_timeout_ms / 1000, l->provider->name);
+		return EXIT_CONFIG;
+	}
+	if (o.deadline_killed)
+		return mirror_child(&(struct sb_supervise_result){.timed_out = true},
+				    &l->boundary->limits);
 	/* What the inner python-sb reported first: the tool may die of the
 	 * signal it forwarded (firejail and a Ctrl-C the program caught). */
 	if (o.exited)
 		return o.exit_code;
+	/* The tool crashed before the program started (qemu aborts on a
+	 * virtual CPU its KVM cannot set up): its failure, not a signal sent
+	 * to the sandbox, which python-sb would die of again. */
+	if (!o.started && WIFSIGNALED(o.wait_status) &&
+	    (WTERMSIG(o.wait_status) == SIGABRT || WTERMSIG(o.wait_status) == SIGSEGV ||
+	     WTERMSIG(o.wait_status) == SIGBUS)) {
+		fprintf(stderr,
+			"python-sb: the sandbox cannot be applied: %s could not start the "
+			"program (it died of signal %d, %s)\n",
+			l->provider->name, WTERMSIG(o.wait_status),
+			strsignal(WTERMSIG(o.wait_status)));
+		return EXIT_CONFIG;
+	}
+	/* Ended by the signal python-sb passed on, the program never reported
+	 * its own status: die of that signal, as `python` would have. */
+	if (o.started && o.forwarded_signal && !WIFSIGNALED(o.wait_status))
+		return mirror_child(&(struct sb_supervise_result){.status = o.forwarded_signal},
+				    &l->boundary->limits);
 	if (WIFSIGNALED(o.wait_status))
 		return mirror_child(&(struct sb_supervise_result){.status = o.wait_status},
 				    &l->boundary->limits);

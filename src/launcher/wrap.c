@@ -10,12 +10,18 @@
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
 
 #define RECORD_MAGIC "python-sb-inside 1"
 #define RECORD_NAME  "python-sb-inside"
 #define RECORD_MAX   (16u << 20)
 #define ALL_SEALS    (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+/* Past the run's timeout=, what the inner supervisor gets to kill the
+ * program and report 124 itself before the tool is killed. */
+#define RUN_GRACE_MS 5000
 
 /* Signals a terminal sends to the whole foreground process group: the
  * launching side and the wrapper leave them to the program. */
@@ -163,9 +169,11 @@ struct prepared {
 	int report_file;
 	int tool_fd; /* the tool's own (sb_wrap_request) */
 	char **argv;
+	unsigned long long start_timeout_ms, run_timeout_ms;
+	char **warnings;
 };
 
-#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, -1, NULL})
+#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, -1, NULL, 0, 0, NULL})
 
 static void prepared_done(struct prepared *p)
 {
@@ -180,6 +188,7 @@ static void prepared_done(struct prepared *p)
 	if (p->tool_fd >= 0)
 		close(p->tool_fd);
 	sb_strv_free(p->argv);
+	sb_strv_free(p->warnings);
 	*p = PREPARED_NONE;
 }
 
@@ -260,6 +269,9 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 					.cwd = l->cwd,
 					.host_env = l->host_env,
 					.tool_fd = &p.tool_fd,
+					.start_timeout_ms = &p.start_timeout_ms,
+					.run_timeout_ms = &p.run_timeout_ms,
+					.warnings = &p.warnings,
 				    },
 				    &p.argv, reterr);
 	if (r < 0)
@@ -269,25 +281,28 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 	return 0;
 }
 
-static volatile sig_atomic_t wrapper_pid;
+static volatile sig_atomic_t wrapper_pid, forwarded;
 
 static void forward_signal(int sig)
 {
 	pid_t pid = wrapper_pid;
 
-	if (pid > 0)
+	if (pid > 0) {
 		kill(pid, sig);
+		forwarded = sig;
+	}
 }
 
-/* "started" and "exit=N" lines, from a pipe whose writers are all gone. */
-static void read_status(int fd, struct sb_wrap_outcome *o)
+#define STATUS_MAX 256
+
+/* "started" and "exit=N" lines, from a pipe whose writers are all gone; buf
+ * (STATUS_MAX bytes) holds the len bytes read already. */
+static void read_status(int fd, struct sb_wrap_outcome *o, char *buf, size_t len)
 {
-	char buf[256];
-	size_t len = 0;
 	ssize_t n;
 
 	fcntl(fd, F_SETFL, O_NONBLOCK);
-	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
+	while (len < STATUS_MAX - 1 && (n = read(fd, buf + len, STATUS_MAX - 1 - len)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -315,6 +330,71 @@ static void read_status(int fd, struct sb_wrap_outcome *o)
 	}
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for the tool as waitpid() would, reading the status lines as they
+ * come (into buf, STATUS_MAX bytes, *len of them), and kills it at the start
+ * timeout or at the run's deadline (sb_wrap_request). */
+static int wait_watched(pid_t pid, const struct prepared *p, char *buf, size_t *len, int *status,
+			struct sb_wrap_outcome *o)
+{
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	long long deadline = p->start_timeout_ms ? now_ms() + (long long)p->start_timeout_ms : -1;
+	bool started = false;
+
+	if (pidfd < 0)
+		return -errno;
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
+					{.fd = p->status_read, .events = POLLIN}};
+		long long left = deadline < 0 ? -1 : deadline - now_ms();
+		int n;
+
+		if (deadline >= 0 && left <= 0) {
+			kill(pid, SIGKILL);
+			if (started)
+				o->deadline_killed = true;
+			else
+				o->start_timed_out = true;
+			break;
+		}
+		n = poll(pfd, started || *len >= STATUS_MAX - 1 ? 1 : 2,
+			 left < 0 ? -1 : (int)(left > INT_MAX ? INT_MAX : left));
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n <= 0)
+			continue;
+		if (pfd[0].revents)
+			break;
+		if (pfd[1].revents & POLLIN) {
+			ssize_t got = read(p->status_read, buf + *len, STATUS_MAX - 1 - *len);
+
+			if (got > 0)
+				*len += (size_t)got;
+		} else if (pfd[1].revents) {
+			/* Every writer gone: only the tool's end is left. */
+			started = true;
+		}
+		buf[*len] = '\0';
+		if (!started && strstr(buf, "started\n")) {
+			started = true;
+			deadline = p->run_timeout_ms
+				       ? now_ms() + (long long)p->run_timeout_ms + RUN_GRACE_MS
+				       : -1;
+		}
+	}
+	while (waitpid(pid, status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
 int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, char **reterr)
 {
 #ifdef SB_HAVE_ASAN
@@ -337,12 +417,22 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 	struct sigaction saved_terminal[ELEMENTSOF(terminal_signals)];
 	struct sigaction saved_forwarded[ELEMENTSOF(forwarded_signals)];
 	struct sb_wrap_outcome o = {0};
+	char status_buf[STATUS_MAX];
+	size_t status_len = 0;
+	struct termios stdin_termios;
+	bool stdin_tty;
+	int stdin_flags;
 	pid_t pid;
 	int r, status;
 
 	r = prepare(l, false, &p, reterr);
 	if (r < 0)
 		return r;
+	/* A tool reading python-sb's stdin may make it non-blocking or put a
+	 * terminal in raw mode (qemu's stdio backend) and, killed, not undo it:
+	 * the caller's shell shares both. */
+	stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
+	stdin_tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &stdin_termios) == 0;
 
 	/* Before the spawn: the wrapper inherits the ignored terminal signals
 	 * (the record tells the inner python-sb to restore them), so that a
@@ -372,12 +462,19 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 			close(p.tool_fd);
 			p.tool_fd = -1;
 		}
-		while (waitpid(pid, &status, 0) < 0)
-			if (errno != EINTR) {
-				r = -errno;
-				break;
-			}
+		if (p.start_timeout_ms || p.run_timeout_ms)
+			r = wait_watched(pid, &p, status_buf, &status_len, &status, &o);
+		else
+			while (waitpid(pid, &status, 0) < 0)
+				if (errno != EINTR) {
+					r = -errno;
+					break;
+				}
 		wrapper_pid = 0;
+		if (stdin_flags >= 0 && fcntl(STDIN_FILENO, F_GETFL) != stdin_flags)
+			fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
+		if (stdin_tty)
+			tcsetattr(STDIN_FILENO, TCSANOW, &stdin_termios);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(forwarded_signals); i++)
 		sigaction(forwarded_signals[i], &saved_forwarded[i], NULL);
@@ -386,7 +483,11 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 	if (r < 0)
 		return sb_error(reterr, r, "cannot run %s: %s", p.argv[0], strerror(-r));
 	o.wait_status = status;
-	read_status(p.status_read, &o);
+	o.forwarded_signal = forwarded;
+	forwarded = 0;
+	o.start_timeout_ms = p.start_timeout_ms;
+	o.warnings = TAKE_PTR(p.warnings);
+	read_status(p.status_read, &o, status_buf, status_len);
 	*ret = o;
 	return 0;
 }

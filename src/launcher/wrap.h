@@ -50,6 +50,14 @@ struct sb_wrap_outcome {
 	bool started;	 /* the inner python-sb got as far as reading the record */
 	bool exited;	 /* ... and reported exit_code */
 	int exit_code;
+	/* The tool killed: the inner python-sb did not start within
+	 * start_timeout_ms, or did not end by the run's deadline. */
+	bool start_timed_out, deadline_killed;
+	unsigned long long start_timeout_ms;
+	/* SIGTERM or SIGHUP passed on to the tool (0: none): a tool that ends
+	 * cleanly on it (qemu) reports no status of the program's. */
+	int forwarded_signal;
+	char **warnings; /* the provider's, for the user (free with sb_strv_free) */
 };
 
 /* Runs the wrapper and waits for it: SIGINT and SIGQUIT are left to the

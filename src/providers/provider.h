@@ -31,6 +31,14 @@ struct sb_wrap_request {
 	 * for the program), inheritable; the caller closes it once the tool
 	 * started. Stays -1 when the tool needs none. */
 	int *tool_fd;
+	/* Out, for a tool that boots something first (qemu): the launching side
+	 * kills the tool when the inner python-sb has not reported its start
+	 * within *start_timeout_ms, or has not ended *run_timeout_ms after it
+	 * (the inner supervisor's timeout= comes first; this is the backstop).
+	 * 0: no limit. */
+	unsigned long long *start_timeout_ms, *run_timeout_ms;
+	/* Out: warnings for the user (the launcher prints them). */
+	char ***warnings;
 };
 
 /* What the provider makes the kernel enforce. The Python guard enforces

@@ -103,7 +103,8 @@ def test_missing_script(sb_nobody):
 def test_named_provider_fails_closed(sb_nobody):
     marker = sb_nobody.path("MARK")
     r = sb_nobody.run_code("os-sandbox=qemu\npython-import=*\n",
-                           f"open({str(marker)!r}, 'w')\n")
+                           f"open({str(marker)!r}, 'w')\n",
+                           env={"PYSANDBOXES_QEMU_KERNEL": "/nonexistent/vmlinuz-0"})
     assert r.returncode == EXIT_CONFIG, r
     assert "os-sandbox=qemu cannot be applied" in r.stderr
     assert not marker.exists()
