@@ -79,7 +79,8 @@ static int parse_addr(const char *url, struct sb_queue_addr *a, char **reterr)
 					"--queue: expected [USER]:PASSWORD@ before the host");
 		if (pw > userinfo && !(a->user = strndup(userinfo, (size_t)(pw - userinfo))))
 			return -ENOMEM;
-		if (!(a->password = strndup(pw + 1, (size_t)(at - pw - 1))))
+		/* USER:@ names the user, the password coming from elsewhere. */
+		if (at > pw + 1 && !(a->password = strndup(pw + 1, (size_t)(at - pw - 1))))
 			return -ENOMEM;
 	}
 	if (hostport[0] == '[') {

@@ -34,7 +34,8 @@ struct sb_queue_addr {
 };
 
 /* redis://[[USER]:PASSWORD@]HOST[:PORT]/STREAM (port 6379; the stream name of
- * [A-Za-z0-9._-], at most 128 bytes). 0; -EINVAL with *reterr; -ENOMEM. */
+ * [A-Za-z0-9._-], at most 128 bytes; USER:@ without a password: one may be
+ * given otherwise). 0; -EINVAL with *reterr; -ENOMEM. */
 int sb_queue_addr_parse(const char *url, struct sb_queue_addr *ret, char **reterr);
 void sb_queue_addr_done(struct sb_queue_addr *a);
 

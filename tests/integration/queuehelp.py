@@ -35,11 +35,12 @@ def free_port():
 
 
 class Redis:
-    def __init__(self, persist=False, start=True, password=None):
+    def __init__(self, persist=False, start=True, password=None, users=()):
         self.dir = Path(tempfile.mkdtemp(prefix="python-sb-redis-"))
         self.port = free_port()
         self.persist = persist
         self.password = password
+        self.users = users  # ACL lines: "NAME on >PASSWORD ~KEYS +COMMAND..."
         self.proc = None
         if start:
             self.start()
@@ -56,6 +57,8 @@ class Redis:
             else ["--appendonly", "no"]
         if self.password:
             cmd += ["--requirepass", self.password]
+        for user in self.users:
+            cmd += ["--user"] + user.split()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + START_TIMEOUT

@@ -338,20 +338,38 @@ def test_redis_restarted_mid_load(sb_bin, quick_profile):
 
 # -- as nobody, AUTH ----------------------------------------------------------
 
+# The ACL of docs/serve-queue.md's Security: the commands python-sb sends (the
+# scripts' too), on the stream's keys only.
+ACL = ("~{nb}* +eval +xadd +xlen +xgroup|create +xreadgroup +xautoclaim +xpending +xack "
+       "+xdel +set +get +exists +del +rpush +blpop +expire +hincrby")
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                     reason="starts the front end and the worker as nobody from root")
-def test_front_end_and_worker_as_nobody_with_auth(sb_bin):
-    with Redis(password="s3cret") as redis:
+def test_front_end_and_worker_as_nobody_with_acl_user(sb_bin):
+    with Redis(password="admin", users=[f"sb on >s3cret {ACL}"]) as redis:
+        # The front end's password from the environment (USER:@: none in
+        # the URL), the worker's in its URL.
         env = {"PYTHON_SB_QUEUE_PASSWORD": "s3cret"}
-        with front(sb_bin, redis.url("nb"), prefix=NOBODY, env=env) as srv, \
-                Worker(sb_bin, redis.url("nb", password="s3cret"), "--workers", "1",
-                       prefix=NOBODY):
+        front_url = redis.url("nb").replace("redis://", "redis://sb:@")
+        worker_url = redis.url("nb").replace("redis://", "redis://sb:s3cret@")
+        with front(sb_bin, front_url, prefix=NOBODY, env=env) as srv, \
+                Worker(sb_bin, worker_url, "--workers", "1", prefix=NOBODY):
             status, body = srv.run("import os\nprint(os.getuid())\n")
             assert status == 200 and body["stdout"] == "65534\n"
+            run_id = submit(srv, "print('polled')")
+            assert poll(srv, run_id)[1]["stdout"] == "polled\n"
+            assert not any("s3cret" in line for line in srv.log)
             # The password is nowhere in what Redis holds.
-            assert "s3cret" not in redis.cli("--scan")
-            for key in redis.cli("KEYS", "{nb}:result:*").split("\n"):
-                assert "s3cret" not in redis.cli("GET", key)
+            keys = redis.cli("--scan").split("\n")
+            assert "{nb}:stats" in keys and "{nb}:result:" + run_id in keys
+            for key in keys:
+                if ":result:" in key:
+                    assert "s3cret" not in redis.cli("GET", key)
+        # Without the environment: no AUTH, refused.
+        with front(sb_bin, front_url) as srv:
+            status, _, body = srv.post_json({"source": "print(1)"})
+            assert status == 503 and "NOAUTH" in body["error"], body
 
 
 def test_wrong_password_is_a_clear_error(sb_bin):

@@ -17,6 +17,7 @@ static void test_addr(void)
 	    {"redis://redis/jobs", "redis", NULL, NULL, "jobs", 6379},
 	    {"redis://:pw@redis:1/a.b_c-d", "redis", NULL, "pw", "a.b_c-d", 1},
 	    {"redis://me:p:w@[::1]:7000/s", "::1", "me", "p:w", "s", 7000},
+	    {"redis://me:@h/s", "h", "me", NULL, "s", 6379},
 	};
 	static const char *const bad[] = {
 	    "rediss://h/s",  "http://h/s",	  "redis://h",	    "redis://h/", "redis://h/a/b",
