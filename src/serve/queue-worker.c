@@ -22,7 +22,8 @@
 struct sb_queue_worker {
 	struct sb_queue_worker_config cfg;
 	atomic_bool stopping;
-	atomic_bool down; /* the last attempt to reach Redis failed (logged once) */
+	atomic_bool down;	 /* the last attempt to reach Redis failed (logged once) */
+	atomic_bool runner_down; /* the runner cannot run programs (logged once) */
 	pthread_t *threads;
 	unsigned n_threads;
 	char host[64];
@@ -232,6 +233,28 @@ static uint64_t claim_interval_ns(const struct sb_queue_worker *w)
 	return ms * 1000000ULL;
 }
 
+/* A worker whose runner cannot run programs (its fork server is down, or
+ * fails to start) takes no job: each would be left pending and count as a
+ * delivery, and a broken worker would end by failing innocent jobs as
+ * poison. */
+static bool runner_ready(struct thread_state *t)
+{
+	struct sb_queue_worker *w = t->w;
+	_cleanup_free_ char *why =
+	    w->cfg.ops->unavailable ? w->cfg.ops->unavailable(w->cfg.runner) : NULL;
+
+	if (!why) {
+		if (atomic_exchange(&w->runner_down, false))
+			event(w, "the runner can run programs again: taking jobs");
+		return true;
+	}
+	if (!atomic_exchange(&w->runner_down, true))
+		event(w, "the runner cannot run programs (%s): no job taken until it can",
+		      *why ? why : "?");
+	pause_ms(w, 500);
+	return false;
+}
+
 static void *thread_main(void *data)
 {
 	struct thread_state *t = data;
@@ -242,6 +265,8 @@ static void *thread_main(void *data)
 		struct sb_queue_entry e = {0};
 		int r = 0;
 
+		if (!runner_ready(t))
+			continue;
 		if (ensure_conn(t) < 0)
 			continue;
 		if (sb_monotonic_ns() >= t->next_claim_ns) {

@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from servehelp import SANITIZER_ENV, START_TIMEOUT, proc_children
+from servehelp import SANITIZER_ENV, START_TIMEOUT
 
 REDIS_SERVER = shutil.which("redis-server")
 REDIS_CLI = shutil.which("redis-cli")
@@ -156,14 +156,6 @@ class Worker:
     def consumers(self):
         """The consumer names of this worker's threads: host-pid-index."""
         return f"{socket.gethostname()}-{self.pid}-"
-
-    def descendants(self):
-        tree, out, todo = proc_children(), [], [self.pid]
-        while todo:
-            for child in tree.get(todo.pop(), []):
-                out.append(child)
-                todo.append(child)
-        return out
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.proc.poll() is None:

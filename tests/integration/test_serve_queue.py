@@ -21,7 +21,7 @@ import pytest
 
 from conftest import needs_landlock
 from queuehelp import NOBODY, REDIS_CLI, REDIS_SERVER, Redis, Worker, free_port
-from servehelp import Server
+from servehelp import Server, proc_children
 
 pytestmark = [needs_landlock,
               pytest.mark.skipif(not REDIS_SERVER or not REDIS_CLI,
@@ -290,6 +290,27 @@ def test_poison_job_is_failed_not_retried(sb_bin, quick_profile):
             assert status == 200 and body["stdout"] == "next\n"
         assert redis.stats("poison") == {"poisoned": 1, "results": 1}
         assert redis.cli("XLEN", "{poison}") == "0"
+
+
+def test_fork_server_killed_mid_run_job_is_run_again(sb_bin, quick_profile):
+    """The local service answers 503 when its fork server dies during a run;
+    a worker leaves the job pending instead, and it is run again after the
+    visibility timeout."""
+    with Redis() as redis, front(sb_bin, redis.url("fs"), "--profile", quick_profile) as srv, \
+            Worker(sb_bin, redis.url("fs"), "--workers", "1", "--profile", quick_profile,
+                   "--visibility-timeout", VISIBILITY) as worker:
+        run_id = submit(srv, "import time\ntime.sleep(0.5)\nprint('second time')\n")
+        wait_for(lambda: redis.cli("XPENDING", "{fs}", "python-sb").startswith("1"), 15,
+                 "the job did not start")
+        zygotes = [pid for pid in proc_children().get(worker.pid, [])
+                   if b"--pysandboxes-zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert len(zygotes) == 1
+        os.kill(zygotes[0], signal.SIGKILL)
+        status, body = poll(srv, run_id, timeout=60)
+        assert status == 200 and body["stdout"] == "second time\n", body
+        log = "".join(worker.log)
+        assert "left pending for another attempt" in log and "(delivery 2)" in log, log
+        assert redis.stats("fs") == {"results": 1}
 
 
 def test_redis_restarted_mid_load(sb_bin, quick_profile):
