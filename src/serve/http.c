@@ -143,12 +143,21 @@ static enum MHD_Result send_health(struct sb_http *h, struct MHD_Connection *con
 	bool draining = atomic_load(&h->draining);
 	const char *status = draining ? "draining" : why ? "unavailable" : "ok";
 
+	json_t *body;
+
 	sb_pool_counts(h->cfg.pool, &queued, &busy, &workers, &queue_cap);
-	return send_json(h, conn, draining || why ? 503 : 200,
-			 json_pack("{s:s, s:i, s:i, s:i, s:i, s:s?}", "status", status, "workers",
-				   workers, "busy", busy, "queued", queued, "queue_capacity",
-				   queue_cap, "error", why && *why ? why : NULL),
-			 NULL, 0);
+	body = json_pack("{s:s, s:i, s:i, s:i, s:i, s:s?}", "status", status, "workers", workers,
+			 "busy", busy, "queued", queued, "queue_capacity", queue_cap, "error",
+			 why && *why ? why : NULL);
+	if (body && h->cfg.queue_front) {
+		uint64_t depth;
+		bool up;
+
+		/* The jobs in the Redis stream, as the monitor last read them. */
+		sb_queue_front_depth(h->cfg.queue_front, &depth, &up);
+		json_object_set_new(body, "stream_depth", json_integer((json_int_t)depth));
+	}
+	return send_json(h, conn, draining || why ? 503 : 200, body, NULL, 0);
 }
 
 static enum MHD_Result send_metrics(struct sb_http *h, struct MHD_Connection *conn)

@@ -114,6 +114,8 @@ def test_sync_run_poll_and_404(sb_bin):
         assert status == 400 and body["field"] == "wait"
         assert redis.stats("jobs") == {"results": 3}
 
+        status, _, data = srv.request("GET", "/v1/health")
+        assert status == 200 and json.loads(data)["stream_depth"] == 0
         metrics = srv.metrics()
         assert metrics["python_sb_queue_up"] == 1
         assert metrics["python_sb_queue_stream_depth"] == 0
