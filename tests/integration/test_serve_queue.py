@@ -161,6 +161,23 @@ def test_back_pressure_429_then_drained_by_a_worker(sb_bin):
         assert srv.metrics()['python_sb_http_requests_total{code="429"}'] == 1
 
 
+def test_sync_wait_limit_504_then_poll(sb_bin):
+    """A synchronous request waits --queue-wait, then gets 504 with the id:
+    the job is not lost, its result is there to poll. The wait outlasts
+    --idle-timeout (a suspended connection is not idle)."""
+    with Redis() as redis, front(sb_bin, redis.url("slow"), "--queue-wait", "2",
+                                 "--idle-timeout", "1") as srv:
+        t0 = time.monotonic()
+        status, headers, body = srv.post_json({"source": "print('later')"})
+        assert status == 504, body
+        assert 1.9 < time.monotonic() - t0 < 30
+        assert headers["Location"] == f"/v1/runs/{body['id']}" and body["status"] == "pending"
+        assert "poll GET /v1/runs/" in body["error"]
+        with Worker(sb_bin, redis.url("slow"), "--workers", "1"):
+            status, body = poll(srv, body["id"])
+            assert status == 200 and body["stdout"] == "later\n"
+
+
 # -- Redis down ---------------------------------------------------------------
 
 def test_redis_down_at_start_then_up(sb_bin):
