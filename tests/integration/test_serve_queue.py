@@ -332,6 +332,18 @@ def test_fork_server_killed_mid_run_job_is_run_again(sb_bin, quick_profile):
         assert redis.stats("fs") == {"results": 1}
 
 
+def test_worker_sigterm_finishes_its_run(sb_bin):
+    with Redis() as redis, front(sb_bin, redis.url("term")) as srv:
+        with Worker(sb_bin, redis.url("term"), "--workers", "1") as worker:
+            run_id = submit(srv, "import time\ntime.sleep(0.8)\nprint('finished')\n")
+            wait_for(lambda: redis.cli("XPENDING", "{term}", "python-sb").startswith("1"), 15,
+                     "the job did not start")
+            assert worker.stop() == 0, "".join(worker.log)
+        # Written before the worker exited: no other worker is running.
+        status, _, data = srv.request("GET", f"/v1/runs/{run_id}")
+        assert status == 200 and json.loads(data)["stdout"] == "finished\n"
+
+
 def test_redis_restarted_mid_load(sb_bin, quick_profile):
     """Redis SIGKILLed and restarted (its fsynced append-only file) while jobs
     flow: a client gets 503 for what could not be queued and sends it again;
