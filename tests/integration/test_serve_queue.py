@@ -127,6 +127,14 @@ def test_sync_run_poll_and_404(sb_bin):
         assert srv.stop() == 0
 
 
+def test_fresh_exec_worker(sb_bin):
+    with Redis() as redis, front(sb_bin, redis.url("fx")) as srv, \
+            Worker(sb_bin, redis.url("fx"), "--workers", "1", "--fresh-exec") as worker:
+        assert "runner exec" in "".join(worker.log)
+        status, body = srv.run("import sys\nprint(sys.argv[1:])\n", args=["x"])
+        assert status == 200 and body["stdout"] == "['x']\n", body
+
+
 def test_wait_is_refused_by_the_local_service(sb_bin):
     with Server(sb_bin, "--workers", "1") as srv:
         status, _, body = srv.post_json({"source": "print(1)", "wait": False})
