@@ -3,9 +3,10 @@
 # already there (so repeated runs and CI stay fast). Usage: deps.sh [build|test]
 set -euo pipefail
 
-# libmicrohttpd and jansson: python-sb serve and the run report.
+# libmicrohttpd and jansson: python-sb serve and the run report; libhiredis:
+# serve --queue redis:// (docs/serve-queue.md).
 packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev libseccomp-dev
-	libmicrohttpd-dev libjansson-dev)
+	libmicrohttpd-dev libjansson-dev libhiredis-dev)
 case "${1:-build}" in
 test)
 	# chromium: the playground's browser test (driven by playwright-core);
@@ -18,10 +19,12 @@ test)
 	# os-sandbox=qemu: qemu's x86 machines, a kernel with 9p (the cloud kernel
 	# has none) and xz to unpack it once (at run time too: python-sb names them).
 	packages+=(qemu-system-x86 linux-image-amd64 xz-utils)
+	# redis-server (and redis-cli): the tests of serve --queue start their own.
+	packages+=(redis-server redis-tools)
 	;;
 bench)
 	# bench/serve.sh: the load generators, and bwrap for the baseline.
-	packages+=(wrk hey bubblewrap)
+	packages+=(wrk hey bubblewrap redis-server redis-tools)
 	;;
 esac
 # The playground is bundled by esbuild (npm): node and npm as commands, which

@@ -44,7 +44,8 @@ echo "== libFuzzer targets: build and a short run of each (tests/fuzz/README.md)
 CC=clang setup build-fuzz --buildtype=debug -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
 # Seconds per target: the parsers of untrusted bytes get more.
 fuzz_targets=(result-guard:20 unpickle:20 frame:10 profile:15 explain:10 net-rule:10 expand:10
-	units:10 learn-file:10 serve-request:10 eval:15 zygote-proto:10)
+	units:10 learn-file:10 serve-request:10 eval:15 zygote-proto:10
+	queue-job:10)
 fuzz_builds=()
 for t in "${fuzz_targets[@]}"; do fuzz_builds+=("tests/fuzz-${t%%:*}"); done
 meson compile -C build-fuzz "${fuzz_builds[@]}"

@@ -14,7 +14,9 @@
 #include "assets.h"
 #include "metrics.h"
 #include "pool.h"
-#include "utf8.h"
+#include "queue-front.h"
+#include "queue-job.h"
+#include "run-reply.h"
 #include "util.h"
 
 /* A body this many times the cap is not read to its end: the connection is
@@ -24,6 +26,7 @@
 enum route {
 	ROUTE_NONE,
 	ROUTE_RUNS,
+	ROUTE_RUN_STATUS, /* GET /v1/runs/{id}: a queued run (--queue redis://) */
 	ROUTE_HEALTH,
 	ROUTE_METRICS,
 	ROUTE_ASSET,
@@ -45,7 +48,9 @@ struct run_request {
 	bool admitted;	  /* counted in runs_in_flight */
 	atomic_bool done; /* set by the worker before it resumes the connection */
 	unsigned status;
-	char *response; /* JSON */
+	char *response;	   /* JSON */
+	char location[64]; /* 202 and 504: /v1/runs/ID */
+	char *poll_id;	   /* GET /v1/runs/{id} */
 	struct sb_job job;
 };
 
@@ -94,7 +99,7 @@ static enum MHD_Result send_json(struct sb_http *h, struct MHD_Connection *conn,
 
 static json_t *error_body(const char *message, const char *field)
 {
-	return json_pack("{s:s, s:s?}", "error", message, "field", field);
+	return sb_run_reply_error(message, field);
 }
 
 static const char *const retry_soon[][2] = {{"Retry-After", "1"}};
@@ -111,11 +116,15 @@ static enum MHD_Result send_error(struct sb_http *h, struct MHD_Connection *conn
 	return send_json(h, conn, status, error_body(message, field), NULL, 0);
 }
 
-static enum route find_route(const char *url, const char **ret_allow)
+static enum route find_route(struct sb_http *h, const char *url, const char **ret_allow)
 {
 	if (streq(url, "/v1/runs")) {
 		*ret_allow = "POST";
 		return ROUTE_RUNS;
+	}
+	if (h->cfg.policy->queued && startswith(url, "/v1/runs/")) {
+		*ret_allow = "GET, HEAD";
+		return ROUTE_RUN_STATUS;
 	}
 	*ret_allow = "GET, HEAD";
 	if (streq(url, "/v1/health"))
@@ -134,18 +143,34 @@ static enum MHD_Result send_health(struct sb_http *h, struct MHD_Connection *con
 	bool draining = atomic_load(&h->draining);
 	const char *status = draining ? "draining" : why ? "unavailable" : "ok";
 
+	json_t *body;
+
 	sb_pool_counts(h->cfg.pool, &queued, &busy, &workers, &queue_cap);
-	return send_json(h, conn, draining || why ? 503 : 200,
-			 json_pack("{s:s, s:i, s:i, s:i, s:i, s:s?}", "status", status, "workers",
-				   workers, "busy", busy, "queued", queued, "queue_capacity",
-				   queue_cap, "error", why && *why ? why : NULL),
-			 NULL, 0);
+	body = json_pack("{s:s, s:i, s:i, s:i, s:i, s:s?}", "status", status, "workers", workers,
+			 "busy", busy, "queued", queued, "queue_capacity", queue_cap, "error",
+			 why && *why ? why : NULL);
+	if (body && h->cfg.queue_front) {
+		uint64_t depth;
+		bool up;
+
+		/* The jobs in the Redis stream, as the monitor last read them. */
+		sb_queue_front_depth(h->cfg.queue_front, &depth, &up);
+		json_object_set_new(body, "stream_depth", json_integer((json_int_t)depth));
+	}
+	return send_json(h, conn, draining || why ? 503 : 200, body, NULL, 0);
 }
 
 static enum MHD_Result send_metrics(struct sb_http *h, struct MHD_Connection *conn)
 {
 	struct sb_buf out = {0};
 
+	if (h->cfg.queue_front) {
+		uint64_t depth;
+		bool up;
+
+		sb_queue_front_depth(h->cfg.queue_front, &depth, &up);
+		sb_metrics_stream(h->cfg.metrics, depth, up);
+	}
 	if (sb_metrics_render(h->cfg.metrics, h->cfg.pool, atomic_load(&h->draining), &out) < 0) {
 		sb_buf_reset(&out);
 		return MHD_NO;
@@ -170,18 +195,6 @@ static enum MHD_Result send_asset(struct sb_http *h, struct MHD_Connection *conn
 			     page_headers, ELEMENTSOF(page_headers));
 }
 
-/* Text for JSON: program output may be any bytes. */
-static json_t *output_text(const struct sb_buf *b)
-{
-	_cleanup_free_ char *clean = NULL;
-	size_t n = b->len;
-
-	if (sb_utf8_valid(b->data ? b->data : "", n))
-		return json_stringn(b->data ? b->data : "", n);
-	clean = sb_utf8_sanitize(b->data, n, &n);
-	return clean ? json_stringn(clean, n) : NULL;
-}
-
 /* On the worker's thread: the response is made there, the event thread only
  * sends it. */
 static void run_done(struct sb_job *job, void *data)
@@ -190,19 +203,16 @@ static void run_done(struct sb_job *job, void *data)
 	struct sb_run_result *res = &job->result;
 	json_t *body;
 
-	sb_metrics_run(req->h->cfg.metrics, job);
-	if (job->error < 0 || !res->report) {
-		char msg[256];
-
-		if (!res->error)
-			snprintf(msg, sizeof(msg), "the run could not be started: %s",
-				 strerror(job->error < 0 ? -job->error : EIO));
-		req->status = res->unavailable ? 503 : 500;
-		body = error_body(res->error ? res->error : msg, NULL);
+	/* A poll, a job queued (202) or refused (429) is not a run. */
+	if (!job->spec.poll_id && (!res->reply || res->report))
+		sb_metrics_run(req->h->cfg.metrics, job);
+	if (res->reply && job->error >= 0) {
+		req->status = res->http_status;
+		body = json_incref(res->reply);
+		if (res->id)
+			snprintf(req->location, sizeof(req->location), "/v1/runs/%s", res->id);
 	} else {
-		req->status = 200;
-		body = json_pack("{s:o?, s:o?, s:O}", "stdout", output_text(&res->out), "stderr",
-				 output_text(&res->err), "report", res->report);
+		body = sb_run_reply_body(job->error, res, &req->status);
 	}
 	req->response = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
@@ -226,8 +236,13 @@ static enum MHD_Result admit_run(struct sb_http *h, struct run_request *req)
 			 h->cfg.max_body);
 		return send_error(h, req->conn, 400, msg, NULL);
 	}
-	r = sb_request_decode(req->body.data ? req->body.data : "", req->body.len, h->cfg.policy,
-			      &req->job.spec, &err);
+	if (req->poll_id) {
+		req->job.spec = (struct sb_run_spec){.poll_id = TAKE_PTR(req->poll_id)};
+		r = 0;
+	} else {
+		r = sb_request_decode(req->body.data ? req->body.data : "", req->body.len,
+				      h->cfg.policy, &req->job.spec, &err);
+	}
 	sb_buf_reset(&req->body);
 	if (r == -EINVAL) {
 		ret = send_error(h, req->conn, 400, err.message, err.field);
@@ -255,7 +270,7 @@ static enum MHD_Result admit_run(struct sb_http *h, struct run_request *req)
 	return MHD_YES;
 }
 
-static enum MHD_Result on_run(struct sb_http *h, struct MHD_Connection *conn,
+static enum MHD_Result on_run(struct sb_http *h, struct MHD_Connection *conn, const char *poll_id,
 			      const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct run_request *req = *con_cls;
@@ -267,6 +282,8 @@ static enum MHD_Result on_run(struct sb_http *h, struct MHD_Connection *conn,
 
 		if (atomic_load(&h->draining))
 			return send_error(h, conn, 503, "the server is shutting down", NULL);
+		if (poll_id && !sb_queue_id_valid(poll_id))
+			return send_error(h, conn, 404, "no such run", NULL);
 		if (cl && sb_safe_atou64(cl, &declared) == 0 && declared > h->cfg.max_body) {
 			char msg[128];
 
@@ -279,17 +296,30 @@ static enum MHD_Result on_run(struct sb_http *h, struct MHD_Connection *conn,
 			return MHD_NO;
 		req->h = h;
 		req->conn = conn;
+		if (poll_id && !(req->poll_id = strdup(poll_id))) {
+			free(req);
+			return MHD_NO;
+		}
 		*con_cls = req;
 		return MHD_YES;
 	}
 	if (atomic_load(&req->done)) {
 		char *text = TAKE_PTR(req->response);
+		const char *extra[1][2] = {{NULL, NULL}};
 
 		if (!text)
 			return MHD_NO;
+		if (req->status == 503)
+			memcpy(extra, retry_later, sizeof(extra));
+		else if (req->status == 429)
+			memcpy(extra, retry_soon, sizeof(extra));
+		else if (req->location[0]) {
+			extra[0][0] = "Location";
+			extra[0][1] = req->location;
+		}
 		return send_response(h, conn, req->status, "application/json", text, strlen(text),
-				     MHD_RESPMEM_MUST_FREE, req->status == 503 ? retry_later : NULL,
-				     req->status == 503 ? 1 : 0);
+				     MHD_RESPMEM_MUST_FREE, (const char *const(*)[2])extra,
+				     extra[0][0] ? 1 : 0);
 	}
 	if (*upload_data_size > 0) {
 		size_t n = *upload_data_size;
@@ -314,11 +344,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
 	struct sb_http *h = cls;
 	const char *allow;
-	enum route route = find_route(url, &allow);
+	enum route route = find_route(h, url, &allow);
 	bool get = streq(method, "GET") || streq(method, "HEAD");
 
 	if (route == ROUTE_RUNS && streq(method, "POST"))
-		return on_run(h, conn, upload_data, upload_data_size, con_cls);
+		return on_run(h, conn, NULL, upload_data, upload_data_size, con_cls);
+	if (route == ROUTE_RUN_STATUS && get)
+		return on_run(h, conn, url + strlen("/v1/runs/"), upload_data, upload_data_size,
+			      con_cls);
 	if (route == ROUTE_NONE)
 		return send_error(h, conn, 404, "no such resource", NULL);
 	if (route == ROUTE_RUNS || !get) {
@@ -349,6 +382,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn _unused_, void *
 		atomic_fetch_sub(&h->runs_in_flight, 1);
 	sb_buf_reset(&req->body);
 	free(req->response);
+	free(req->poll_id);
 	free(req);
 	*con_cls = NULL;
 }

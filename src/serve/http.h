@@ -10,6 +10,7 @@
 
 struct sb_pool;
 struct sb_metrics;
+struct sb_runner;
 
 /* The HTTP side of the service (libmicrohttpd): one event thread (epoll) reads
  * requests and writes responses for every connection, so slow or idle clients
@@ -17,6 +18,8 @@ struct sb_metrics;
  * its job waits and runs, and resumed by the worker when it is done.
  *
  *   POST /v1/runs   a run (request.h), 200 with its output and report
+ *   GET  /v1/runs/ID with --queue redis://: a queued run's result (202 while
+ *                   it is pending, 404 unknown or expired)
  *   GET  /v1/health 200, or 503 while draining or while the runner cannot run
  *                   programs (its fork server is down)
  *   GET  /metrics   Prometheus text
@@ -32,6 +35,9 @@ struct sb_http_config {
 	const struct sb_request_policy *policy;
 	struct sb_pool *pool;
 	struct sb_metrics *metrics;
+	/* --queue redis://: the pool's runner is the queue's front end
+	 * (queue-front.h); GET /v1/runs/{id} is a route. NULL: local runs. */
+	struct sb_runner *queue_front;
 };
 
 struct sb_http;

@@ -6,7 +6,7 @@
 
 #include "pool.h"
 
-static const unsigned codes[] = {200, 400, 404, 405, 429, 500, 503};
+static const unsigned codes[] = {200, 202, 400, 404, 405, 429, 500, 503, 504};
 static const char *const outcomes[] = {"ok", "error", "timeout", "limit", "signal", "failed"};
 /* Seconds: from a trivial run (a few ms with a fork server) to the longest
  * timeout a profile is likely to set. */
@@ -27,6 +27,9 @@ struct counters {
 struct sb_metrics {
 	pthread_mutex_t lock;
 	struct counters c;
+	bool queued; /* --queue redis:// */
+	uint64_t stream_depth;
+	bool stream_up;
 };
 
 struct sb_metrics *sb_metrics_new(void)
@@ -97,6 +100,15 @@ void sb_metrics_run(struct sb_metrics *m, const struct sb_job *job)
 	pthread_mutex_unlock(&m->lock);
 }
 
+void sb_metrics_stream(struct sb_metrics *m, uint64_t depth, bool up)
+{
+	pthread_mutex_lock(&m->lock);
+	m->queued = true;
+	m->stream_depth = depth;
+	m->stream_up = up;
+	pthread_mutex_unlock(&m->lock);
+}
+
 static int render_histogram(struct sb_buf *out, const char *name, const char *help,
 			    const struct histogram *h)
 {
@@ -116,11 +128,16 @@ int sb_metrics_render(struct sb_metrics *m, struct sb_pool *pool, bool draining,
 {
 	unsigned queued, busy, workers, queue_cap;
 	struct counters snap;
+	uint64_t stream_depth;
+	bool queued_mode, stream_up;
 	int r;
 
 	sb_pool_counts(pool, &queued, &busy, &workers, &queue_cap);
 	pthread_mutex_lock(&m->lock);
 	snap = m->c;
+	queued_mode = m->queued;
+	stream_depth = m->stream_depth;
+	stream_up = m->stream_up;
 	pthread_mutex_unlock(&m->lock);
 
 	r = sb_buf_puts(out, "# HELP python_sb_http_requests_total HTTP responses by status "
@@ -160,5 +177,14 @@ int sb_metrics_render(struct sb_metrics *m, struct sb_pool *pool, bool draining,
 		    "# HELP python_sb_draining 1 once SIGTERM was received.\n"
 		    "# TYPE python_sb_draining gauge\npython_sb_draining %d\n",
 		    queued, queue_cap, busy, workers, draining ? 1 : 0);
+	if (r >= 0 && queued_mode)
+		r = sb_buf_printf(
+		    out,
+		    "# HELP python_sb_queue_stream_depth Jobs in the Redis stream (waiting or "
+		    "running), as last read.\n"
+		    "# TYPE python_sb_queue_stream_depth gauge\npython_sb_queue_stream_depth %llu\n"
+		    "# HELP python_sb_queue_up 1 while Redis answers.\n"
+		    "# TYPE python_sb_queue_up gauge\npython_sb_queue_up %d\n",
+		    (unsigned long long)stream_depth, stream_up ? 1 : 0);
 	return r;
 }

@@ -22,6 +22,10 @@ void sb_metrics_run(struct sb_metrics *m, const struct sb_job *job);
 /* The run's outcome: ok, error, timeout, limit, signal, failed. */
 const char *sb_metrics_outcome(const struct sb_job *job);
 
+/* --queue redis://: the stream's length as last read, and whether Redis
+ * answered then (the gauges python_sb_queue_stream_depth, python_sb_queue_up). */
+void sb_metrics_stream(struct sb_metrics *m, uint64_t depth, bool up);
+
 /* The exposition text. 0 or -ENOMEM. */
 int sb_metrics_render(struct sb_metrics *m, struct sb_pool *pool, bool draining,
 		      struct sb_buf *out);

@@ -27,6 +27,7 @@ void sb_run_spec_done(struct sb_run_spec *spec)
 		free(spec->files[i].content);
 	}
 	free(spec->files);
+	free(spec->poll_id);
 	*spec = (struct sb_run_spec){0};
 }
 
@@ -36,6 +37,8 @@ void sb_run_result_done(struct sb_run_result *res)
 	sb_buf_reset(&res->err);
 	json_decref(res->report);
 	free(res->error);
+	json_decref(res->reply);
+	free(res->id);
 	*res = (struct sb_run_result){0};
 }
 
@@ -248,13 +251,24 @@ static int decode(json_t *root, const struct sb_request_policy *policy, struct s
 	json_object_foreach(root, key, value)
 	{
 		static const char *const known[] = {"source", "stdin", "args", "files", "limits"};
-		bool ok = false;
+		bool ok = policy->queued && streq(key, "wait");
 
 		for (size_t i = 0; i < ELEMENTSOF(known); i++)
 			ok = ok || streq(key, known[i]);
 		if (!ok)
-			return fail(err, key,
-				    "unknown field (known: source, stdin, args, files, limits)");
+			return fail(
+			    err, key,
+			    policy->queued
+				? "unknown field (known: source, stdin, args, files, "
+				  "limits, wait)"
+				: "unknown field (known: source, stdin, args, files, limits)");
+	}
+	if (policy->queued) {
+		json_t *wait = json_object_get(root, "wait");
+
+		if (wait && !json_is_boolean(wait))
+			return fail(err, "wait", "must be true or false");
+		spec->no_wait = json_is_false(wait);
 	}
 	if (!source)
 		return fail(err, "source", "is required");
@@ -276,6 +290,20 @@ static int decode(json_t *root, const struct sb_request_policy *policy, struct s
 	return r;
 }
 
+int sb_request_decode_value(json_t *root, const struct sb_request_policy *policy,
+			    struct sb_run_spec *spec, struct sb_request_error *err)
+{
+	int r;
+
+	*spec = (struct sb_run_spec){0};
+	if (!json_is_object(root))
+		return fail(err, NULL, "the body must be a JSON object");
+	r = decode(root, policy, spec, err);
+	if (r < 0)
+		sb_run_spec_done(spec);
+	return r;
+}
+
 int sb_request_decode(const char *body, size_t len, const struct sb_request_policy *policy,
 		      struct sb_run_spec *spec, struct sb_request_error *err)
 {
@@ -288,13 +316,7 @@ int sb_request_decode(const char *body, size_t len, const struct sb_request_poli
 	if (!root)
 		return fail(err, NULL, "the body is not JSON: %s (line %d, column %d)", jerr.text,
 			    jerr.line, jerr.column);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return fail(err, NULL, "the body must be a JSON object");
-	}
-	r = decode(root, policy, spec, err);
+	r = sb_request_decode_value(root, policy, spec, err);
 	json_decref(root);
-	if (r < 0)
-		sb_run_spec_done(spec);
 	return r;
 }

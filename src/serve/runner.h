@@ -41,6 +41,10 @@ struct sb_run_spec {
 	struct sb_run_file *files;
 	size_t n_files;
 	struct sb_run_limits limits;
+	/* Queued service (docs/serve-queue.md): "wait": false, answer 202 with
+	 * the job's id at once; poll_id: GET /v1/runs/{id}, not a run. */
+	bool no_wait;
+	char *poll_id;
 };
 void sb_run_spec_done(struct sb_run_spec *spec);
 
@@ -54,6 +58,12 @@ struct sb_run_result {
 	 * died during the run, is restarting, or fails to start): 503, try
 	 * again; otherwise a failure of this run, 500. */
 	bool unavailable;
+	/* A reply made whole by the runner (the queue's: a result from Redis,
+	 * 202 for a job queued or waiting, 429, 504), sent as is with
+	 * http_status; report is then the reply's report, for the metrics. */
+	json_t *reply;
+	unsigned http_status;
+	char *id; /* the queued job's: the Location of 202 and 504 */
 };
 void sb_run_result_done(struct sb_run_result *res);
 

@@ -18,6 +18,9 @@
 #include "metrics.h"
 #include "pool.h"
 #include "profile.h"
+#include "queue-front.h"
+#include "queue-redis.h"
+#include "queue-worker.h"
 #include "rundir.h"
 #include "runner.h"
 #include "serve-options.h"
@@ -171,6 +174,39 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/* --queue redis://...: the password may come from the environment instead
+ * of the command line, which every user of the machine can read. */
+static int queue_addr(const struct sb_serve_options *opts, struct sb_queue_addr *ret, char **reterr)
+{
+	const char *pw = getenv("PYTHON_SB_QUEUE_PASSWORD");
+	int r = sb_queue_addr_parse(opts->queue_url, ret, reterr);
+
+	if (r >= 0 && !ret->password && pw && *pw && !(ret->password = strdup(pw)))
+		r = -ENOMEM;
+	return r;
+}
+
+/* The runs' own deadline (the runner's: timeout + 5 s) must pass before a
+ * job is taken for dead, or a slow run would be run twice. */
+static int visibility_ms(const struct sb_serve_options *opts, const struct sb_limits *limits,
+			 uint64_t *ret, char **reterr)
+{
+	uint64_t floor_ms = limits->timeout_ms + 5000;
+
+	if (!opts->visibility_s) {
+		*ret = limits->timeout_ms + 15000;
+		return 0;
+	}
+	if ((uint64_t)opts->visibility_s * 1000 <= floor_ms)
+		return sb_error(
+		    reterr, -EINVAL,
+		    "--visibility-timeout %u: must be above the runs' timeout (%llu ms) "
+		    "+ 5 s, or a run still going would be taken by another worker",
+		    opts->visibility_s, (unsigned long long)limits->timeout_ms);
+	*ret = (uint64_t)opts->visibility_s * 1000;
+	return 0;
+}
+
 /* Until SIGTERM, SIGINT or SIGHUP. */
 static void wait_for_stop(int sfd)
 {
@@ -194,6 +230,8 @@ int main(int argc, char **argv)
 	struct sb_http *http = NULL;
 	struct sb_request_policy policy;
 	struct sb_limits limits = {0};
+	_cleanup_(sb_queue_addr_done) struct sb_queue_addr qaddr = {0};
+	struct sb_queue_worker *qworker = NULL;
 	char host[NI_MAXHOST];
 	sigset_t stop;
 	int r, status = EXIT_FAILURE_START;
@@ -226,6 +264,14 @@ int main(int argc, char **argv)
 	if (sfd < 0)
 		return fail("cannot create a signalfd", NULL, -errno);
 
+	if (opts.queue_url) {
+		r = queue_addr(&opts, &qaddr, &err);
+		if (r < 0) {
+			fprintf(stderr, "python-sb serve: %s\n%s", err ? err : strerror(-r),
+				sb_serve_usage);
+			return EXIT_USAGE;
+		}
+	}
 	ops = opts.fresh_exec ? &sb_runner_exec : &sb_runner_fork;
 	rcfg.python_sb = opts.python_sb ? opts.python_sb : SB_PYTHON_SB_PATH;
 	rcfg.event = runner_event;
@@ -265,9 +311,70 @@ int main(int argc, char **argv)
 	    .max_arg_len = 65536,
 	    .max_files = 64,
 	    .max_file_depth = 8,
+	    .queued = opts.queue_url && !opts.worker,
 	};
 
-	r = ops->open(&rcfg, &runner, &err);
+	if (opts.worker) {
+		uint64_t vis_ms = 0;
+
+		r = visibility_ms(&opts, &limits, &vis_ms, &err);
+		if (r < 0) {
+			fail("cannot start the worker", err, r);
+			goto out;
+		}
+		r = ops->open(&rcfg, &runner, &err);
+		if (r < 0) {
+			fail("cannot prepare the runner", err, r);
+			goto out;
+		}
+		r = sb_queue_worker_start(
+		    &(struct sb_queue_worker_config){
+			.addr = &qaddr,
+			.threads = opts.workers,
+			.ops = ops,
+			.runner = runner,
+			.policy = &policy,
+			.result_ttl_s = opts.result_ttl_s,
+			.visibility_ms = vis_ms,
+			.max_deliveries = opts.max_deliveries,
+			.event = runner_event,
+		    },
+		    &qworker);
+		if (r < 0) {
+			fail("cannot start the worker", NULL, r);
+			goto out;
+		}
+		/* Tests and scripts wait for this line. */
+		fprintf(stderr,
+			"python-sb serve: worker on %s (%u runs at once, visibility timeout %llu "
+			"ms, max deliveries %u, profile %s, runner %s%s%s)\n",
+			qaddr.display, opts.workers, (unsigned long long)vis_ms,
+			opts.max_deliveries, opts.profile ? opts.profile : "built-in code-runner",
+			ops->name, rcfg.change_user ? ", runs as uid " : "",
+			rcfg.change_user ? (opts.user ? opts.user : "nobody") : "");
+		fflush(stderr);
+		wait_for_stop(sfd);
+		/* The runs in flight end and their results are written. */
+		sb_queue_worker_stop(qworker);
+		status = 0;
+		goto out;
+	}
+	if (opts.queue_url) {
+		ops = &sb_runner_queue_front;
+		r = sb_queue_front_open(
+		    &(struct sb_queue_front_config){
+			.addr = &qaddr,
+			.max_depth = opts.queue_depth,
+			.result_ttl_s = opts.result_ttl_s,
+			.wait_ms = opts.queue_wait_s ? opts.queue_wait_s * 1000
+						     : (unsigned)limits.timeout_ms + 30000,
+			.max = policy.max,
+			.event = runner_event,
+		    },
+		    &runner, &err);
+	} else {
+		r = ops->open(&rcfg, &runner, &err);
+	}
 	if (r < 0) {
 		fail("cannot prepare the runner", err, r);
 		goto out;
@@ -292,6 +399,7 @@ int main(int argc, char **argv)
 		.policy = &policy,
 		.pool = pool,
 		.metrics = metrics,
+		.queue_front = opts.queue_url ? runner : NULL,
 	    },
 	    &http, &err);
 	if (r < 0) {
@@ -304,10 +412,11 @@ int main(int argc, char **argv)
 	/* Tests and scripts read the port of --listen HOST:0 from this line. */
 	fprintf(stderr,
 		"python-sb serve: listening on http://%s%s%s:%u/ (%u workers, queue %u, profile "
-		"%s, runner %s%s%s)\n",
+		"%s, runner %s%s%s%s%s)\n",
 		opts.addr.ss_family == AF_INET6 ? "[" : "", host,
 		opts.addr.ss_family == AF_INET6 ? "]" : "", sb_http_port(http), opts.workers,
 		opts.queue, opts.profile ? opts.profile : "built-in code-runner", ops->name,
+		opts.queue_url ? " " : "", opts.queue_url ? qaddr.display : "",
 		rcfg.change_user ? ", runs as uid " : "",
 		rcfg.change_user ? (opts.user ? opts.user : "nobody") : "");
 	fflush(stderr);

@@ -14,6 +14,12 @@ const char sb_serve_usage[] =
     "                       [--queue N] [--max-body SIZE] [--max-output SIZE]\n"
     "                       [--max-connections N] [--idle-timeout SECONDS]\n"
     "                       [--user USER|UID:GID] [--workdir DIR] [--fresh-exec]\n"
+    "       python-sb serve --queue redis://[:PASSWORD@]HOST:PORT/STREAM\n"
+    "                       [--queue-depth N] [--result-ttl SECONDS]\n"
+    "                       [--queue-wait SECONDS] [the options above]\n"
+    "       python-sb serve --worker --queue redis://[:PASSWORD@]HOST:PORT/STREAM\n"
+    "                       [--visibility-timeout SECONDS] [--max-deliveries N]\n"
+    "                       [--result-ttl SECONDS] [--workers N] [--profile FILE] ...\n"
     "\n"
     "Runs untrusted Python programs over HTTP, each in a sandbox of its own, and\n"
     "answers with their output and a report of their run (docs/serve.md).\n"
@@ -37,6 +43,16 @@ const char sb_serve_usage[] =
     "  --fresh-exec           start a new python-sb for every run instead of forking\n"
     "                         it from the fork server's warm interpreter (slower;\n"
     "                         nothing shared between runs, see docs/serve.md)\n"
+    "  --queue redis://...    a front end that queues runs on a Redis stream\n"
+    "                         instead of running them (docs/serve-queue.md)\n"
+    "  --worker               with --queue: run the stream's jobs, no HTTP\n"
+    "  --queue-depth N        429 when the stream holds N jobs (default 1000)\n"
+    "  --result-ttl SECONDS   how long a queued run's result is kept (default 300)\n"
+    "  --queue-wait SECONDS   a waiting POST's limit, then 504 with the id to poll\n"
+    "                         (default: the profile's timeout + 30)\n"
+    "  --visibility-timeout SECONDS  a job pending that long (its worker died) is\n"
+    "                         taken by another worker (default: timeout + 15)\n"
+    "  --max-deliveries N     a job delivered more often is failed (default 3)\n"
     "  -h, --help             this text\n"
     "\n"
     "GET / is a playground; POST /v1/runs runs a program; GET /v1/health,\n"
@@ -56,6 +72,12 @@ enum {
 	OPT_PYTHON_SB,
 	OPT_FRESH_EXEC,
 	OPT_VERSION,
+	OPT_WORKER,
+	OPT_QUEUE_DEPTH,
+	OPT_RESULT_TTL,
+	OPT_QUEUE_WAIT,
+	OPT_VISIBILITY,
+	OPT_MAX_DELIVERIES,
 };
 
 static const struct option options[] = {
@@ -70,6 +92,12 @@ static const struct option options[] = {
     {"user", required_argument, NULL, OPT_USER},
     {"workdir", required_argument, NULL, OPT_WORKDIR},
     {"fresh-exec", no_argument, NULL, OPT_FRESH_EXEC},
+    {"worker", no_argument, NULL, OPT_WORKER},
+    {"queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH},
+    {"result-ttl", required_argument, NULL, OPT_RESULT_TTL},
+    {"queue-wait", required_argument, NULL, OPT_QUEUE_WAIT},
+    {"visibility-timeout", required_argument, NULL, OPT_VISIBILITY},
+    {"max-deliveries", required_argument, NULL, OPT_MAX_DELIVERIES},
     /* Set by python-sb when it starts the service: the launcher to run. */
     {"python-sb", required_argument, NULL, OPT_PYTHON_SB},
     {"help", no_argument, NULL, 'h'},
@@ -150,6 +178,9 @@ int sb_serve_options_parse(int argc, char **argv, struct sb_serve_options *ret, 
 	    .max_output = 1000000,
 	    .max_connections = 4096,
 	    .idle_timeout_s = 30,
+	    .queue_depth = 1000,
+	    .result_ttl_s = 300,
+	    .max_deliveries = 3,
 	};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	bool queue_set = false;
@@ -171,11 +202,40 @@ int sb_serve_options_parse(int argc, char **argv, struct sb_serve_options *ret, 
 		case OPT_WORKERS:
 			r = parse_uint("workers", optarg, 1, 1024, &v, reterr);
 			o.workers = (unsigned)v;
+			o.workers_set = true;
 			break;
 		case OPT_QUEUE:
+			/* A number: the local queue's places; a URL: Redis. */
+			if (strstr(optarg, "://")) {
+				r = set_string(&o.queue_url, optarg);
+				break;
+			}
 			r = parse_uint("queue", optarg, 0, 1000000, &v, reterr);
 			o.queue = (unsigned)v;
 			queue_set = true;
+			break;
+		case OPT_WORKER:
+			o.worker = true;
+			break;
+		case OPT_QUEUE_DEPTH:
+			r = parse_uint("queue-depth", optarg, 1, 100000000, &v, reterr);
+			o.queue_depth = (unsigned)v;
+			break;
+		case OPT_RESULT_TTL:
+			r = parse_uint("result-ttl", optarg, 1, 30 * 86400, &v, reterr);
+			o.result_ttl_s = (unsigned)v;
+			break;
+		case OPT_QUEUE_WAIT:
+			r = parse_uint("queue-wait", optarg, 1, 86400, &v, reterr);
+			o.queue_wait_s = (unsigned)v;
+			break;
+		case OPT_VISIBILITY:
+			r = parse_uint("visibility-timeout", optarg, 1, 86400, &v, reterr);
+			o.visibility_s = (unsigned)v;
+			break;
+		case OPT_MAX_DELIVERIES:
+			r = parse_uint("max-deliveries", optarg, 1, 1000, &v, reterr);
+			o.max_deliveries = (unsigned)v;
 			break;
 		case OPT_MAX_BODY:
 			r = parse_size("max-body", optarg, &v, reterr);
@@ -223,6 +283,11 @@ int sb_serve_options_parse(int argc, char **argv, struct sb_serve_options *ret, 
 		r = set_string(&o.listen, "127.0.0.1:8000");
 	if (r >= 0)
 		r = parse_listen(o.listen, &o, reterr);
+	if (r >= 0 && o.worker && !o.queue_url)
+		r = sb_error(reterr, -EINVAL, "--worker needs --queue redis://HOST:PORT/STREAM");
+	/* A front end's "workers" only wait for Redis: many more of them. */
+	if (r >= 0 && o.queue_url && !o.worker && !o.workers_set)
+		o.workers = 64;
 	if (r >= 0 && !queue_set)
 		o.queue = o.workers * 4;
 	if (r < 0) {
@@ -240,5 +305,6 @@ void sb_serve_options_done(struct sb_serve_options *o)
 	free(o->user);
 	free(o->workdir);
 	free(o->python_sb);
+	free(o->queue_url);
 	*o = (struct sb_serve_options){0};
 }

@@ -23,6 +23,16 @@ struct sb_serve_options {
 	char *workdir;
 	char *python_sb;
 	bool fresh_exec; /* the exec runner: a new python-sb per run */
+	bool workers_set;
+	/* docs/serve-queue.md: --queue redis://... (the front end, or with
+	 * --worker a worker) */
+	char *queue_url;
+	bool worker;
+	unsigned queue_depth;	 /* 429 from this many jobs in the stream */
+	unsigned result_ttl_s;	 /* how long results are kept */
+	unsigned queue_wait_s;	 /* 0: the profile's timeout + 30 s */
+	unsigned visibility_s;	 /* 0: the profile's timeout + 15 s */
+	unsigned max_deliveries; /* a job delivered more often is failed */
 	bool help, version;
 };
 

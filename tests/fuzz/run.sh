@@ -36,6 +36,7 @@ learn-file) opts+=(-max_len=16384 "-dict=$here/profile.dict") ;;
 serve-request) opts+=(-max_len=16384 "-dict=$here/serve-request.dict") ;;
 eval) opts+=(-max_len=8192 "-dict=$here/eval.dict") ;;
 zygote-proto) opts+=(-max_len=4096) ;;
+queue-job) opts+=(-max_len=16384 "-dict=$here/queue-job.dict") ;;
 *)
 	echo "run.sh: unknown target '$target'" >&2
 	exit 2
