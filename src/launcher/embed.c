@@ -176,6 +176,8 @@ static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 	}
 	if (r >= 0 && e->self_exe)
 		r = sb_strv_push(&paths->files, e->self_exe);
+	if (r >= 0 && e->self_lib)
+		r = sb_strv_push(&paths->files, e->self_lib);
 	/* The worker imports the caller's modules: the parent's sys.path is
 	 * readable, as every provider of the reference exposes it. */
 	for (char **d = e->worker ? e->worker->paths : NULL; r >= 0 && d && *d; d++)
