@@ -36,5 +36,11 @@ trap 'rm -f "$tmp"' EXIT
 cp -- "$interp" "$tmp"
 patchelf --add-needed "$libdir/python-sb-hook.so" "$tmp"
 chmod 755 "$tmp"
+# Every symbol resolved now rather than at its first call: a CPython function
+# python-sb uses that this interpreter does not export fails here, not in a
+# user's program.
+if ! out=$(LD_BIND_NOW=1 "$tmp" --version 2>&1); then
+	keep "the hooked copy does not start: $out"
+fi
 mv -f -- "$tmp" "$dest"
 trap - EXIT
