@@ -116,7 +116,11 @@ static void warn_if_interpreter_changed(void)
 		    SB_HOOKED_INTERPRETER);
 }
 
-/* glibc calls a library's initialisers with the program's arguments. */
+/* glibc calls a library's initialisers with the program's arguments. The
+ * library is the copy's first needed one, so its initialiser runs after every
+ * other library's (libc, libexpat, libz, libm: glibc initialises in reverse)
+ * and before the executable's own, which never runs (python3.11 has one,
+ * frame_dummy). */
 __attribute__((constructor)) static void python_sb_hook(int argc, char **argv, char **envp)
 {
 	static char library[PATH_MAX];
