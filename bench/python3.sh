@@ -17,7 +17,8 @@
 # Environment: PYTHON_SB, PYTHON_REF, PYTHON3, KEEP_BUILD as for startup.sh, and
 #   IRUNS       rounds of each interleaved run (default 200)
 #   WORKLOADS   which to run: "pass small" (default), or one of them
-#   MAX_RATIO   threshold for python-sb-landlock-timeout / python3, the median
+#   MAX_RATIO   threshold for python-sb-landlock-timeout / python3 (and for
+#               hooked-landlock-timeout when it runs), the median
 #               of the per-round wall-time ratios (1.05, issue 19's goal)
 #   OUT_DIR     where the interleaved runs' JSON goes (default: a new temp dir)
 #   CALLGRIND=0 skip the instruction counts (valgrind --tool=callgrind; only the
@@ -33,6 +34,11 @@
 #   python-sb-none               os-sandbox=none: the launcher and the Python guard
 #   python-sb-landlock           Landlock + seccomp + limit-cpu/-memory/-open-files (kernel.sh's)
 #   python-sb-landlock-timeout   the same + timeout=10s: the default shape a service runs
+#   hooked-*                     the same four shapes run by the hooked copy: Debian's
+#                                python3.11 with python-sb-hook.so added as a needed library
+#                                (what meson install installs, docs/development.md); when
+#                                the build has the library and patchelf is there, or
+#                                PYTHON_SB_HOOKED names an installed one
 #
 # Exit status: 0 when every workload's python-sb-landlock-timeout / python3 is
 # within MAX_RATIO, 1 when one is above it, 2 on a setup error.
@@ -53,7 +59,20 @@ bench_out_dir python3
 # In the profile directory: the cwd, granted by the landlock profiles' expose-ro.
 cp -- "$bench_here/workload-small.py" "$profile_dir/workload-small.py"
 
-cfg() { printf '%s --pysandboxes-config %s' "$sb" "$profile_dir/$1.py-sandboxes"; }
+# The hooked copy, as meson install makes it (scripts/install-hook.sh), in a
+# directory of its own beside the build's library.
+hooked=${PYTHON_SB_HOOKED:-}
+if [[ -z $hooked && -f $(dirname -- "$sb")/python-sb-hook.so ]] && command -v patchelf >/dev/null; then
+    hook_dir=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-hooked.XXXXXX")
+    bench_cleanup_dirs+=("$hook_dir")
+    mkdir -p "$hook_dir/bin" "$hook_dir/lib"
+    cp -- "$(dirname -- "$sb")/python-sb-hook.so" "$hook_dir/lib/"
+    "$bench_srcdir/scripts/install-hook.sh" "$hook_dir/bin/python-sb" '$ORIGIN/../lib' ||
+        die "cannot make the hooked copy"
+    hooked=$hook_dir/bin/python-sb
+fi
+
+cfg() { printf '%s --pysandboxes-config %s' "${2:-$sb}" "$profile_dir/$1.py-sandboxes"; }
 variants=(
     "python3=$PYTHON3"
     "python-ref=$ref"
@@ -62,6 +81,16 @@ variants=(
     "python-sb-landlock=$(cfg landlock)"
     "python-sb-landlock-timeout=$(cfg landlock-timeout)"
 )
+gates=(--gate "python-sb-landlock-timeout=$MAX_RATIO")
+if [[ -n $hooked ]]; then
+    variants+=(
+        "hooked-none-noguard=$(cfg noguard "$hooked")"
+        "hooked-none=$(cfg none "$hooked")"
+        "hooked-landlock=$(cfg landlock "$hooked")"
+        "hooked-landlock-timeout=$(cfg landlock-timeout "$hooked")"
+    )
+    gates+=(--gate "hooked-landlock-timeout=$MAX_RATIO")
+fi
 
 # The small program must print the same in every variant: the same work.
 want=$("${clean_env[@]}" "$PYTHON3" workload-small.py) || die "workload-small.py fails with $PYTHON3"
@@ -87,7 +116,9 @@ if [[ ${CALLGRIND:-1} != 0 ]]; then
         args=$(wl_args "$w")
         echo "== instructions ($w: $args; valgrind --tool=callgrind, I refs)"
         base_n=
-        for v in "${variants[@]:0:4}"; do
+        for v in "${variants[@]}"; do
+            # valgrind cannot run Landlock or seccomp (instructions.sh).
+            [[ ${v%%=*} == *landlock* ]] && continue
             # shellcheck disable=SC2086  # command lines, split on purpose
             n=$("${clean_env[@]}" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
                 ${v#*=} $args 2>&1 >/dev/null | sed -n 's/^==[0-9]*== I *refs: *//p' | tr -d ,)
@@ -113,7 +144,7 @@ for w in $WORKLOADS; do
     for v in "${variants[@]}"; do cmds+=("$v $args"); done
     echo "== $w ($args): $IRUNS interleaved rounds after 10 warm-up rounds" >&2
     "${clean_env[@]}" "$PYTHON3" "$bench_here/interleave.py" --runs "$IRUNS" \
-        --json "$out/python3-$w.json" --gate "python-sb-landlock-timeout=$MAX_RATIO" \
+        --json "$out/python3-$w.json" "${gates[@]}" \
         "${cmds[@]}" || status=$?
     echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done

@@ -6,7 +6,7 @@ set -euo pipefail
 # libmicrohttpd and jansson: python-sb serve and the run report; libhiredis:
 # serve --queue redis:// (docs/serve-queue.md).
 packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev libseccomp-dev
-	libmicrohttpd-dev libjansson-dev libhiredis-dev)
+	libmicrohttpd-dev libjansson-dev libhiredis-dev patchelf)
 case "${1:-build}" in
 test)
 	# chromium: the playground's browser test (driven by playwright-core);

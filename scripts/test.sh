@@ -67,6 +67,12 @@ trap 'rm -rf "$stage"' EXIT
 chmod 755 "$stage"
 meson install -C build-test --destdir "$stage" >/dev/null
 installed=$(find "$stage" -path '*/bin/python-sb' -type f | head -n1)
+# What meson install installs here is the hooked copy of the system's python3
+# (docs/development.md, "Two binaries"): the suite below is its gate.
+if ! grep -q python-sb-hook.so "$installed"; then
+	echo "test.sh: $installed is not the hooked copy (see meson install's messages)" >&2
+	exit 1
+fi
 # The pysandboxes package of the same install, for the partial-mode tests.
 staged_pkg=$(dirname "$(find "$stage" -type d -name pysandboxes -path '*-packages/*' | head -n1)")
 

@@ -14,6 +14,7 @@ struct sb_embed {
 	const char *profile_path;
 	char **envp;		/* the sandbox environment; must outlive the interpreter */
 	const char *self_exe;	/* python-sb itself: sys.executable, so children re-enter */
+	const char *self_lib;	/* the hooked copy's library (launcher.h), which they load */
 	const char *venv;	/* an active virtualenv (has pyvenv.cfg), or NULL */
 	char *const *site_dirs; /* site directories the interpreter will add */
 	/* Partial mode: serve calls instead of running a program; NULL otherwise. */

@@ -502,6 +502,8 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 	});
 }
 
+const char *sb_launcher_library;
+
 int sb_launcher_main(int argc, char **argv)
 {
 	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside = {.status_fd = -1,
@@ -776,6 +778,7 @@ int sb_launcher_main(int argc, char **argv)
 			.profile_path = profile->root_missing ? NULL : config,
 			.envp = envp,
 			.self_exe = self_exe[0] ? self_exe : NULL,
+			.self_lib = sb_launcher_library,
 			.venv = venv,
 			.site_dirs = site_dirs,
 			.provider = provider,
@@ -792,6 +795,7 @@ int sb_launcher_main(int argc, char **argv)
 		.profile_path = profile->root_missing ? NULL : config,
 		.envp = envp,
 		.self_exe = self_exe[0] ? self_exe : NULL,
+		.self_lib = sb_launcher_library,
 		.venv = venv,
 		.site_dirs = site_dirs,
 		.worker = cli.worker ? &worker : NULL,

@@ -160,3 +160,25 @@ def test_python_sb_linked_into_the_venv_uses_it(sb, venv_dir):
                        text=True, timeout=TIMEOUT, env=env, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == [str(venv_dir), "from-venv"]
+
+
+def test_without_a_venv_the_prefix_is_the_interpreters_home(sb):
+    """python-sb names the interpreter's home (embed.c: getpath's search
+    skipped): the same prefix and stdlib as /usr/bin/python3."""
+    code = ("import sys; print(sys.prefix, sys.exec_prefix,"
+            " [p for p in sys.path if p.startswith('/usr/lib/python')])")
+    want = subprocess.run(["/usr/bin/python3", "-I", "-c", code], capture_output=True,
+                          text=True, timeout=TIMEOUT).stdout
+    r = sb.run_code("os-sandbox=none\npython-import=sys\n", code)
+    assert (r.returncode, r.stdout) == (0, want), r
+
+
+def test_pythonhome_the_profile_passes_is_honoured(sb):
+    """PYTHONHOME in the program's environment still decides the home: a home
+    without a standard library stops the interpreter's start."""
+    empty = sb.mkdir("empty-home")
+    r = sb.run_code(f"os-sandbox=none\nenv=PYTHONHOME={empty}\n", "print('ran')\n")
+    assert r.returncode != 0, r
+    assert "ran" not in r.stdout, r
+    assert f"PYTHONHOME = '{empty}'" in r.stderr, r
+    assert "failed to get the Python codec" in r.stderr, r
