@@ -388,9 +388,11 @@ def test_redis_restarted_mid_load(sb_bin, quick_profile):
                     status, body = poll(srv, body["id"])
                 assert body["stdout"] == f"{i}\n", (i, body)
             stats = redis.stats("rs")
-            # Those answered at once (200) were counted before the restart or
-            # after; a result written twice would show as results > 180.
-            assert stats["results"] == 180, stats
+            # A job written just before Redis died, whose 503 the client then
+            # sent again, is run too (its result never read): at most one
+            # such job per 503, and never a job's result written twice
+            # (results counts jobs; a second result is dropped as a duplicate).
+            assert 180 <= stats["results"] <= 180 + refused[0], (stats, refused)
         finally:
             for w in workers:
                 w.close()
