@@ -201,14 +201,18 @@ def test_redis_down_at_start_then_up(sb_bin):
             status, _, data = srv.request("GET", "/v1/health")
             assert status == 503 and json.loads(data)["status"] == "unavailable"
             assert srv.metrics()["python_sb_queue_up"] == 0
-            assert any("unreachable" in line for line in worker.log)
+            # Log lines arrive through a reader thread: waited for, not
+            # sampled once.
+            wait_for(lambda: any("unreachable" in line for line in worker.log), 10,
+                     "the worker did not say Redis is unreachable")
 
             redis.start()
             wait_for(lambda: srv.request("GET", "/v1/health")[0] == 200, 15,
                      "the front end did not reconnect")
             status, body = srv.run("print('late but there')")
             assert status == 200 and body["stdout"] == "late but there\n"
-            assert any("reachable again" in line for line in srv.log)
+            wait_for(lambda: any("reachable again" in line for line in srv.log), 10,
+                     "the front end did not log its reconnection")
             wait_for(lambda: any("reachable again" in line for line in worker.log), 10,
                      "the worker did not log its reconnection")
     finally:
