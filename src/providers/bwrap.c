@@ -467,15 +467,11 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 
 static int explain(const struct sb_boundary *b, struct sb_buf *out)
 {
-	int r = sb_buf_puts(out, "#   bubblewrap: a new root holding only these (the rule files "
-				 "too), every namespace of its own, no capability\n");
-
-	for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
-		r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n", b->paths[i].writable ? "rw" : "ro",
-				  b->paths[i].path, b->path_reasons[i]);
-	for (char **n = b->notes; r >= 0 && n && *n; n++)
-		r = sb_buf_printf(out, "#   note: %s\n", *n);
-	return r;
+	return sb_wrap_explain_grants(
+	    b,
+	    "#   bubblewrap: a new root holding only these (the rule files "
+	    "too), every namespace of its own, no capability\n",
+	    out);
 }
 
 const struct sb_provider sb_provider_bwrap = {

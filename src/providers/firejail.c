@@ -673,13 +673,7 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 		r = sb_buf_printf(
 		    out, "#   list %s without its include lines (never ~/.config/firejail)\n",
 		    includes[i]);
-
-	for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
-		r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n", b->paths[i].writable ? "rw" : "ro",
-				  b->paths[i].path, b->path_reasons[i]);
-	for (char **n = b->notes; r >= 0 && n && *n; n++)
-		r = sb_buf_printf(out, "#   note: %s\n", *n);
-	return r;
+	return r < 0 ? r : sb_wrap_explain_grants(b, "", out);
 }
 
 const struct sb_provider sb_provider_firejail = {

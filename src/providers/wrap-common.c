@@ -277,3 +277,15 @@ const struct sb_net_rule *sb_wrap_first_allow_rule(const struct sb_profile *p)
 			return &p->nets[i];
 	return NULL;
 }
+
+int sb_wrap_explain_grants(const struct sb_boundary *b, const char *heading, struct sb_buf *out)
+{
+	int r = sb_buf_puts(out, heading);
+
+	for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
+		r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n", b->paths[i].writable ? "rw" : "ro",
+				  b->paths[i].path, b->path_reasons[i]);
+	for (char **n = b->notes; r >= 0 && n && *n; n++)
+		r = sb_buf_printf(out, "#   note: %s\n", *n);
+	return r;
+}

@@ -27,6 +27,10 @@ int sb_argv_add(char ***argv, ...) __attribute__((sentinel));
 /* The profile's first net= ALLOW rule (the one a refusal names), or NULL. */
 const struct sb_net_rule *sb_wrap_first_allow_rule(const struct sb_profile *p);
 
+/* --explain's lines of a wrapper's grants ("rw"/"ro", the path, why) and
+ * notes, after its heading line. */
+int sb_wrap_explain_grants(const struct sb_boundary *b, const char *heading, struct sb_buf *out);
+
 /* The value of the last <provider>.<key> line, or NULL. */
 const char *sb_wrap_param(const struct sb_profile *p, enum sb_os_sandbox provider, const char *key);
 /* A boolean parameter's value (the profile check accepted it). */
