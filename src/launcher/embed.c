@@ -3,6 +3,8 @@
 #include <Python.h>
 
 #include "embed.h"
+#include "path0-modules.h"
+#include "provider.h"
 
 #include "audit-guard.h"
 #include "learn.h"
@@ -138,6 +140,34 @@ static int push_wide(char ***v, const wchar_t *w)
 	return 0;
 }
 
+/* sys.path[0] as Py_RunMain() will set it (the directory of the script's
+ * real path, else the cwd) and the modules the profile allows there. */
+static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths)
+{
+	_cleanup_free_ char *main_package = NULL;
+	char cwd[PATH_MAX];
+
+	if (e->cli->mode == SB_RUN_SCRIPT && e->cli->target && !streq(e->cli->target, "-")) {
+		_cleanup_free_ char *real = realpath(e->cli->target, NULL);
+
+		if (!real)
+			return 0;
+		paths->path0 = sb_path_dirname(real);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return 0;
+		paths->path0 = strdup(cwd);
+	}
+	if (!paths->path0)
+		return -ENOMEM;
+	if (e->cli->mode == SB_RUN_MODULE && e->cli->target) {
+		main_package = strndup(e->cli->target, strcspn(e->cli->target, "."));
+		if (!main_package)
+			return -ENOMEM;
+	}
+	return sb_path0_modules(paths->path0, e->profile, main_package, &paths->path0_modules);
+}
+
 static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 			 struct sb_interp_paths *paths)
 {
@@ -194,6 +224,15 @@ static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 		if (real)
 			r = sb_strv_consume(&paths->files, real);
 	}
+	/* Not for the fork server: each run's sys.path[0] is its directory,
+	 * granted whole; the server's own cwd is none of the runs'. */
+	if (r >= 0 && !e->worker && !e->fork_server && !config->safe_path)
+		r = collect_path0(e, paths);
+	if (e->provider) {
+		paths->provider = e->provider->name;
+		paths->files_confined = e->provider->flags & SB_PROVIDER_FILES;
+		paths->files_hidden = paths->files_confined && e->provider != &sb_provider_landlock;
+	}
 	return r;
 }
 
@@ -201,6 +240,8 @@ void sb_interp_paths_done(struct sb_interp_paths *paths)
 {
 	sb_strv_free(paths->dirs);
 	sb_strv_free(paths->files);
+	free(paths->path0);
+	sb_strv_free(paths->path0_modules);
 	*paths = (struct sb_interp_paths){0};
 }
 
