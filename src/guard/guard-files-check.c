@@ -26,6 +26,8 @@ static struct {
 	bool prepared;
 	struct pending_grant *pending;
 	size_t n_pending;
+	/* sys.path[0] when no module there is allowed: not even listed. */
+	char *path0_unlisted;
 } files;
 
 bool sb_files_grants_pending;
@@ -264,10 +266,13 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 	 * bytecode-cache writes, which fail harmlessly without an observer
 	 * too. */
 	/* The import machinery's bytecode cache beside a module it may read
-	 * but not write (or, in sys.path[0], whose cache was not granted):
-	 * the loader takes any OSError there as "no cache" and goes on, so
-	 * the refusal is no denial of the program's to report. */
-	if (sb_guard_caller_is_import_bootstrap() && in_bytecode_cache(resolved)) {
+	 * but not write (or, in sys.path[0], whose cache was not granted), or
+	 * its listing of a sys.path[0] that holds no allowed module: the
+	 * machinery takes any OSError there as "no cache", "nothing here", and
+	 * goes on, so the refusal is no denial of the program's to report. */
+	if (sb_guard_caller_is_import_bootstrap() &&
+	    (in_bytecode_cache(resolved) ||
+	     (files.path0_unlisted && streq(resolved, files.path0_unlisted)))) {
 		errno = write ? EACCES : ENOENT;
 		PyErr_SetFromErrnoWithFilename(PyExc_OSError, raw);
 		return -1;
@@ -633,6 +638,15 @@ void sb_files_check_release(void)
 	sb_files_grants_pending = false;
 	sb_file_policy_done(&files.policy);
 	files.prepared = false;
+	free(files.path0_unlisted);
+	files.path0_unlisted = NULL;
+}
+
+int sb_files_path0_unlisted(const char *dir)
+{
+	free(files.path0_unlisted);
+	files.path0_unlisted = dir ? strdup(dir) : NULL;
+	return !dir || files.path0_unlisted ? 0 : -ENOMEM;
 }
 
 bool sb_files_has_ignores(void)

@@ -382,13 +382,15 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 	if (r >= 0)
 		r = sb_files_grant_later("/dev/random", true, false, false, "a device");
 	/* What the kernel grants of sys.path[0] (path0-modules.h): its
-	 * listing, the allowed modules' files. While learning, the directory
-	 * stays readable as a whole (add_sys_path0()): what the program reads
-	 * there is learned, not refused. */
+	 * listing and the allowed modules' files, nothing where no module is
+	 * allowed. While learning, the directory stays readable as a whole
+	 * (add_sys_path0()): what the program reads there is learned, not
+	 * refused. */
 	if (r >= 0 && interp && interp->path0 && !sb_guard_observed()) {
 		path0_known = true;
-		r = sb_files_grant_later(interp->path0, true, false, false,
-					 "sys.path[0]: its listing only");
+		r = interp->path0_modules ? sb_files_grant_later(interp->path0, true, false, false,
+								 "sys.path[0]: its listing only")
+					  : sb_files_path0_unlisted(interp->path0);
 	}
 	for (char **m = path0_known ? interp->path0_modules : NULL; r >= 0 && m && *m; m++)
 		r = sb_files_grant_later(*m, false, false, true,

@@ -50,8 +50,11 @@ static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
 	int r = sb_provider_collect_grants(b, p, interp);
 
 	/* The import machinery finds a module by listing its sys.path entry:
-	 * sys.path[0]'s names are listed, its files read only as granted. */
-	if (r >= 0 && interp && interp->path0 && !granted(b, interp->path0)) {
+	 * sys.path[0]'s names are listed (and, Landlock's rules being
+	 * hierarchical, those below it) where it holds an allowed module, its
+	 * files read only as granted. */
+	if (r >= 0 && interp && interp->path0 && interp->path0_modules &&
+	    !granted(b, interp->path0)) {
 		r = sb_provider_add_path(b, interp->path0, false, true, false,
 					 "sys.path[0]: its listing only");
 		if (r >= 0)

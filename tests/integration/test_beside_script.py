@@ -151,3 +151,28 @@ def test_dash_m_package_in_the_cwd(sb, provider):
 @pytest.mark.parametrize("provider", NOBODY_PROVIDERS)
 def test_dash_m_package_in_the_cwd_as_nobody(sb_nobody, provider):
     check_dash_m(sb_nobody, provider)
+
+
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_no_allowed_module_no_listing(request, who):
+    """Where sys.path[0] holds no module the profile allows, neither layer
+    grants even its listing (Landlock's would reach every directory below):
+    the import machinery's look there is no refusal of the program's, the
+    program's own listing is refused with its rule, native code's by the
+    kernel."""
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    lay_out(sb)
+    sb.profile("os-sandbox=landlock\npython-import=json, os, pysandboxes\n")
+    r = sb.run("-c", "import json, os, pysandboxes\nprint(json.dumps(1))\n"
+               "try:\n    os.listdir('.')\nexcept OSError as e:\n"
+               "    print('\\n'.join(pysandboxes.sandbox_denials(e)))\n")
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[0] == "1" and len(lines) == 2, r
+    assert f"Add 'expose-ro={sb.root}'" in lines[1], r
+    assert "python-sb: 1 operation was refused" in r.stderr, r
+    r, o = run_native(sb, "os-sandbox=landlock\npy-sandbox=false\n", f'''
+        import os
+        py('list', lambda: os.listdir({str(sb.root)!r}))
+    ''')
+    assert o["list"] == "EACCES", r
