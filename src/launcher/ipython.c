@@ -169,6 +169,7 @@ int sb_ipython_build(struct sb_ipython *ipy, enum sb_ipython_choice choice, char
 			ipy->argv[n++] = ipy->args[i];
 	}
 	ipy->argc = (int)n;
+	ipy->runs_ipython = choice != SB_IPYTHON_PLAIN;
 	return 0;
 }
 

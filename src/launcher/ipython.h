@@ -22,8 +22,9 @@ enum sb_ipython_choice {
 
 struct sb_ipython {
 	bool wanted;
-	char *dir;   /* the private directory, or NULL */
-	char **argv; /* the command line (borrows the caller's strings) */
+	bool runs_ipython; /* the command line runs -m IPython */
+	char *dir;	   /* the private directory, or NULL */
+	char **argv;	   /* the command line (borrows the caller's strings) */
 	int argc;
 	char **owned; /* the strings argv holds that are ours */
 	/* The caller's command line split: the leading sandbox options, and

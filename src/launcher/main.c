@@ -853,6 +853,7 @@ int sb_launcher_main(int argc, char **argv)
 		.site_dirs = site_dirs,
 		.worker = cli.worker ? &worker : NULL,
 		.provider = provider,
+		.ipython = ipython.runs_ipython,
 		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 	    },
 	    mode, note, denials_summary,

@@ -151,3 +151,53 @@ def test_ipython_sb_under_learn_false_uses_the_declared_directory(sb):
     assert "answer 42" in p.stdout
     assert f"dir {ipdir} {ipdir}" in p.stdout, p.stdout
     assert "IPython is not used" not in p.stderr
+
+
+# ---- IPython stopped by a refusal: the plain REPL (spec section 2) ----------
+# A stand-in IPython package in the cwd (sys.path[0], which python-import=
+# grants to both layers): the choice and the fallback run whether the real
+# IPython is installed or not.
+
+FAKE_MAIN = "import sys, os\nprint('FAKE-IPYTHON', sys.argv[1:], os.environ['IPYTHONDIR'] != '')\n"
+
+
+def _fake_ipython(sb, init):
+    sb.write("IPython/__init__.py", init)
+    sb.write("IPython/__main__.py", FAKE_MAIN)
+
+
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_ipython_sb_runs_ipython_with_its_options(request, who):
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    _fake_ipython(sb, "")
+    sb.profile(f"os-sandbox={PROVIDER}\npython-import=IPython, sys, os\n"
+               "python-api=ALLOW:threads\n")
+    p = _run_as(sb, "ipython-sb", ["--", "--no-banner", "x"], "")
+    assert (p.returncode, p.stdout) == (0, "FAKE-IPYTHON ['--no-banner', 'x'] True\n"), p.stderr
+
+
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_ipython_sb_refused_at_start_runs_the_plain_repl(request, who):
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    _fake_ipython(sb, "import colorsys\n")
+    sb.profile(f"os-sandbox={PROVIDER}\npython-import=IPython, json\n"
+               "python-api=ALLOW:threads\n")
+    p = _run_as(sb, "ipython-sb", ["--", "--no-banner"], PLAIN_SESSION)
+    assert p.returncode == 0, p.stderr
+    assert "answer 42" in p.stdout, p.stdout + p.stderr
+    assert "python-sb: IPython stopped: RuleModuleNotFoundError: Module named 'colorsys' is " \
+        "not allowed by a rule. Add 'python-import=colorsys'" in p.stderr, p.stderr
+    assert "; the plain REPL runs" in p.stderr
+    assert "FAKE-IPYTHON" not in p.stdout
+
+
+def test_ipython_sb_other_errors_end_the_session(sb):
+    """Only a refusal of the sandbox falls back: IPython's own error ends the
+    session as under ipython."""
+    _fake_ipython(sb, "raise ValueError('broken install')\n")
+    sb.profile(f"os-sandbox={PROVIDER}\npython-import=IPython, json\n"
+               "python-api=ALLOW:threads\n")
+    p = _run_as(sb, "ipython-sb", [], PLAIN_SESSION)
+    assert p.returncode == 1, p.stderr
+    assert "ValueError: broken install" in p.stderr
+    assert "answer 42" not in p.stdout

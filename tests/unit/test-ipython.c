@@ -22,6 +22,7 @@ static void full(struct rules *r, bool threads, bool imports)
 {
 	char *err = NULL;
 
+	free(r->apis);
 	*r = (struct rules){0};
 	if (threads && sb_api_rule_parse("ALLOW:threads", (struct sb_origin){0}, &r->apis,
 					 &r->n_apis, &err) < 0)
@@ -46,7 +47,7 @@ static void check(const struct sb_profile *p, bool installed, bool learning,
 
 int main(void)
 {
-	struct rules r;
+	struct rules r = {0};
 
 	full(&r, true, true);
 	check(&r.p, true, false, SB_IPYTHON_PRIVATE, NULL, "everything IPython needs");
@@ -66,7 +67,6 @@ int main(void)
 	check(&r.p, true, true, SB_IPYTHON_PRIVATE, NULL, "learning");
 	check(&r.p, false, true, SB_IPYTHON_PLAIN, "IPython is not installed",
 	      "learning, not installed");
-	free(r.apis);
 
 	/* learn=false: command-line rules are refused. */
 	full(&r, true, true);
