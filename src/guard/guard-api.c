@@ -34,6 +34,7 @@
 #include "guard-api-table.h"
 #include "guard-api-wrap.h"
 #include "guard-code.h"
+#include "guard-files-exec.h"
 #include "guard-imports.h"
 #include "guard-runtime.h"
 #include "pysandboxes-module.h"
@@ -93,9 +94,22 @@ static int check_family(enum sb_api_family family)
 	return 0;
 }
 
+/* After the API's verdict, the program the call runs, checked against the
+ * kernel's view of the files (guard-files-exec.h). */
+static PyObject *arg_at(PyObject *args, Py_ssize_t i)
+{
+	return PyTuple_Check(args) && PyTuple_GET_SIZE(args) > i ? PyTuple_GET_ITEM(args, i) : NULL;
+}
+
 static int on_system(PyObject *args _unused_)
 {
-	return check_family(SB_API_EV_SYSTEM);
+	static PyObject *shell;
+
+	if (check_family(SB_API_EV_SYSTEM) < 0)
+		return -1;
+	if (!shell && !(shell = PyUnicode_InternFromString("/bin/sh")))
+		return -1;
+	return sb_files_check_program(shell, NULL, false, "os.system's shell");
 }
 
 static int on_exec(PyObject *args)
@@ -105,14 +119,19 @@ static int on_exec(PyObject *args)
 	const short *names = exec_fns[env != Py_None];
 
 	PyErr_Clear();
-	if (sb_api_claimed(SB_API_EV_EXEC))
-		return 0;
-	return sb_api_check(names[0]) < 0 || sb_api_check(names[1]) < 0 ? -1 : 0;
+	if (!sb_api_claimed(SB_API_EV_EXEC) &&
+	    (sb_api_check(names[0]) < 0 || sb_api_check(names[1]) < 0))
+		return -1;
+	return sb_files_check_program(arg_at(args, 0), NULL, false, "os.exec");
 }
 
-static int on_posix_spawn(PyObject *args _unused_)
+static int on_posix_spawn(PyObject *args)
 {
-	return check_family(SB_API_EV_POSIX_SPAWN);
+	if (check_family(SB_API_EV_POSIX_SPAWN) < 0)
+		return -1;
+	/* posix_spawnp searches the process's PATH, posix_spawn the cwd: the
+	 * event does not tell which, the search covers both's usual case. */
+	return sb_files_check_program(arg_at(args, 0), NULL, true, "os.posix_spawn");
 }
 
 static int on_fork(PyObject *args _unused_)
@@ -155,9 +174,13 @@ static int on_wstring_at(PyObject *args _unused_)
 	return check_family(SB_API_EV_WSTRING_AT);
 }
 
-static int on_popen(PyObject *args _unused_)
+/* (executable, args, cwd, env): executable is args[0] when not given, the
+ * shell with shell=True; found as Popen finds it, in env's PATH. */
+static int on_popen(PyObject *args)
 {
-	return sb_api_check(SB_API_FN_subprocess_Popen);
+	if (sb_api_check(SB_API_FN_subprocess_Popen) < 0)
+		return -1;
+	return sb_files_check_program(arg_at(args, 0), arg_at(args, 3), true, "subprocess.Popen");
 }
 
 /* ctypes.CDLL and PyDLL (and _ctypes.dlopen) all open through this; every

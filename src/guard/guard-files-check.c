@@ -26,6 +26,8 @@ static struct {
 	bool prepared;
 	struct pending_grant *pending;
 	size_t n_pending;
+	/* sys.path[0] when no module there is allowed: not even listed. */
+	char *path0_unlisted;
 } files;
 
 bool sb_files_grants_pending;
@@ -194,23 +196,20 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 	return sb_raise_file_not_found(raw, text);
 }
 
-/* The decision, for the observer. sys.path[0] (the script's directory, or
- * the cwd) is readable by an implicit grant of the guard, not of Landlock,
- * so the profile must name what the program read there: the directory of a
- * file the program opened, the sys.path entry itself for a module the import
- * machinery loaded from it (its listing is what finds the module). A listing
- * alone names nothing: the machinery lists every entry on every import. */
+/* The decision, for the observer. While learning, sys.path[0] (the script's
+ * directory, or the cwd) is readable as a whole by an implicit grant of the
+ * guard, but replayed only its listing and the files of the modules
+ * python-import= allows are (path0-modules.h), so the profile must name what
+ * the program read there: the directory of a file the program opened. What
+ * the import machinery read there needs no rule but the learned import. */
 static void note_decided(const char *resolved, bool write, enum sb_fp_verdict v,
 			 const struct sb_fp_grant *g)
 {
 	const char *needed = NULL;
 
-	if (v == SB_FP_ALLOW && g && g->implicit && streq(g->why, "a sys.path entry")) {
-		if (!sb_guard_caller_is_import_bootstrap())
-			needed = resolved;
-		else if (!is_directory(resolved))
-			needed = g->dir;
-	}
+	if (v == SB_FP_ALLOW && g && g->implicit && streq(g->why, "a sys.path entry") &&
+	    !sb_guard_caller_is_import_bootstrap())
+		needed = resolved;
 	sb_guard_note_file(resolved, write, needed);
 }
 
@@ -238,6 +237,14 @@ static int absolute(const char *raw, int dir_fd, char abs[PATH_MAX], char base[P
 	return 0;
 }
 
+/* A __pycache__ directory, or a file in one. */
+static bool in_bytecode_cache(const char *resolved)
+{
+	const char *c = strstr(resolved, "/__pycache__");
+
+	return c && (c[12] == '\0' || (c[12] == '/' && !strchr(c + 13, '/')));
+}
+
 /* The verdict on a resolved path, and what follows from it: the observer's
  * note, the refusal. slot is the cache entry this very resolution came from,
  * if any (NULL when the resolver itself answered, e.g. for a path with
@@ -258,6 +265,18 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 	 * an ignore= rule, a decision; nor the import machinery's
 	 * bytecode-cache writes, which fail harmlessly without an observer
 	 * too. */
+	/* The import machinery's bytecode cache beside a module it may read
+	 * but not write (or, in sys.path[0], whose cache was not granted), or
+	 * its listing of a sys.path[0] that holds no allowed module: the
+	 * machinery takes any OSError there as "no cache", "nothing here", and
+	 * goes on, so the refusal is no denial of the program's to report. */
+	if (sb_guard_caller_is_import_bootstrap() &&
+	    (in_bytecode_cache(resolved) ||
+	     (files.path0_unlisted && streq(resolved, files.path0_unlisted)))) {
+		errno = write ? EACCES : ENOENT;
+		PyErr_SetFromErrnoWithFilename(PyExc_OSError, raw);
+		return -1;
+	}
 	if (v != SB_FP_IGNORED && v != SB_FP_RULE_FILE && sb_guard_observed() &&
 	    !(write && sb_guard_caller_is_import_bootstrap()) &&
 	    sb_guard_refused(&(struct sb_refusal){
@@ -619,6 +638,15 @@ void sb_files_check_release(void)
 	sb_files_grants_pending = false;
 	sb_file_policy_done(&files.policy);
 	files.prepared = false;
+	free(files.path0_unlisted);
+	files.path0_unlisted = NULL;
+}
+
+int sb_files_path0_unlisted(const char *dir)
+{
+	free(files.path0_unlisted);
+	files.path0_unlisted = dir ? strdup(dir) : NULL;
+	return !dir || files.path0_unlisted ? 0 : -ENOMEM;
 }
 
 bool sb_files_has_ignores(void)

@@ -30,6 +30,9 @@ int sb_files_check_prepare(const struct sb_profile *profile);
 int sb_files_grant_later(const char *path, bool file, bool writable, bool link_too,
 			 const char *why);
 void sb_files_check_release(void);
+/* sys.path[0] when it is not granted at all (no module there is allowed):
+ * the import machinery's listing of it is refused quietly. 0 or -ENOMEM. */
+int sb_files_path0_unlisted(const char *dir);
 /* One more expose rule after the start (e->resolved absolute), and the
  * current directory forgotten: python-sb serve's fork server grants each
  * run's directory in the run's own process (sb_guard_fork_child()). 0 or

@@ -19,9 +19,11 @@
 
 #include "guard-files-cache.h"
 #include "guard-files-check.h"
+#include "guard-files-exec.h"
 #include "guard-files-listing.h"
 #include "guard-files-sqlite.h"
 #include "guard-files-wrap.h"
+#include "guard-observer.h"
 #include "util.h"
 
 static const char *const ca_stores[] = {
@@ -348,10 +350,18 @@ static bool grants_other_actors(const struct sb_profile *profile)
 	return false;
 }
 
+/* The launcher named sys.path[0] and its modules: add_sys_path0() grants no
+ * more than that. */
+static bool path0_known;
+
 static int files_prepare(const struct sb_profile *profile, const struct sb_interp_paths *interp,
 			 char **reterr _unused_)
 {
 	int r = sb_files_check_prepare(profile);
+
+	if (interp)
+		sb_files_exec_prepare(interp->files_confined, interp->files_hidden,
+				      interp->provider);
 
 	sb_rc_init(grants_other_actors(profile), !sb_files_has_ignores());
 	for (char **d = interp ? interp->dirs : NULL; r >= 0 && d && *d; d++)
@@ -371,6 +381,20 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 		r = sb_files_grant_later("/dev/urandom", true, false, false, "a device");
 	if (r >= 0)
 		r = sb_files_grant_later("/dev/random", true, false, false, "a device");
+	/* What the kernel grants of sys.path[0] (path0-modules.h): its
+	 * listing and the allowed modules' files, nothing where no module is
+	 * allowed. While learning, the directory stays readable as a whole
+	 * (add_sys_path0()): what the program reads there is learned, not
+	 * refused. */
+	if (r >= 0 && interp && interp->path0 && !sb_guard_observed()) {
+		path0_known = true;
+		r = interp->path0_modules ? sb_files_grant_later(interp->path0, true, false, false,
+								 "sys.path[0]: its listing only")
+					  : sb_files_path0_unlisted(interp->path0);
+	}
+	for (char **m = path0_known ? interp->path0_modules : NULL; r >= 0 && m && *m; m++)
+		r = sb_files_grant_later(*m, false, false, true,
+					 "a module python-import= allows, in sys.path[0]");
 	return r < 0 ? r : 0;
 }
 
@@ -421,6 +445,10 @@ static int add_sys_path0(void)
 	char cwd[PATH_MAX];
 	int r = 0;
 
+	if (path0_known) {
+		Py_XDECREF(safe);
+		return 0;
+	}
 	if (safe && PyObject_IsTrue(safe) == 1) {
 		Py_DECREF(safe);
 		return 0;
@@ -473,6 +501,8 @@ static int files_module_loaded(const char *name, PyObject *module)
 
 static void files_release(void)
 {
+	path0_known = false;
+	sb_files_exec_prepare(false, false, NULL);
 	sb_files_sqlite_release();
 	sb_files_wrap_release();
 	sb_files_check_release();

@@ -23,6 +23,17 @@ struct sb_net_policy;
 struct sb_interp_paths {
 	char **dirs;  /* stdlib, lib-dynload, site directories, the venv */
 	char **files; /* the launcher binary, the script */
+	/* sys.path[0] (the script's directory, or the cwd for -m, -c, stdin
+	 * and the REPL; NULL with -P/-I and in partial mode's worker): listed,
+	 * and the files of the modules python-import= allows there read
+	 * (path0-modules.h), never the directory as a whole. */
+	char *path0;
+	char **path0_modules;
+	/* How the provider confines files, for the guard's check of the
+	 * programs the program runs (guard-files-exec.h): not at all, by
+	 * refusing (Landlock), or by hiding (a new root). */
+	bool files_confined, files_hidden;
+	const char *provider; /* its name, static */
 };
 
 struct sb_boundary {

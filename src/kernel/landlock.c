@@ -195,7 +195,9 @@ static int add_path_rule(int ruleset_fd, const struct sb_landlock_path *p, uint6
 	 * a rename or link between two directories needs REFER on both sides,
 	 * and the kernel still refuses it (EXDEV) if the file would gain rights
 	 * at the destination, so REFER cannot widen a grant. */
-	attr.allowed_access = p->writable ? handled_fs : (ACCESS_FS_RO & handled_fs);
+	attr.allowed_access = p->writable    ? handled_fs
+			      : p->list_only ? (LANDLOCK_ACCESS_FS_READ_DIR & handled_fs)
+					     : (ACCESS_FS_RO & handled_fs);
 	attr.parent_fd = fd;
 	/* A grant known to be a file (a device, /etc/localtime) takes only the
 	 * file rights: if it were a directory after all, the rule would only

@@ -13,6 +13,7 @@ struct sb_landlock_path {
 	bool writable;	  /* false: execute, read_file, read_dir */
 	bool optional;	  /* implicit grant: also skipped when unreachable (EACCES) */
 	bool is_file;	  /* known not to be a directory: file rights only, tried first */
+	bool list_only;	  /* a directory's listing (READ_DIR) and nothing in it */
 };
 
 struct sb_landlock_policy {

@@ -3,8 +3,11 @@
 #include <Python.h>
 
 #include "embed.h"
+#include "path0-modules.h"
+#include "provider.h"
 
 #include "audit-guard.h"
+#include "exceptions.h"
 #include "learn.h"
 #include "report-alloc.h"
 #include "report-collector.h"
@@ -69,6 +72,10 @@ static PyStatus configure(const struct sb_embed *e, PyConfig *config, bool own_b
 	config->parse_argv = 1;
 	if (own_banner)
 		config->quiet = 1;
+	/* ipython-sb: the plain REPL it may fall back to reads a piped stdin
+	 * too, as the REPL ipython-sb would have run. */
+	if (e->ipython)
+		config->interactive = 1;
 	status = PyConfig_SetBytesArgv(config, argc, cli->python_argv);
 	if (PyStatus_Exception(status))
 		return status;
@@ -118,6 +125,54 @@ static int set_sys_str(const char *name, const char *value)
 	return r;
 }
 
+/* ipython-sb: a SandBoxError that reaches the top (IPython's import refused
+ * something, before IPython's own crash handler is in place) gives the plain
+ * REPL (spec section 2): CPython enters it after the module when
+ * PYTHONINSPECT is set by then. Anything else is printed as ever. */
+static const struct sb_embed *ipython_embed;
+
+static PyObject *ipython_excepthook(PyObject *self _unused_, PyObject *const *args, Py_ssize_t n)
+{
+	PyObject *base = sb_exc_class(SB_EXC_SANDBOX_ERROR), *text, *fallback;
+
+	if (n == 3 && base && PyType_Check(args[0]) &&
+	    PyType_IsSubtype((PyTypeObject *)args[0], (PyTypeObject *)base)) {
+		text = PyObject_Str(args[1]);
+		fprintf(stderr, "python-sb: IPython stopped: %s: %s; the plain REPL runs\n",
+			((PyTypeObject *)args[0])->tp_name,
+			text && PyUnicode_Check(text) ? PyUnicode_AsUTF8(text) : "?");
+		Py_XDECREF(text);
+		PyErr_Clear();
+		if (setenv("PYTHONINSPECT", "1", 1) == 0 &&
+		    (set_sys_str("ps1", "\xe2\x9a\xa0 >>> ") < 0 ||
+		     set_sys_str("ps2", "\xe2\x9a\xa0 ... ") < 0))
+			PyErr_Clear();
+		if (ipython_embed && !ipython_embed->cli->quiet)
+			print_banner(ipython_embed);
+		Py_RETURN_NONE;
+	}
+	fallback = PySys_GetObject("__excepthook__"); /* borrowed */
+	if (!fallback) {
+		PyErr_SetString(PyExc_RuntimeError, "lost sys.__excepthook__");
+		return NULL;
+	}
+	return PyObject_Vectorcall(fallback, args, (size_t)n, NULL);
+}
+
+static PyMethodDef ipython_excepthook_def = {
+    "excepthook", (PyCFunction)(void (*)(void))ipython_excepthook, METH_FASTCALL,
+    "ipython-sb's: a SandBoxError stopping IPython gives the plain REPL."};
+
+static int install_ipython_excepthook(const struct sb_embed *e)
+{
+	PyObject *hook = PyCFunction_New(&ipython_excepthook_def, NULL);
+	int r = hook ? PySys_SetObject("excepthook", hook) : -1;
+
+	Py_XDECREF(hook);
+	ipython_embed = e;
+	return r;
+}
+
 struct sb_embed_state {
 	const struct sb_embed *e;
 	PyConfig config;
@@ -143,6 +198,34 @@ static int push_wide(char ***v, const wchar_t *w)
 	}
 	PyMem_Free(s);
 	return 0;
+}
+
+/* sys.path[0] as Py_RunMain() will set it (the directory of the script's
+ * real path, else the cwd) and the modules the profile allows there. */
+static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths)
+{
+	_cleanup_free_ char *main_package = NULL;
+	char cwd[PATH_MAX];
+
+	if (e->cli->mode == SB_RUN_SCRIPT && e->cli->target && !streq(e->cli->target, "-")) {
+		_cleanup_free_ char *real = realpath(e->cli->target, NULL);
+
+		if (!real)
+			return 0;
+		paths->path0 = sb_path_dirname(real);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return 0;
+		paths->path0 = strdup(cwd);
+	}
+	if (!paths->path0)
+		return -ENOMEM;
+	if (e->cli->mode == SB_RUN_MODULE && e->cli->target) {
+		main_package = strndup(e->cli->target, strcspn(e->cli->target, "."));
+		if (!main_package)
+			return -ENOMEM;
+	}
+	return sb_path0_modules(paths->path0, e->profile, main_package, &paths->path0_modules);
 }
 
 static int collect_paths(const struct sb_embed *e, const PyConfig *config,
@@ -203,6 +286,15 @@ static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 		if (real)
 			r = sb_strv_consume(&paths->files, real);
 	}
+	/* Not for the fork server: each run's sys.path[0] is its directory,
+	 * granted whole; the server's own cwd is none of the runs'. */
+	if (r >= 0 && !e->worker && !e->fork_server && !config->safe_path)
+		r = collect_path0(e, paths);
+	if (e->provider) {
+		paths->provider = e->provider->name;
+		paths->files_confined = e->provider->flags & SB_PROVIDER_FILES;
+		paths->files_hidden = paths->files_confined && e->provider != &sb_provider_landlock;
+	}
 	return r;
 }
 
@@ -210,6 +302,8 @@ void sb_interp_paths_done(struct sb_interp_paths *paths)
 {
 	sb_strv_free(paths->dirs);
 	sb_strv_free(paths->files);
+	free(paths->path0);
+	sb_strv_free(paths->path0_modules);
 	*paths = (struct sb_interp_paths){0};
 }
 
@@ -371,6 +465,8 @@ int sb_embed_run(struct sb_embed_state *st, const struct sb_interp_paths *interp
 	}
 	if (st->own_banner)
 		print_banner(e);
+	if (e->ipython && install_ipython_excepthook(e) < 0)
+		PyErr_Clear();
 
 	if (e->worker) {
 		*ret_exit_code = sb_worker_serve(e->worker, e->profile, e->provider->name);

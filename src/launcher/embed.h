@@ -26,6 +26,9 @@ struct sb_embed {
 	 * is started and armed but runs no program of its own; the report's
 	 * collector is installed idle, for the runs it forks. */
 	bool fork_server;
+	/* ipython-sb running -m IPython: a SandBoxError that stops IPython
+	 * before its own handler is in place gives the plain REPL. */
+	bool ipython;
 };
 
 /* The process environment becomes the policy's (e->envp): before

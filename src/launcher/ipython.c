@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "api-registry.h"
 #include "util.h"
 
 bool sb_ipython_wanted(const char *argv0)
@@ -31,52 +32,144 @@ static int add_owned(struct sb_ipython *ipy, size_t *n, const char *prefix)
 	return 0;
 }
 
-int sb_ipython_prepare(int argc, char **argv, struct sb_ipython *ret, char **reterr)
+int sb_ipython_prepare(int argc, char **argv, struct sb_ipython *ret)
+{
+	struct sb_ipython ipy = {.wanted = true, .args = argv, .n_args = argc};
+	int i = 1;
+
+	for (; i < argc && startswith(argv[i], "--") && !streq(argv[i], "--"); i++)
+		if (streq(argv[i], "--pysandboxes-config") && i + 1 < argc)
+			i++;
+	ipy.n_options = i - 1;
+	ipy.first_rest = i < argc && streq(argv[i], "--") ? i + 1 : i;
+	*ret = ipy;
+	return sb_ipython_build(ret, SB_IPYTHON_PLAIN, NULL);
+}
+
+/* The threads of IPython's history and its event loop. */
+static bool allows_threads(const struct sb_profile *p)
+{
+	const struct sb_api_function *start = sb_api_lookup("threading.Thread.start");
+
+	return start && sb_api_is_allowed(p->apis, p->n_apis, start, NULL);
+}
+
+static bool allows_ipython(const struct sb_profile *p)
+{
+	if (p->import_all)
+		return true;
+	for (size_t i = 0; i < p->n_imports; i++)
+		if (streq(p->imports[i].name, "IPython"))
+			return true;
+	return false;
+}
+
+/* env=IPYTHONDIR=<dir> with an expose-rw= grant of dir (or above it). */
+static bool declares_ipython_dir(const struct sb_profile *p)
+{
+	const char *dir = NULL;
+
+	for (size_t i = 0; i < p->n_envs; i++)
+		if (!p->envs[i].is_pattern && p->envs[i].kind == SB_ENV_LITERAL &&
+		    streq(p->envs[i].name, "IPYTHONDIR"))
+			dir = p->envs[i].value;
+	if (!dir || dir[0] != '/')
+		return false;
+	for (size_t i = 0; i < p->n_exposes; i++) {
+		const struct sb_expose_rule *e = &p->exposes[i];
+		const char *granted = e->resolved ? e->resolved : e->path;
+		const char *rest = e->writable ? startswith(dir, granted) : NULL;
+
+		if (rest && (!*rest || *rest == '/' || streq(granted, "/")))
+			return true;
+	}
+	return false;
+}
+
+enum sb_ipython_choice sb_ipython_decide(const struct sb_profile *p, bool installed, bool learning,
+					 const char **ret_reason)
+{
+	*ret_reason = NULL;
+	if (p->learn_locked && !declares_ipython_dir(p)) {
+		*ret_reason = "learn=false refuses the command-line grants of IPython's "
+			      "private directory (declare env=IPYTHONDIR=<dir> and "
+			      "expose-rw=<dir> in the profile to use IPython)";
+		return SB_IPYTHON_PLAIN;
+	}
+	if (!learning && !allows_ipython(p)) {
+		*ret_reason = "python-import= does not allow IPython";
+		return SB_IPYTHON_PLAIN;
+	}
+	if (!learning && !allows_threads(p)) {
+		*ret_reason = "python-api= does not allow threads, which IPython needs "
+			      "(python-api=ALLOW:threads)";
+		return SB_IPYTHON_PLAIN;
+	}
+	if (!installed) {
+		*ret_reason = "IPython is not installed for this interpreter";
+		return SB_IPYTHON_PLAIN;
+	}
+	return p->learn_locked ? SB_IPYTHON_DECLARED : SB_IPYTHON_PRIVATE;
+}
+
+bool sb_ipython_installed(char *const *dirs)
+{
+	for (char *const *d = dirs; d && *d; d++) {
+		_cleanup_free_ char *init = NULL;
+
+		if (asprintf(&init, "%s/IPython/__init__.py", *d) < 0)
+			return false;
+		if (access(init, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+int sb_ipython_build(struct sb_ipython *ipy, enum sb_ipython_choice choice, char **reterr)
 {
 	const char *tmp = getenv("TMPDIR");
-	struct sb_ipython ipy = {0};
 	size_t n = 0;
-	int i = 1, r = 0;
+	int r = 0;
 
-	if (asprintf(&ipy.dir, "%s/ipython-sb.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp") < 0)
+	free(ipy->argv);
+	/* argv0, the options, three grants, -m IPython, the rest, the NULL. */
+	ipy->argv = calloc((size_t)ipy->n_args + 6, sizeof(char *));
+	if (!ipy->argv)
 		return -ENOMEM;
-	if (!mkdtemp(ipy.dir)) {
-		r = sb_error(reterr, -errno, "cannot make IPython's private directory %s: %m",
-			     ipy.dir);
-		sb_ipython_done(&ipy);
-		return r;
-	}
-	/* argv, three grants, -m IPython, the NULL. */
-	ipy.argv = calloc((size_t)argc + 6, sizeof(char *));
-	if (!ipy.argv) {
-		sb_ipython_done(&ipy);
-		return -ENOMEM;
-	}
-	ipy.argv[n++] = argv[0];
-	for (; i < argc && startswith(argv[i], "--"); i++) {
-		if (streq(argv[i], "--")) {
-			i++;
-			break;
+	ipy->argv[n++] = ipy->args[0];
+	for (int i = 1; i <= ipy->n_options; i++)
+		ipy->argv[n++] = ipy->args[i];
+	if (choice == SB_IPYTHON_PRIVATE && !ipy->dir) {
+		if (asprintf(&ipy->dir, "%s/ipython-sb.XXXXXX",
+			     tmp && tmp[0] == '/' ? tmp : "/tmp") < 0) {
+			ipy->dir = NULL;
+			return -ENOMEM;
 		}
-		ipy.argv[n++] = argv[i];
-		if (streq(argv[i], "--pysandboxes-config") && i + 1 < argc)
-			ipy.argv[n++] = argv[++i];
+		if (!mkdtemp(ipy->dir)) {
+			r = sb_error(reterr, -errno,
+				     "cannot make IPython's private directory %s: %m", ipy->dir);
+			free(ipy->dir);
+			ipy->dir = NULL;
+			return r;
+		}
 	}
-	r = add_owned(&ipy, &n, "--expose-rw=");
-	if (r >= 0)
-		r = add_owned(&ipy, &n, "--env=IPYTHONDIR=");
-	if (r >= 0)
-		r = add_owned(&ipy, &n, "--env=HOME=");
-	if (r < 0) {
-		sb_ipython_done(&ipy);
-		return r;
+	if (choice == SB_IPYTHON_PRIVATE) {
+		r = add_owned(ipy, &n, "--expose-rw=");
+		if (r >= 0)
+			r = add_owned(ipy, &n, "--env=IPYTHONDIR=");
+		if (r >= 0)
+			r = add_owned(ipy, &n, "--env=HOME=");
+		if (r < 0)
+			return r;
 	}
-	ipy.argv[n++] = (char *)"-m";
-	ipy.argv[n++] = (char *)"IPython";
-	for (; i < argc; i++)
-		ipy.argv[n++] = argv[i];
-	ipy.argc = (int)n;
-	*ret = ipy;
+	if (choice != SB_IPYTHON_PLAIN) {
+		ipy->argv[n++] = (char *)"-m";
+		ipy->argv[n++] = (char *)"IPython";
+		for (int i = ipy->first_rest; i < ipy->n_args; i++)
+			ipy->argv[n++] = ipy->args[i];
+	}
+	ipy->argc = (int)n;
+	ipy->runs_ipython = choice != SB_IPYTHON_PLAIN;
 	return 0;
 }
 

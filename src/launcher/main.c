@@ -503,6 +503,75 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 }
 
 const char *sb_launcher_library;
+/* ipython-sb: whether IPython can run under the rules, found by a first
+ * load of the profile the plain REPL's command line names (a profile with
+ * errors keeps that command line: the real load reports them); if it can, the
+ * command line that runs it, parsed again, and its rule file located again.
+ * *ret_plain_reason: why the plain REPL runs instead, or NULL. */
+static int choose_ipython(struct sb_ipython *ipy, struct sb_cli *cli,
+			  const struct sb_lookup_env *lookup, char **config, char **host_env,
+			  const char *cwd, const char **ret_plain_reason, char **reterr)
+{
+	_cleanup_(sb_profile_freep) struct sb_profile *probe = NULL;
+	_cleanup_(sb_diags_done) struct sb_diags diags = {0};
+	_cleanup_strv_free_ char **dirs = NULL;
+	_cleanup_free_ char *stdlib = strdup(SB_PYTHON_STDLIB_DIRS);
+	const char *pythonpath = lookup->pythonpath, *learn_file = NULL;
+	struct sb_load_options opts = {
+	    .path = *config,
+	    .cli_rules = cli->rules,
+	    .getenv = host_getenv,
+	    .getenv_userdata = host_env,
+	    .cwd = cwd,
+	    .home = host_getenv("HOME", host_env),
+	    .learn_default = learn_default(cli, *config),
+	};
+	enum sb_ipython_choice choice;
+	char *save = NULL;
+	int r;
+
+	*ret_plain_reason = NULL;
+	if (!stdlib)
+		return -ENOMEM;
+	r = sb_profile_load(&opts, &probe, &diags);
+	if (r >= 0)
+		r = sb_profile_check(probe, &opts, &diags);
+	if (r < 0)
+		return r == -EINVAL ? 0 : r;
+	/* Where the interpreter will look for IPython: sys.path[0] (the cwd),
+	 * PYTHONPATH, the standard library's and the site directories. */
+	r = sb_strv_push(&dirs, cwd);
+	for (char *d = strtok_r(stdlib, ":", &save); r >= 0 && d; d = strtok_r(NULL, ":", &save))
+		r = sb_strv_push(&dirs, d);
+	for (char *const *d = lookup->site_dirs; r >= 0 && d && *d; d++)
+		r = sb_strv_push(&dirs, *d);
+	if (r >= 0 && pythonpath) {
+		_cleanup_free_ char *copy = strdup(pythonpath);
+
+		save = NULL;
+		if (!copy)
+			return -ENOMEM;
+		for (char *d = strtok_r(copy, ":", &save); r >= 0 && d;
+		     d = strtok_r(NULL, ":", &save))
+			r = sb_strv_push(&dirs, d);
+	}
+	if (r < 0)
+		return r;
+	choice = sb_ipython_decide(probe, sb_ipython_installed(dirs),
+				   sb_learn_wanted(probe, *config, &learn_file), ret_plain_reason);
+	if (choice == SB_IPYTHON_PLAIN)
+		return 0;
+	r = sb_ipython_build(ipy, choice, reterr);
+	if (r < 0)
+		return r;
+	sb_cli_done(cli);
+	r = sb_cli_parse(ipy->argc, ipy->argv, cli, reterr);
+	if (r < 0)
+		return r;
+	free(*config);
+	*config = NULL;
+	return sb_config_locate(cli, lookup, config);
+}
 
 int sb_launcher_main(int argc, char **argv)
 {
@@ -538,10 +607,12 @@ int sb_launcher_main(int argc, char **argv)
 	char **kernel_argv = argv;
 	int kernel_argc = argc;
 
+	/* ipython-sb: the sandbox options alone (the plain REPL) until the
+	 * rules say whether IPython can run (choose_ipython()). */
 	if (argc > 0 && sb_ipython_wanted(argv[0])) {
-		r = sb_ipython_prepare(argc, argv, &ipython, &err);
+		r = sb_ipython_prepare(argc, argv, &ipython);
 		if (r < 0)
-			return fail("cannot start IPython", err, r);
+			return fail("cannot start IPython", NULL, r);
 		argc = ipython.argc;
 		argv = ipython.argv;
 	}
@@ -625,10 +696,6 @@ int sb_launcher_main(int argc, char **argv)
 		if (r < 0)
 			return fail("cannot close the inherited descriptors", err, r);
 	}
-	r = sb_ipython_watch(&ipython);
-	if (r < 0)
-		return fail("cannot start IPython", "cannot watch its private directory", r);
-
 	/* CPython's longer help texts need no policy: nothing of the program runs. */
 	if (wants_cpython_help(&cli))
 		return Py_BytesMain((int)sb_strv_length(cli.python_argv), cli.python_argv);
@@ -666,6 +733,26 @@ int sb_launcher_main(int argc, char **argv)
 	r = sb_config_locate(&cli, &lookup, &config);
 	if (r < 0)
 		return fail("cannot locate the rule file", NULL, r);
+	if (ipython.wanted) {
+		const char *plain_reason = NULL;
+
+		r = choose_ipython(&ipython, &cli, &lookup, &config, host_env, cwd, &plain_reason,
+				   &err);
+		if (r < 0)
+			return fail("cannot start IPython", err, r);
+		if (plain_reason)
+			fprintf(
+			    stderr, "python-sb: IPython is not used: %s; the plain REPL runs%s\n",
+			    plain_reason,
+			    ipython.first_rest < ipython.n_args ? " (IPython's options are ignored)"
+								: "");
+		argc = ipython.argc;
+		argv = ipython.argv;
+		r = sb_ipython_watch(&ipython);
+		if (r < 0)
+			return fail("cannot start IPython", "cannot watch its private directory",
+				    r);
+	}
 
 	opts = (struct sb_load_options){
 	    .path = config,
@@ -800,6 +887,7 @@ int sb_launcher_main(int argc, char **argv)
 		.site_dirs = site_dirs,
 		.worker = cli.worker ? &worker : NULL,
 		.provider = provider,
+		.ipython = ipython.runs_ipython,
 		.report = (report.path || report.fd >= 0) && !cli.worker ? &report : NULL,
 	    },
 	    mode, note, denials_summary,

@@ -85,6 +85,11 @@ int sb_provider_collect_grants(struct sb_boundary *b, const struct sb_profile *p
 		r = sb_provider_add_path(b, *d, false, true, false, "interpreter");
 	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++)
 		r = sb_provider_add_path(b, *f, false, true, false, "interpreter and program");
+	/* Each file of an allowed module beside the script, each allowed
+	 * package's directory: read, never the directory that holds them. */
+	for (char **m = interp ? interp->path0_modules : NULL; r >= 0 && m && *m; m++)
+		r = sb_provider_add_path(b, *m, false, true, false,
+					 "a module python-import= allows, in sys.path[0]");
 	if (r >= 0)
 		r = add_system_lib_dirs(b);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(system_grants); i++)

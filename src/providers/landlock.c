@@ -36,11 +36,30 @@ static int probe(char **reterr)
  * of rules (net=ALLOW|tcp|…|*|OUT allows every port anyway). */
 #define SB_MAX_PORT_RULES 1024
 
+static bool granted(const struct sb_boundary *b, const char *path)
+{
+	for (size_t i = 0; i < b->n_paths; i++)
+		if (streq(b->paths[i].path, path))
+			return true;
+	return false;
+}
+
 static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
 			  const struct sb_interp_paths *interp)
 {
 	int r = sb_provider_collect_grants(b, p, interp);
 
+	/* The import machinery finds a module by listing its sys.path entry:
+	 * sys.path[0]'s names are listed (and, Landlock's rules being
+	 * hierarchical, those below it) where it holds an allowed module, its
+	 * files read only as granted. */
+	if (r >= 0 && interp && interp->path0 && interp->path0_modules &&
+	    !granted(b, interp->path0)) {
+		r = sb_provider_add_path(b, interp->path0, false, true, false,
+					 "sys.path[0]: its listing only");
+		if (r >= 0)
+			b->paths[b->n_paths - 1].list_only = true;
+	}
 	if (r >= 0 && p->n_ignores)
 		r = sb_strv_pushf(&b->notes,
 				  "ignore= cannot hide paths from Landlock: the Python guard does");
@@ -217,7 +236,10 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 			r = sb_buf_printf(out, "#   missing in this kernel (ABI %d+): %s\n",
 					  features[i].abi, features[i].what);
 	for (size_t i = 0; r >= 0 && i < b->n_paths; i++)
-		r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n", b->paths[i].writable ? "rw" : "ro",
+		r = sb_buf_printf(out, "#   %-3s %-40s (%s)\n",
+				  b->paths[i].writable	  ? "rw"
+				  : b->paths[i].list_only ? "ls"
+							  : "ro",
 				  b->paths[i].path, b->path_reasons[i]);
 	if (r >= 0)
 		r = explain_ports(out, "bind", b->restrict_bind, b->bind_ports, b->n_bind_ports);

@@ -354,6 +354,9 @@ static int plan_root(struct sb_root_plan *plan, const struct sb_profile *p,
 		r = sb_root_plan_bind(plan, *dir, false, true, "interpreter");
 	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++)
 		r = sb_root_plan_bind(plan, *f, false, true, "interpreter and program");
+	for (char **m = interp ? interp->path0_modules : NULL; r >= 0 && m && *m; m++)
+		r = sb_root_plan_bind(plan, *m, false, true,
+				      "a module python-import= allows, in sys.path[0]");
 	for (char **f = p->files; r >= 0 && f && *f; f++)
 		r = sb_root_plan_bind(plan, *f, false, true, "rule file");
 	for (size_t i = 0; r >= 0 && i < p->n_exposes; i++) {

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "deferred-imports.h"
 #include "exceptions.h"
 #include "frame.h"
 #include "guard-observer.h"
@@ -484,8 +485,10 @@ static PyObject *main_module(const struct sb_worker *w)
 	if (mod && PyDict_SetItemString(PyImport_GetModuleDict(), "__mp_main__", mod) < 0)
 		Py_CLEAR(mod);
 	loader = mod ? PyObject_GetAttrString(spec, "loader") : NULL;
-	if (loader)
+	if (loader && sb_deferred_imports_begin(mod) == 0) {
 		r = PyObject_CallMethod(loader, "exec_module", "O", mod);
+		sb_deferred_imports_end();
+	}
 	sb_guard_runtime_leave(&section);
 	if (!r && mod) {
 		PyObject *et, *ev, *etb;

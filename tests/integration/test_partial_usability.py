@@ -380,3 +380,58 @@ with pysandboxes.sandboxes(sandboxes_config=".py-sandboxes", os_sandbox="subproc
 ''', profile=f"python-import=*\nexpose-rw={d}\n", timeout=60)
     assert r.returncode == 0, r.stderr
     assert "threads [False, True]" in r.stdout
+
+
+# ---- the caller's own top-level imports (issue 17, item 5) -----------------
+# The worker runs the caller's script again (as __mp_main__) to find its
+# functions: an import of the script's own top level that the worker's rules
+# refuse no longer stops the worker. The name is bound to a placeholder that
+# raises the refusal, with its rule, where a sandboxed function uses it.
+
+TOP_LEVEL = '''\
+import colorsys
+import colorsys as cs
+from colorsys import rgb_to_hsv
+from pysandboxes import sandbox, sandboxes
+
+@sandbox
+def plain(x):
+    return x * 2
+
+@sandbox
+def uses_it():
+    return colorsys.rgb_to_hsv(1, 0, 0)
+
+@sandbox
+def uses_the_name():
+    return rgb_to_hsv(1, 0, 0)
+
+if __name__ == "__main__":
+    with sandboxes(sandboxes_config=".py-sandboxes", os_sandbox={provider!r}):
+        print("plain", plain(21))
+        for f in (uses_it, uses_the_name):
+            try:
+                f()
+            except ModuleNotFoundError as e:
+                print("refused:", type(e).__name__, e)
+'''
+
+
+def check_top_level(partial, provider):
+    r = partial.run(TOP_LEVEL.format(provider=provider), profile="python-import=json\n")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "plain 42", r.stdout + r.stderr
+    assert len(lines) == 3, r.stdout
+    for line in lines[1:]:
+        assert line.startswith("refused: RuleModuleNotFoundError Module named 'colorsys' is "
+                               "not allowed by a rule. Add 'python-import=colorsys'"), line
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_callers_top_level_imports_are_not_charged(partial, provider):
+    check_top_level(partial, provider)
+
+
+def test_callers_top_level_imports_as_nobody(partial_nobody):
+    check_top_level(partial_nobody, "landlock" if LANDLOCK_ABI >= 1 else "subprocess")
