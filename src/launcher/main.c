@@ -503,6 +503,7 @@ static int start_learning(const struct sb_profile *profile, const struct sb_load
 }
 
 const char *sb_launcher_library;
+
 /* ipython-sb: whether IPython can run under the rules, found by a first
  * load of the profile the plain REPL's command line names (a profile with
  * errors keeps that command line: the real load reports them); if it can, the
