@@ -257,7 +257,7 @@ def test_full_queue_is_429_with_retry_after(sb_bin):
     with Server(sb_bin, "--workers", "1", "--queue", "0") as srv:
         result = {}
         slow = threading.Thread(target=lambda: result.update(
-            slow=srv.run("import time\ntime.sleep(2)\n")))
+            slow=srv.run("import time\ntime.sleep(8)\n")))
         slow.start()
         deadline = time.monotonic() + 20
         while srv.metrics()["python_sb_workers_busy"] < 1:
