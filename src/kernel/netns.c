@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/nsfs.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -490,25 +492,51 @@ static int keep_net_admin(void)
 	return 0;
 }
 
-/* nft -f - in target's user and network namespaces. Forked, because joining
- * namespaces is for good: the caller stays where it is. */
-static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
-		       pid_t target, char **reterr)
+/* The network namespace of target and the user namespace that owns it, which
+ * is not always target's own: bwrap, run unprivileged, moves its process into
+ * a user namespace nested in the one that owns the network namespace (to map
+ * the sandbox's uid), where nothing has a capability over that network.
+ * *ret_user is -1 when the owner is the caller's own user namespace (root
+ * without a user namespace): there is nothing to join. */
+static int open_target(pid_t target, int *ret_net, int *ret_user, char **reterr)
 {
-	char userns[64], netns[64];
-	_cleanup_close_ int in = -1, err = -1, user_fd = -1, net_fd = -1;
+	_cleanup_close_ int net_fd = -1, user_fd = -1;
+	struct stat owner, ours;
+	char netns[64];
+
+	snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)target);
+	net_fd = open(netns, O_RDONLY | O_CLOEXEC);
+	if (net_fd < 0)
+		return sb_error(reterr, -errno,
+				"cannot open the network namespace of process %d: %s", (int)target,
+				strerror(errno));
+	user_fd = ioctl(net_fd, NS_GET_USERNS);
+	if (user_fd < 0)
+		return sb_error(reterr, -errno,
+				"cannot find the owner of the sandbox's network namespace: %s",
+				strerror(errno));
+	if (fcntl(user_fd, F_SETFD, FD_CLOEXEC) < 0 || fstat(user_fd, &owner) < 0 ||
+	    stat("/proc/self/ns/user", &ours) < 0)
+		return sb_error(reterr, -errno, "cannot compare user namespaces: %s",
+				strerror(errno));
+	if (owner.st_ino == ours.st_ino && owner.st_dev == ours.st_dev)
+		sb_closep(&user_fd);
+	*ret_net = TAKE_FD(net_fd);
+	*ret_user = TAKE_FD(user_fd);
+	return 0;
+}
+
+/* nft -f - in the network namespace (after joining its owner). Forked,
+ * because joining namespaces is for good: the caller stays where it is. */
+static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
+		       int net_fd, int user_fd, char **reterr)
+{
+	_cleanup_close_ int in = -1, err = -1;
 	_cleanup_free_ char *msg = NULL;
 	char *argv[] = {(char *)"nft", (char *)"-f", (char *)"-", NULL};
 	int status, r;
 	pid_t pid;
 
-	snprintf(userns, sizeof(userns), "/proc/%d/ns/user", (int)target);
-	snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)target);
-	user_fd = open(userns, O_RDONLY | O_CLOEXEC);
-	net_fd = open(netns, O_RDONLY | O_CLOEXEC);
-	if (user_fd < 0 || net_fd < 0)
-		return sb_error(reterr, -errno, "cannot open the namespaces of process %d: %s",
-				(int)target, strerror(errno));
 	in = memfd_with("nft-rules", plan->ruleset);
 	err = memfd_with("nft-errors", NULL);
 	if (in < 0 || err < 0)
@@ -518,8 +546,7 @@ static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_t
 	if (pid < 0)
 		return sb_error(reterr, -errno, "cannot start nft: %s", strerror(errno));
 	if (pid == 0) {
-		/* EINVAL: already in that user namespace (root without one). */
-		if ((setns(user_fd, CLONE_NEWUSER) < 0 && errno != EINVAL) ||
+		if ((user_fd >= 0 && setns(user_fd, CLONE_NEWUSER) < 0) ||
 		    setns(net_fd, CLONE_NEWNET) < 0 || keep_net_admin() < 0 ||
 		    dup2(in, STDIN_FILENO) < 0 || dup2(err, STDOUT_FILENO) < 0 ||
 		    dup2(err, STDERR_FILENO) < 0)
@@ -588,13 +615,12 @@ static int move_high(int *fd)
 }
 
 static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
-		       pid_t target, struct sb_netns *ret, char **reterr)
+		       int net_fd, int user_fd, struct sb_netns *ret, char **reterr)
 {
 	int ready[2] = {-1, -1}, exit_pipe[2] = {-1, -1};
-	_cleanup_close_ int out = -1;
+	_cleanup_close_ int out = -1, net_high = -1, user_high = -1;
 	_cleanup_free_ char *msg = NULL;
-	char target_text[32];
-	const char *argv[16];
+	const char *argv[20];
 	size_t n = 0;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -610,6 +636,11 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 	r = move_high(&ready[1]);
 	if (r >= 0)
 		r = move_high(&exit_pipe[0]);
+	/* Copies: the caller's stay where they are. */
+	net_high = fcntl(net_fd, F_DUPFD_CLOEXEC, 10);
+	user_high = user_fd >= 0 ? fcntl(user_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (r >= 0 && (net_high < 0 || (user_fd >= 0 && user_high < 0)))
+		r = -errno;
 	if (r < 0)
 		goto out;
 	out = memfd_with("slirp4netns-output", NULL);
@@ -617,7 +648,6 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 		r = out;
 		goto out;
 	}
-	snprintf(target_text, sizeof(target_text), "%d", (int)target);
 	argv[n++] = "slirp4netns";
 	argv[n++] = "--configure";
 	argv[n++] = "--mtu=65520";
@@ -633,7 +663,11 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 	if (geteuid() == 0)
 		argv[n++] = "--enable-sandbox";
 	argv[n++] = "--enable-seccomp";
-	argv[n++] = target_text;
+	/* The namespaces by descriptor (5, 6), as load_filter() joins them. */
+	argv[n++] = "--netns-type=path";
+	if (user_fd >= 0)
+		argv[n++] = "--userns-path=/proc/self/fd/6";
+	argv[n++] = "/proc/self/fd/5";
 	argv[n++] = "tap0";
 	argv[n] = NULL;
 
@@ -656,7 +690,10 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 	posix_spawn_file_actions_adddup2(&fa, out, STDERR_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, ready[1], 3);
 	posix_spawn_file_actions_adddup2(&fa, exit_pipe[0], 4);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 5);
+	posix_spawn_file_actions_adddup2(&fa, net_high, 5);
+	if (user_high >= 0)
+		posix_spawn_file_actions_adddup2(&fa, user_high, 6);
+	posix_spawn_file_actions_addclosefrom_np(&fa, user_high >= 0 ? 7 : 6);
 	r = -posix_spawn(&pid, tools->slirp4netns, &fa, &attr, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
@@ -700,6 +737,7 @@ out:
 int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
 		   pid_t target, struct sb_netns *ret, char **reterr)
 {
+	_cleanup_close_ int net_fd = -1, user_fd = -1;
 	int r;
 
 	*ret = SB_NETNS_NULL;
@@ -707,11 +745,14 @@ int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools
 		return 0;
 	if (plan->symbolic || !tools->nft || !tools->slirp4netns)
 		return sb_error(reterr, -EINVAL, "the network plan has no pinned addresses");
-	/* The filter first: the namespace never has a route without it. */
-	r = load_filter(plan, tools, target, reterr);
+	r = open_target(target, &net_fd, &user_fd, reterr);
 	if (r < 0)
 		return r;
-	return spawn_slirp(plan, tools, target, ret, reterr);
+	/* The filter first: the namespace never has a route without it. */
+	r = load_filter(plan, tools, net_fd, user_fd, reterr);
+	if (r < 0)
+		return r;
+	return spawn_slirp(plan, tools, net_fd, user_fd, ret, reterr);
 }
 
 void sb_netns_stop(struct sb_netns *n)

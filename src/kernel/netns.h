@@ -9,15 +9,16 @@
 #include "util.h"
 
 /* The network of a sandbox that has a network namespace of its own
- * (os-sandbox=unshare; bwrap's --unshare-net too). Without a net= ALLOW rule
- * the namespace keeps its loopback alone: nothing outside can be reached, and
- * no helper runs. With one, slirp4netns, run in the host's namespaces, gives
- * the namespace a tap0 device (10.0.2.100/24, gateway 10.0.2.2) whose traffic
- * it relays through ordinary sockets of the host, and an nftables table
- * inside the namespace drops every packet the rules do not allow (default
- * drop, DENY rules first, then ALLOW). Host names are pinned: the filter names
- * the addresses resolved once before the start (the Python guard's pin, so
- * both layers agree), and /etc/hosts lists them for native code.
+ * (os-sandbox=unshare; os-sandbox=bwrap, set up from outside: wrap-net.h).
+ * Without a net= ALLOW rule the namespace keeps its loopback alone: nothing
+ * outside can be reached, and no helper runs. With one, slirp4netns, run in
+ * the host's namespaces, gives the namespace a tap0 device (10.0.2.100/24,
+ * gateway 10.0.2.2) whose traffic it relays through ordinary sockets of the
+ * host, and an nftables table inside the namespace drops every packet the
+ * rules do not allow (default drop, DENY rules first, then ALLOW). Host names
+ * are pinned: the filter names the addresses resolved once before the start
+ * (the Python guard's pin, so both layers agree), and /etc/hosts lists them
+ * for native code.
  *
  * slirp4netns's two special addresses stay out of reach unless a rule names
  * them: 10.0.2.2 is the host's own loopback (its 127.0.0.1 services), 10.0.2.3
@@ -70,9 +71,10 @@ struct sb_netns {
 #define SB_NETNS_NULL ((struct sb_netns){.slirp = -1, .exit_fd = -1})
 
 /* From the host's namespaces, for the network namespace of target (a process
- * in it; its user namespace owns it and belongs to our uid): loads the filter
- * in that namespace (nft, after joining target's user and network
- * namespaces), then starts slirp4netns for it and waits until tap0 is
+ * in it; the user namespace that owns it, target's own or one target's is
+ * nested in, belongs to our uid): loads the filter in that namespace (nft,
+ * after joining the owner and the network namespace), then starts slirp4netns
+ * for it (given both by descriptor) and waits until tap0 is
  * configured, so the namespace never has a route without its filter. Nothing
  * to do when !plan->outside. 0, or -errno with *reterr (nothing is left
  * running then). */

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "wrap-net.h"
+
 #define RECORD_MAGIC "python-sb-inside 1"
 #define RECORD_NAME  "python-sb-inside"
 #define RECORD_MAX   (16u << 20)
@@ -162,10 +164,11 @@ struct prepared {
 	int status_read, status_write;
 	int report_file;
 	int tool_fd; /* the tool's own (sb_wrap_request) */
+	struct sb_wrap_net net;
 	char **argv;
 };
 
-#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, -1, NULL})
+#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, -1, SB_WRAP_NET_NULL, NULL})
 
 static void prepared_done(struct prepared *p)
 {
@@ -179,6 +182,7 @@ static void prepared_done(struct prepared *p)
 		close(p->report_file);
 	if (p->tool_fd >= 0)
 		close(p->tool_fd);
+	sb_wrap_net_done(&p->net);
 	sb_strv_free(p->argv);
 	*p = PREPARED_NONE;
 }
@@ -260,6 +264,8 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 					.cwd = l->cwd,
 					.host_env = l->host_env,
 					.tool_fd = &p.tool_fd,
+					.net = &p.net,
+					.explain = explain,
 				    },
 				    &p.argv, reterr);
 	if (r < 0)
@@ -372,6 +378,14 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 			close(p.tool_fd);
 			p.tool_fd = -1;
 		}
+		sb_wrap_net_spawned(&p.net);
+		/* The tool waits until its network is up and filtered; when it
+		 * cannot be, it dies before it may go on. */
+		if (p.net.block_write >= 0) {
+			r = sb_wrap_net_start(&p.net, reterr);
+			if (r < 0)
+				kill(pid, SIGKILL);
+		}
 		while (waitpid(pid, &status, 0) < 0)
 			if (errno != EINTR) {
 				r = -errno;
@@ -383,6 +397,8 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 		sigaction(forwarded_signals[i], &saved_forwarded[i], NULL);
 	for (size_t i = 0; i < ELEMENTSOF(terminal_signals); i++)
 		sigaction(terminal_signals[i], &saved_terminal[i], NULL);
+	if (r < 0 && *reterr)
+		return r;
 	if (r < 0)
 		return sb_error(reterr, r, "cannot run %s: %s", p.argv[0], strerror(-r));
 	o.wait_status = status;

@@ -18,7 +18,12 @@
  *
  * net= ALLOW rules need a host bridge (firejail.net) and firejail's netfilter;
  * without one python-sb stops rather than run on an unfiltered network (the
- * original ran on the host's network when restricted-network was "yes"). */
+ * original ran on the host's network when restricted-network was "yes").
+ * bwrap's way (wrap-net.h: slirp4netns and nftables set up from outside)
+ * does not fit: setuid firejail makes the network namespace as root, owned by
+ * the host's user namespace, where an unprivileged python-sb can neither load
+ * a filter nor attach slirp4netns, and firejail neither tells the pid of its
+ * sandbox nor waits before it runs the program. */
 #include "provider.h"
 
 #include <dirent.h>
@@ -471,16 +476,16 @@ static int build_net(struct builder *bd, const struct sb_profile *p)
 		    bd->reterr, -EPERM,
 		    "net=%s (%s:%u) needs a network for the sandbox, and %s says "
 		    "'restricted-network yes': firejail gives one only to root. Set "
-		    "'restricted-network no' there, or use os-sandbox=bwrap with "
-		    "bwrap.share-net=yes (filtered by the Python guard and seccomp only)",
+		    "'restricted-network no' there, or use os-sandbox=bwrap or unshare (a "
+		    "network namespace of the sandbox's own, filtered by nftables)",
 		    allow->text, allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
 		    allow->origin.line, CONFIG_FILE);
 	return sb_error(bd->reterr, -EOPNOTSUPP,
 			"net=%s (%s:%u) needs a host bridge with firejail's netfilter built from "
 			"the net= rules (%s), which this version of python-sb does not do: "
 			"python-sb will not run the program on an unfiltered network. Use "
-			"os-sandbox=bwrap with bwrap.share-net=yes (filtered by the Python guard "
-			"and seccomp only), or os-sandbox=landlock (TCP ports in the kernel)",
+			"os-sandbox=bwrap or unshare (a network namespace of the sandbox's own, "
+			"filtered by nftables), or os-sandbox=landlock (TCP ports in the kernel)",
 			allow->text, allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
 			allow->origin.line, bridge ? bridge : "firejail.net=<bridge>");
 }

@@ -17,6 +17,7 @@
 
 struct sb_boundary;
 struct sb_interp_paths;
+struct sb_wrap_net;
 
 /* What a wrapper provider's command line must run and keep (build_argv). */
 struct sb_wrap_request {
@@ -31,6 +32,11 @@ struct sb_wrap_request {
 	 * for the program), inheritable; the caller closes it once the tool
 	 * started. Stays -1 when the tool needs none. */
 	int *tool_fd;
+	/* Out: a network namespace the launching side sets up once the tool
+	 * started (wrap-net.h), filled by build_argv with sb_wrap_net_prepare()
+	 * when net= ALLOW rules need one; left as it is otherwise. */
+	struct sb_wrap_net *net;
+	bool explain; /* for --explain: no name resolved */
 };
 
 /* What the provider makes the kernel enforce. The Python guard enforces
