@@ -30,6 +30,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -506,6 +507,29 @@ static int add_option(struct builder *bd, const char *name, const char *value)
 			       : sb_strv_pushf(&bd->argv, "--%s", name);
 }
 
+/* The template's rlimits that a limit-* key of the profile also sets: the
+ * profile's value replaces the template's, which would otherwise cut it
+ * silently (limit-memory=1GB held at 300m: the inner python-sb never raises a
+ * limit). A firejail.rlimit-* line still wins over both. */
+static const struct {
+	const char *option;
+	size_t field; /* in struct sb_limits */
+} profile_limits[] = {
+    {"rlimit-as", offsetof(struct sb_limits, memory_bytes)},
+    {"rlimit-fsize", offsetof(struct sb_limits, file_size_bytes)},
+    {"rlimit-nproc", offsetof(struct sb_limits, processes)},
+    {"rlimit-nofile", offsetof(struct sb_limits, open_files)},
+};
+
+static unsigned long long profile_limit(const struct sb_profile *p, const char *option)
+{
+	for (size_t i = 0; i < ELEMENTSOF(profile_limits); i++)
+		if (streq(profile_limits[i].option, option))
+			return *(const unsigned long long *)((const char *)&p->limits +
+							     profile_limits[i].field);
+	return 0;
+}
+
 /* The template, each option replaced by the profile's line of its name. */
 static int build_template(struct builder *bd, const struct sb_profile *p, bool allow_unix,
 			  bool root, bool identity, const char *self_exe)
@@ -536,6 +560,11 @@ static int build_template(struct builder *bd, const struct sb_profile *p, bool a
 		if (!prm && streq(o->name, "rlimit-as"))
 			continue;
 #endif
+		if (!prm && profile_limit(p, o->name)) {
+			r = sb_strv_pushf(&bd->argv, "--%s=%llu", o->name,
+					  profile_limit(p, o->name));
+			continue;
+		}
 		r = add_option(bd, o->name, prm ? prm->value : o->value);
 	}
 	/* Sockets: what seccomp lets through anyway (firejail's filter first). */

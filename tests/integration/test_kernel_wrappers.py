@@ -763,7 +763,7 @@ def test_timeout_kills_the_program(anyuser):
 @not_under_asan
 def test_firejail_template_limits_and_their_override(sb):
     """The template's rlimits apply (spec section 8), and a profile overrides
-    one by name."""
+    one by name or by its limit-* key."""
     if not HAVE["firejail"]:
         pytest.skip("firejail is not installed")
     code = 'import resource\nprint(resource.getrlimit(resource.RLIMIT_AS)[0])\n'
@@ -771,6 +771,12 @@ def test_firejail_template_limits_and_their_override(sb):
     assert (r.returncode, r.stdout) == (0, f"{300 << 20}\n"), r
     r = sb.run_code(base("firejail") + "firejail.rlimit-as=600m\n", code)
     assert (r.returncode, r.stdout) == (0, f"{600 << 20}\n"), r
+    # The profile's limit-memory is the template's rlimit-as too (not cut to
+    # 300m); a firejail.rlimit-as line still wins.
+    r = sb.run_code(base("firejail") + "limit-memory=1GB\n", code)
+    assert (r.returncode, r.stdout) == (0, "1000000000\n"), r
+    r = sb.run_code(base("firejail") + "limit-memory=1GB\nfirejail.rlimit-as=200m\n", code)
+    assert (r.returncode, r.stdout) == (0, f"{200 << 20}\n"), r
 
 
 # --------------------------------------------------------------------------
