@@ -526,15 +526,19 @@ static int open_target(pid_t target, int *ret_net, int *ret_user, char **reterr)
 	return 0;
 }
 
-/* nft -f - in the network namespace (after joining its owner). Forked,
- * because joining namespaces is for good: the caller stays where it is. */
-static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
-		       int net_fd, int user_fd, char **reterr)
+/* nft -f - in the network namespace (after joining its owner), started by
+ * filter_start() and waited for by filter_wait(). Forked, because joining
+ * namespaces is for good: the caller stays where it is. */
+struct filter_run {
+	pid_t pid;
+	int err; /* nft's output, for the message */
+};
+
+static int filter_start(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
+			int net_fd, int user_fd, struct filter_run *ret, char **reterr)
 {
 	_cleanup_close_ int in = -1, err = -1;
-	_cleanup_free_ char *msg = NULL;
 	char *argv[] = {(char *)"nft", (char *)"-f", (char *)"-", NULL};
-	int status, r;
 	pid_t pid;
 
 	in = memfd_with("nft-rules", plan->ruleset);
@@ -554,7 +558,17 @@ static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_t
 		execve(tools->nft, argv, environ);
 		_exit(127);
 	}
-	r = wait_exit(pid, &status);
+	*ret = (struct filter_run){.pid = pid, .err = TAKE_FD(err)};
+	return 0;
+}
+
+static int filter_wait(struct filter_run *f, char **reterr)
+{
+	_cleanup_close_ int err = TAKE_FD(f->err);
+	_cleanup_free_ char *msg = NULL;
+	int status, r;
+
+	r = wait_exit(f->pid, &status);
 	if (r < 0)
 		return sb_error(reterr, r, "cannot wait for nft: %s", strerror(-r));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -738,7 +752,8 @@ int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools
 		   pid_t target, struct sb_netns *ret, char **reterr)
 {
 	_cleanup_close_ int net_fd = -1, user_fd = -1;
-	int r;
+	struct filter_run filter = {.pid = -1, .err = -1};
+	int r, r_filter;
 
 	*ret = SB_NETNS_NULL;
 	if (!plan->outside)
@@ -748,11 +763,23 @@ int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools
 	r = open_target(target, &net_fd, &user_fd, reterr);
 	if (r < 0)
 		return r;
-	/* The filter first: the namespace never has a route without it. */
-	r = load_filter(plan, tools, net_fd, user_fd, reterr);
+	/* nft and slirp4netns start side by side (each takes ~10 ms), and
+	 * this returns only once both are done: whoever runs the program
+	 * waits for that (the tool on its block descriptor, os-sandbox=
+	 * unshare's process on the helper's report), so the program never has
+	 * a route without the filter. Meanwhile only our own code runs in the
+	 * namespace, and nothing comes in from outside: slirp4netns forwards
+	 * no port into it. */
+	r = filter_start(plan, tools, net_fd, user_fd, &filter, reterr);
 	if (r < 0)
 		return r;
-	return spawn_slirp(plan, tools, net_fd, user_fd, ret, reterr);
+	r = spawn_slirp(plan, tools, net_fd, user_fd, ret, reterr);
+	r_filter = filter_wait(&filter, r < 0 ? NULL : reterr);
+	if (r >= 0 && r_filter < 0) {
+		sb_netns_stop(ret);
+		r = r_filter;
+	}
+	return r;
 }
 
 void sb_netns_stop(struct sb_netns *n)
@@ -775,6 +802,13 @@ void sb_netns_stop(struct sb_netns *n)
 			nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 		}
 	}
+	*n = SB_NETNS_NULL;
+}
+
+void sb_netns_release(struct sb_netns *n)
+{
+	if (n->exit_fd >= 0)
+		close(n->exit_fd);
 	*n = SB_NETNS_NULL;
 }
 

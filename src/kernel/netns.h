@@ -73,15 +73,23 @@ struct sb_netns {
 /* From the host's namespaces, for the network namespace of target (a process
  * in it; the user namespace that owns it, target's own or one target's is
  * nested in, belongs to our uid): loads the filter in that namespace (nft,
- * after joining the owner and the network namespace), then starts slirp4netns
- * for it (given both by descriptor) and waits until tap0 is
- * configured, so the namespace never has a route without its filter. Nothing
- * to do when !plan->outside. 0, or -errno with *reterr (nothing is left
- * running then). */
+ * after joining the owner and the network namespace) and, side by side,
+ * starts slirp4netns for it (given both by descriptor); returns once the
+ * filter is loaded and tap0 configured. The program must not run in the
+ * namespace before this returns 0: then it never has a route without its
+ * filter. Nothing to do when !plan->outside. 0, or -errno with *reterr
+ * (nothing is left running then). */
 int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
 		   pid_t target, struct sb_netns *ret, char **reterr);
 /* Ends slirp4netns and reaps it; n may be SB_NETNS_NULL. */
 void sb_netns_stop(struct sb_netns *n);
+/* For a caller about to exit once the sandbox is gone: closes the exit
+ * descriptor, on which slirp4netns ends by itself, without waiting for it.
+ * Its exit closes tap0, and the kernel's unregistering of the device takes
+ * tens of milliseconds (RCU grace periods) that nobody needs to wait for: the
+ * namespace has no process left to serve. The caller's exit hands it to the
+ * reaper. n may be SB_NETNS_NULL. */
+void sb_netns_release(struct sb_netns *n);
 
 /* Brings the loopback interface of the caller's network namespace up (a new
  * namespace has it down); needs CAP_NET_ADMIN there. 0 or -errno. */

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -38,7 +39,7 @@ static int put_entry(struct sb_buf *b, const char *key, const char *value)
 
 /* The record's text: NUL-separated key=value entries after the magic. */
 static int record_text(const struct sb_wrap_launch *l, int status_fd, int report_fd,
-		       struct sb_buf *b)
+		       int net_ready_fd, struct sb_buf *b)
 {
 	char num[16];
 	int r;
@@ -54,6 +55,9 @@ static int record_text(const struct sb_wrap_launch *l, int status_fd, int report
 	snprintf(num, sizeof(num), "%d", report_fd);
 	if (r >= 0 && report_fd >= 0)
 		r = put_entry(b, "report-fd", num);
+	snprintf(num, sizeof(num), "%d", net_ready_fd);
+	if (r >= 0 && net_ready_fd >= 0)
+		r = put_entry(b, "net-ready-fd", num);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(terminal_signals); i++) {
 		struct sigaction sa;
 
@@ -86,24 +90,30 @@ static int record_text(const struct sb_wrap_launch *l, int status_fd, int report
 	return r;
 }
 
-/* A sealed memfd holding the record, inherited by the wrapper. */
-static int record_create(const struct sb_wrap_launch *l, int status_fd, int report_fd, int *ret_fd,
-			 char **reterr)
+/* The memfd that will hold the record, inherited by the wrapper: made first,
+ * since the tool's command line names it, and written once the command line
+ * is known (record_write()). */
+static int record_open(int *ret_fd, char **reterr)
 {
-	_cleanup_close_ int fd = -1;
+	int fd = memfd_create(RECORD_NAME, MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return sb_error(reterr, -errno, "memfd_create: %s", strerror(errno));
+	*ret_fd = fd;
+	return 0;
+}
+
+/* The record written and sealed. */
+static int record_write(const struct sb_wrap_launch *l, int fd, int status_fd, int report_fd,
+			int net_ready_fd, char **reterr)
+{
 	struct sb_buf b = {0};
 	int r;
 
-	r = record_text(l, status_fd, report_fd, &b);
+	r = record_text(l, status_fd, report_fd, net_ready_fd, &b);
 	if (r < 0) {
 		sb_buf_reset(&b);
 		return r;
-	}
-	fd = memfd_create(RECORD_NAME, MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		r = -errno;
-		sb_buf_reset(&b);
-		return sb_error(reterr, r, "memfd_create: %s", strerror(-r));
 	}
 	for (size_t off = 0; off < b.len;) {
 		ssize_t n = write(fd, b.data + off, b.len - off);
@@ -122,8 +132,6 @@ static int record_create(const struct sb_wrap_launch *l, int status_fd, int repo
 	if (fcntl(fd, F_ADD_SEALS, ALL_SEALS) < 0)
 		return sb_error(reterr, -errno, "cannot seal the handover record: %s",
 				strerror(errno));
-	*ret_fd = fd;
-	fd = -1;
 	return 0;
 }
 
@@ -238,7 +246,7 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 	r = open_report(l, explain, &p, &report, reterr);
 	if (r < 0)
 		return r;
-	r = record_create(l, p.status_write, report, &p.record_fd, reterr);
+	r = record_open(&p.record_fd, reterr);
 	if (r < 0)
 		return r;
 	keep[n_keep++] = p.record_fd;
@@ -268,6 +276,9 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 					.explain = explain,
 				    },
 				    &p.argv, reterr);
+	if (r < 0)
+		return r;
+	r = record_write(l, p.record_fd, p.status_write, report, p.net.ready_inner, reterr);
 	if (r < 0)
 		return r;
 	*ret = p;
@@ -379,10 +390,14 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 			p.tool_fd = -1;
 		}
 		sb_wrap_net_spawned(&p.net);
-		/* The tool waits until its network is up and filtered; when it
-		 * cannot be, it dies before it may go on. */
-		if (p.net.block_write >= 0) {
-			r = sb_wrap_net_start(&p.net, reterr);
+		/* The inner python-sb waits until its network is up and
+		 * filtered (wrap-net.h); when it cannot be, the tool dies. */
+		if (p.net.ready_ours >= 0) {
+			pid_t target;
+
+			r = sb_wrap_net_read_pid(&p.net, &target, reterr);
+			if (r >= 0)
+				r = sb_wrap_net_start(&p.net, target, reterr);
 			if (r < 0)
 				kill(pid, SIGKILL);
 		}
@@ -489,7 +504,8 @@ void sb_wrap_inside_done(struct sb_wrap_inside *in)
 	sb_strv_free(in->env);
 	sb_strv_free(in->files);
 	free(in->worker_config);
-	*in = (struct sb_wrap_inside){.status_fd = -1, .report_fd = -1};
+	sb_closep(&in->net_ready_fd);
+	*in = SB_WRAP_INSIDE_NULL;
 }
 
 /* Only the sealed memfd the launching side made is a record. */
@@ -544,6 +560,13 @@ static int parse_record(struct sb_wrap_inside *in, const char *data, size_t len,
 				r = -EPROTO;
 			else
 				in->status_fd = (int)fd;
+		} else if ((v = startswith(e, "net-ready-fd="))) {
+			unsigned long long fd;
+
+			if (sb_safe_atou64(v, &fd) < 0 || fd < 3 || fd > INT_MAX)
+				r = -EPROTO;
+			else
+				in->net_ready_fd = (int)fd;
 		} else if ((v = startswith(e, "report-fd="))) {
 			unsigned long long fd;
 
@@ -585,7 +608,7 @@ static int parse_record(struct sb_wrap_inside *in, const char *data, size_t len,
 
 int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **reterr)
 {
-	struct sb_wrap_inside in = {.status_fd = -1, .report_fd = -1};
+	struct sb_wrap_inside in = SB_WRAP_INSIDE_NULL;
 	_cleanup_free_ char *data = NULL;
 	struct pollfd pfd;
 	unsigned long long v;
@@ -615,6 +638,13 @@ int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **
 	explicit_bzero(data, (size_t)n);
 	if (r >= 0 && fcntl(in.status_fd, F_SETFD, FD_CLOEXEC) < 0)
 		r = sb_error(reterr, -errno, "--pysandboxes-inside: no status descriptor");
+	if (r >= 0 && in.net_ready_fd >= 0 && fcntl(in.net_ready_fd, F_SETFD, FD_CLOEXEC) < 0)
+		r = sb_error(reterr, -errno, "--pysandboxes-inside: no network descriptor");
+	/* The tool is done with its sandbox: the launching side may set the
+	 * network up now (wrap-net.h), while this start-up goes on. A
+	 * launching side already gone shows when the answer is awaited. */
+	if (r >= 0 && in.net_ready_fd >= 0)
+		(void)send(in.net_ready_fd, "s", 1, MSG_NOSIGNAL);
 	if (r < 0) {
 		sb_wrap_inside_done(&in);
 		return r;
@@ -646,6 +676,23 @@ int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **
 	report(status_fd, "started\n");
 	*ret = in;
 	return 0;
+}
+
+int sb_wrap_inside_wait_network(struct sb_wrap_inside *in, char **reterr)
+{
+	char c = 0;
+	ssize_t n;
+
+	if (in->net_ready_fd < 0)
+		return 0;
+	while ((n = read(in->net_ready_fd, &c, 1)) < 0 && errno == EINTR)
+		;
+	sb_closep(&in->net_ready_fd);
+	if (n == 1 && c == '1')
+		return 0;
+	return sb_error(reterr, -ENETDOWN,
+			"the sandbox's network was not set up (the launching python-sb "
+			"stopped): the program does not run without its filter");
 }
 
 void sb_wrap_inside_detach(struct sb_wrap_inside *in)

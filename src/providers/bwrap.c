@@ -357,11 +357,11 @@ static int build_masks(struct builder *bd, const struct sb_boundary *b, const st
 
 /* A network namespace of the sandbox's own; with net= ALLOW rules, set up
  * from outside once bwrap made it (wrap-net.h): bwrap tells the pid of its
- * first process and waits until the filter is loaded and slirp4netns runs. */
+ * first process. */
 static int build_net(struct builder *bd, const struct sb_profile *p,
 		     const struct sb_wrap_request *req, char **reterr)
 {
-	char info[16], block[16];
+	char info[16];
 	int r;
 
 	if (shares_net(p))
@@ -373,8 +373,7 @@ static int build_net(struct builder *bd, const struct sb_profile *p,
 	if (r < 0)
 		return r;
 	snprintf(info, sizeof(info), "%d", req->net->info_write);
-	snprintf(block, sizeof(block), "%d", req->net->block_read);
-	return sb_argv_add(&bd->argv, "--info-fd", info, "--block-fd", block, NULL);
+	return sb_argv_add(&bd->argv, "--info-fd", info, NULL);
 }
 
 /* The pinned names (wrap-net.h), over whatever the grants show there. */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "net-policy.h"
 
@@ -25,18 +26,27 @@ static int set_cloexec(int fd, bool on)
 	return 0;
 }
 
-/* A pipe whose read end (tool_reads) or write end is the tool's. */
-static int tool_pipe(bool tool_reads, int *ret_ours, int *ret_tools)
+/* A pipe the tool writes to. */
+static int tool_pipe(int *ret_ours, int *ret_tools)
 {
 	int fds[2];
-	int r;
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
-	*ret_tools = fds[tool_reads ? 0 : 1];
-	*ret_ours = fds[tool_reads ? 1 : 0];
-	r = set_cloexec(*ret_tools, false);
-	return r;
+	*ret_ours = fds[0];
+	*ret_tools = fds[1];
+	return set_cloexec(fds[1], false);
+}
+
+static int ready_pair(int *ret_ours, int *ret_inner)
+{
+	int fds[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+		return -errno;
+	*ret_ours = fds[0];
+	*ret_inner = fds[1];
+	return set_cloexec(fds[1], false);
 }
 
 static int hosts_memfd(const char *text)
@@ -85,9 +95,9 @@ int sb_wrap_net_prepare(const struct sb_profile *p, bool symbolic, struct sb_wra
 	if (r >= 0)
 		r = sb_netns_find_tools(&n.plan, &n.tools, reterr);
 	if (r >= 0)
-		r = tool_pipe(false, &n.info_read, &n.info_write);
+		r = tool_pipe(&n.info_read, &n.info_write);
 	if (r >= 0)
-		r = tool_pipe(true, &n.block_write, &n.block_read);
+		r = ready_pair(&n.ready_ours, &n.ready_inner);
 	if (r >= 0) {
 		n.hosts_fd = hosts_memfd(n.plan.hosts);
 		r = n.hosts_fd < 0 ? n.hosts_fd : 0;
@@ -105,7 +115,7 @@ int sb_wrap_net_prepare(const struct sb_profile *p, bool symbolic, struct sb_wra
 void sb_wrap_net_spawned(struct sb_wrap_net *n)
 {
 	sb_closep(&n->info_write);
-	sb_closep(&n->block_read);
+	sb_closep(&n->ready_inner);
 	sb_closep(&n->hosts_fd);
 }
 
@@ -144,34 +154,49 @@ static int read_child_pid(int fd, pid_t *ret)
 	return 0;
 }
 
-int sb_wrap_net_start(struct sb_wrap_net *n, char **reterr)
+int sb_wrap_net_read_pid(struct sb_wrap_net *n, pid_t *ret, char **reterr)
 {
-	pid_t pid;
-	int r;
+	int r = read_child_pid(n->info_read, ret);
 
-	r = read_child_pid(n->info_read, &pid);
 	sb_closep(&n->info_read);
 	if (r < 0)
 		return sb_error(reterr, r,
 				"the tool ended before its sandbox was made (it did not tell "
 				"the pid of its first process)");
+	return 0;
+}
+
+int sb_wrap_net_start(struct sb_wrap_net *n, pid_t pid, char **reterr)
+{
+	ssize_t got;
+	char c;
+	int r;
+
+	/* The inner python-sb's word that it started; end-of-file: it never
+	 * did (the tool failed), nothing runs in the namespace. */
+	while ((got = read(n->ready_ours, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (got != 1)
+		return 0;
 	r = sb_netns_start(&n->plan, &n->tools, pid, &n->running, reterr);
 	if (r < 0)
 		return r;
-	/* The network is up and filtered: the tool may run python-sb. */
-	if (write(n->block_write, "1", 1) != 1)
-		return sb_error(reterr, -errno, "cannot let the tool go on: %s", strerror(errno));
-	sb_closep(&n->block_write);
+	/* The network is up and filtered: the inner python-sb may go on. One
+	 * already gone (it stopped on an error of its own) is no error here:
+	 * it reports its status. */
+	(void)send(n->ready_ours, "1", 1, MSG_NOSIGNAL);
+	sb_closep(&n->ready_ours);
 	return 0;
 }
 
 void sb_wrap_net_done(struct sb_wrap_net *n)
 {
-	sb_netns_stop(&n->running);
+	/* The tool has ended, python-sb is about to: not waited for. */
+	sb_netns_release(&n->running);
 	sb_closep(&n->info_read);
 	sb_closep(&n->info_write);
-	sb_closep(&n->block_read);
-	sb_closep(&n->block_write);
+	sb_closep(&n->ready_inner);
+	sb_closep(&n->ready_ours);
 	sb_closep(&n->hosts_fd);
 	sb_netns_plan_done(&n->plan);
 	sb_netns_tools_done(&n->tools);

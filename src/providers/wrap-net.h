@@ -3,10 +3,16 @@
 
 /* A wrapper's network namespace with net= ALLOW rules (os-sandbox=bwrap):
  * the tool makes the namespace (--unshare-net) and writes the pid of its
- * first process (--info-fd); the launching python-sb, in the host's
- * namespaces, loads the nftables filter there and starts slirp4netns for it
- * (sb_netns_start(): os-sandbox=unshare's code, the same plan), and only then
- * lets the tool run python-sb (--block-fd). The filter is loaded from outside
+ * first process (--info-fd). Once the inner python-sb has started (the tool
+ * is done with the namespace then: bwrap configures its loopback itself, which
+ * slirp4netns's configuration must not race; the inner python-sb says so on a
+ * socket pair of this module's, not on the status pipe, whose reading would
+ * fire the lifeline of wrap.c), the launching python-sb, in the
+ * host's namespaces, loads the nftables filter there and starts slirp4netns
+ * for it (sb_netns_start(): os-sandbox=unshare's code, the same plan), then
+ * tells the inner python-sb, which waits for that word before it enters the
+ * boundary: the record names the descriptor (wrap.h). The inner python-sb's
+ * own start-up runs meanwhile. The filter is loaded from outside
  * rather than by the inner python-sb because slirp4netns must run outside
  * anyway (it relays through the host's sockets), and the inner python-sb
  * would need CAP_NET_ADMIN and nft in the new root for it.
@@ -16,12 +22,9 @@
  * python-sb's guard reads first when it pins the same names: both layers
  * name the same addresses.
  *
- * Fail closed: the tool waits on the block descriptor until the network is up
- * and filtered; when it cannot be, the launching side kills the tool before
- * it closes that descriptor (a tool reading end-of-file there would go on).
- * A launching side killed meanwhile leaves the namespace with its loopback
- * alone (no slirp4netns runs before the filter is loaded), and the tool dies
- * with it (--die-with-parent). */
+ * Fail closed: the inner python-sb runs the program only after reading the
+ * word; end-of-file (the launching side failed, or died) stops it. When the
+ * network cannot be set up, the launching side also kills the tool. */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -32,17 +35,20 @@
 struct sb_wrap_net {
 	struct sb_netns_plan plan;
 	struct sb_netns_tools tools;
-	int info_read, info_write;   /* the tool writes {"child-pid": N, ...} to info_write */
-	int block_read, block_write; /* the tool reads block_read before it runs python-sb */
-	int hosts_fd;		     /* the tool's: the sandbox's /etc/hosts */
+	int info_read, info_write; /* the tool writes {"child-pid": N, ...} to info_write */
+	/* A socket pair: the inner python-sb writes one byte on ready_inner
+	 * when it starts, and reads one once the network is up (a socket:
+	 * writing to an inner python-sb that is gone raises no SIGPIPE). */
+	int ready_inner, ready_ours;
+	int hosts_fd; /* the tool's: the sandbox's /etc/hosts */
 	struct sb_netns running;
 };
 
 #define SB_WRAP_NET_NULL                                                                           \
 	((struct sb_wrap_net){.info_read = -1,                                                     \
 			      .info_write = -1,                                                    \
-			      .block_read = -1,                                                    \
-			      .block_write = -1,                                                   \
+			      .ready_inner = -1,                                                   \
+			      .ready_ours = -1,                                                    \
 			      .hosts_fd = -1,                                                      \
 			      .running = SB_NETNS_NULL})
 
@@ -56,13 +62,21 @@ bool sb_wrap_net_wanted(const struct sb_profile *p);
 int sb_wrap_net_prepare(const struct sb_profile *p, bool symbolic, struct sb_wrap_net *ret,
 			char **reterr);
 
-/* Once the tool is spawned: closes the tool's ends here. */
+/* Once the tool is spawned: closes the tool's and the inner python-sb's ends
+ * here. */
 void sb_wrap_net_spawned(struct sb_wrap_net *n);
 
-/* Reads the tool's pid, loads the filter, starts slirp4netns and releases
- * the tool. 0, or -errno with *reterr: then the caller kills the tool before
- * sb_wrap_net_done(). */
-int sb_wrap_net_start(struct sb_wrap_net *n, char **reterr);
+/* Reads the tool's pid (first, before the inner python-sb starts). 0, or
+ * -errno with *reterr (the tool ended). */
+int sb_wrap_net_read_pid(struct sb_wrap_net *n, pid_t *ret, char **reterr);
 
-/* Stops slirp4netns (the tool has ended) and closes everything. */
+/* Waits for the inner python-sb's start, then, for the namespace of pid,
+ * loads the filter, starts slirp4netns and tells the inner python-sb. 0
+ * (also when no inner python-sb started: the tool's status says why), or
+ * -errno with *reterr: then the caller kills the tool. */
+int sb_wrap_net_start(struct sb_wrap_net *n, pid_t pid, char **reterr);
+
+/* Once the tool has ended, when the launching python-sb is about to exit:
+ * releases slirp4netns (sb_netns_release(), not waited for) and closes
+ * everything. */
 void sb_wrap_net_done(struct sb_wrap_net *n);

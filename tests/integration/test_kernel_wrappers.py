@@ -390,8 +390,18 @@ def test_bwrap_net_reaches_the_host_only_where_a_rule_allows(bwrap_netuser):
             py("udp to the dns forwarder", udp)
             print("interfaces:", sorted(l.split(":")[0].strip()
                                         for l in open("/proc/self/net/dev").readlines()[2:]))
+            # The network's word (a socket) is read and closed before the
+            # program runs; what is left past stdio is the status pipe.
+            def target(fd):
+                try:
+                    return os.readlink(f"/proc/self/fd/{{fd}}")
+                except OSError:  # listdir's own, closed
+                    return ""
+            print("sockets:", [fd for fd in os.listdir("/proc/self/fd")
+                               if target(fd).startswith("socket:")])
             ''')
         assert r.returncode == 0, r
+        assert o["sockets"] == "[]", r
         assert o["allowed"] == "OK", r
         # nftables refuses at once (a reset); 127.0.0.1 is the sandbox's own
         # loopback, where nothing listens.
