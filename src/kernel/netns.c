@@ -894,7 +894,10 @@ static _Noreturn void helper_main(const struct sb_netns_plan *plan,
 		_exit(1);
 	while (read(go, &end, 1) < 0 && errno == EINTR)
 		;
-	sb_netns_stop(&n);
+	/* Not waited for (sb_netns_release()): the helper holds the caller's
+	 * stdout and stderr, and whoever reads them to their end would wait
+	 * for slirp4netns's tear-down too. */
+	sb_netns_release(&n);
 	_exit(0);
 }
 

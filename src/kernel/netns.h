@@ -26,9 +26,10 @@
  *
  * Use: sb_netns_plan_build() (pure), sb_netns_find_tools() before any other
  * step, then from the host's namespaces, once the target process is in the
- * new network namespace, sb_netns_start(); sb_netns_stop() at the end. A
- * caller that moves into the new namespaces itself (unshare) forks a helper
- * first: sb_netns_helper_fork(), then sb_netns_helper_start() once it is in. */
+ * new network namespace, sb_netns_start(); sb_netns_stop() at the end (or
+ * sb_netns_release() for a caller about to exit). A caller that moves into
+ * the new namespaces itself (unshare) forks a helper first:
+ * sb_netns_helper_fork(), then sb_netns_helper_start() once it is in. */
 
 #define SB_NETNS_GUEST	 "10.0.2.100"
 #define SB_NETNS_GATEWAY "10.0.2.2" /* the host's loopback */
