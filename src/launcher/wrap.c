@@ -393,11 +393,7 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 		/* The inner python-sb waits until its network is up and
 		 * filtered (wrap-net.h); when it cannot be, the tool dies. */
 		if (p.net.ready_ours >= 0) {
-			pid_t target;
-
-			r = sb_wrap_net_read_pid(&p.net, &target, reterr);
-			if (r >= 0)
-				r = sb_wrap_net_start(&p.net, target, reterr);
+			r = sb_wrap_net_start(&p.net, reterr);
 			if (r < 0)
 				kill(pid, SIGKILL);
 		}

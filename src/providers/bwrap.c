@@ -356,12 +356,10 @@ static int build_masks(struct builder *bd, const struct sb_boundary *b, const st
 }
 
 /* A network namespace of the sandbox's own; with net= ALLOW rules, set up
- * from outside once bwrap made it (wrap-net.h): bwrap tells the pid of its
- * first process. */
+ * from outside once the inner python-sb started in it (wrap-net.h). */
 static int build_net(struct builder *bd, const struct sb_profile *p,
 		     const struct sb_wrap_request *req, char **reterr)
 {
-	char info[16];
 	int r;
 
 	if (shares_net(p))
@@ -369,11 +367,7 @@ static int build_net(struct builder *bd, const struct sb_profile *p,
 	r = sb_argv_add(&bd->argv, "--unshare-net", NULL);
 	if (r < 0 || !sb_wrap_net_wanted(p))
 		return r;
-	r = sb_wrap_net_prepare(p, req->explain, req->net, reterr);
-	if (r < 0)
-		return r;
-	snprintf(info, sizeof(info), "%d", req->net->info_write);
-	return sb_argv_add(&bd->argv, "--info-fd", info, NULL);
+	return sb_wrap_net_prepare(p, req->explain, req->net, reterr);
 }
 
 /* The pinned names (wrap-net.h), over whatever the grants show there. */

@@ -3,7 +3,6 @@
 #include "wrap-net.h"
 
 #include <fcntl.h>
-#include <limits.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -17,36 +16,21 @@ bool sb_wrap_net_wanted(const struct sb_profile *p)
 	return false;
 }
 
-static int set_cloexec(int fd, bool on)
-{
-	int flags = fcntl(fd, F_GETFD);
-
-	if (flags < 0 || fcntl(fd, F_SETFD, on ? flags | FD_CLOEXEC : flags & ~FD_CLOEXEC) < 0)
-		return -errno;
-	return 0;
-}
-
-/* A pipe the tool writes to. */
-static int tool_pipe(int *ret_ours, int *ret_tools)
-{
-	int fds[2];
-
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	*ret_ours = fds[0];
-	*ret_tools = fds[1];
-	return set_cloexec(fds[1], false);
-}
-
+/* The socket pair: ours receives the inner python-sb's credentials (its pid
+ * as this process sees it, whatever PID namespace it is in); the other end is
+ * inherited through the tool. */
 static int ready_pair(int *ret_ours, int *ret_inner)
 {
-	int fds[2];
+	int fds[2], on = 1;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
 		return -errno;
 	*ret_ours = fds[0];
 	*ret_inner = fds[1];
-	return set_cloexec(fds[1], false);
+	if (setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) < 0 ||
+	    fcntl(fds[1], F_SETFD, 0) < 0)
+		return -errno;
+	return 0;
 }
 
 static int hosts_memfd(const char *text)
@@ -95,8 +79,6 @@ int sb_wrap_net_prepare(const struct sb_profile *p, bool symbolic, struct sb_wra
 	if (r >= 0)
 		r = sb_netns_find_tools(&n.plan, &n.tools, reterr);
 	if (r >= 0)
-		r = tool_pipe(&n.info_read, &n.info_write);
-	if (r >= 0)
 		r = ready_pair(&n.ready_ours, &n.ready_inner);
 	if (r >= 0) {
 		n.hosts_fd = hosts_memfd(n.plan.hosts);
@@ -114,69 +96,59 @@ int sb_wrap_net_prepare(const struct sb_profile *p, bool symbolic, struct sb_wra
 
 void sb_wrap_net_spawned(struct sb_wrap_net *n)
 {
-	sb_closep(&n->info_write);
 	sb_closep(&n->ready_inner);
 	sb_closep(&n->hosts_fd);
 }
 
-/* bwrap's --info-fd text: a JSON object whose first member is
- * "child-pid": N (the tool's first process, in the host's PID namespace). */
-static int read_child_pid(int fd, pid_t *ret)
+/* The inner python-sb's word that it started, with its pid: the kernel
+ * attaches the sender's credentials (SO_PASSCRED), its pid translated into
+ * our PID namespace. 0 with *ret; 0 with *ret = 0 when the other end closed
+ * without a word; -errno. */
+static int receive_start(int fd, pid_t *ret)
 {
-	char buf[1024];
-	size_t len = 0;
-	const char *key;
-	char *end;
-	long pid;
-
-	for (;;) {
-		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len == sizeof(buf) - 1)
-			break;
-	}
-	buf[len] = '\0';
-	key = strstr(buf, "\"child-pid\":");
-	if (!key)
-		return -EPROTO;
-	errno = 0;
-	pid = strtol(key + strlen("\"child-pid\":"), &end, 10);
-	if (errno || end == key || pid <= 0 || pid > INT_MAX)
-		return -EPROTO;
-	*ret = (pid_t)pid;
-	return 0;
-}
-
-int sb_wrap_net_read_pid(struct sb_wrap_net *n, pid_t *ret, char **reterr)
-{
-	int r = read_child_pid(n->info_read, ret);
-
-	sb_closep(&n->info_read);
-	if (r < 0)
-		return sb_error(reterr, r,
-				"the tool ended before its sandbox was made (it did not tell "
-				"the pid of its first process)");
-	return 0;
-}
-
-int sb_wrap_net_start(struct sb_wrap_net *n, pid_t pid, char **reterr)
-{
-	ssize_t got;
+	union {
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+		struct cmsghdr align;
+	} control;
 	char c;
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	struct msghdr msg = {
+	    .msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = control.buf,
+	    .msg_controllen = sizeof(control.buf),
+	};
+	ssize_t n;
+
+	*ret = 0;
+	while ((n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS) {
+			struct ucred cred;
+
+			memcpy(&cred, CMSG_DATA(cm), sizeof(cred));
+			*ret = cred.pid;
+		}
+	return *ret > 0 ? 0 : -EPROTO;
+}
+
+int sb_wrap_net_start(struct sb_wrap_net *n, char **reterr)
+{
+	pid_t pid;
 	int r;
 
-	/* The inner python-sb's word that it started; end-of-file: it never
-	 * did (the tool failed), nothing runs in the namespace. */
-	while ((got = read(n->ready_ours, &c, 1)) < 0 && errno == EINTR)
-		;
-	if (got != 1)
+	r = receive_start(n->ready_ours, &pid);
+	if (r < 0)
+		return sb_error(reterr, r, "cannot hear from python-sb inside the sandbox: %s",
+				strerror(-r));
+	/* It never started (the tool failed): nothing runs in the namespace,
+	 * the tool's status says why. */
+	if (pid == 0)
 		return 0;
 	r = sb_netns_start(&n->plan, &n->tools, pid, &n->running, reterr);
 	if (r < 0)
@@ -193,8 +165,6 @@ void sb_wrap_net_done(struct sb_wrap_net *n)
 {
 	/* The tool has ended, python-sb is about to: not waited for. */
 	sb_netns_release(&n->running);
-	sb_closep(&n->info_read);
-	sb_closep(&n->info_write);
 	sb_closep(&n->ready_inner);
 	sb_closep(&n->ready_ours);
 	sb_closep(&n->hosts_fd);

@@ -2,20 +2,19 @@
 #pragma once
 
 /* A wrapper's network namespace with net= ALLOW rules (os-sandbox=bwrap):
- * the tool makes the namespace (--unshare-net) and writes the pid of its
- * first process (--info-fd). Once the inner python-sb has started (the tool
- * is done with the namespace then: bwrap configures its loopback itself, which
- * slirp4netns's configuration must not race; the inner python-sb says so on a
- * socket pair of this module's, not on the status pipe, whose reading would
- * fire the lifeline of wrap.c), the launching python-sb, in the
- * host's namespaces, loads the nftables filter there and starts slirp4netns
- * for it (sb_netns_start(): os-sandbox=unshare's code, the same plan), then
- * tells the inner python-sb, which waits for that word before it enters the
- * boundary: the record names the descriptor (wrap.h). The inner python-sb's
- * own start-up runs meanwhile. The filter is loaded from outside
- * rather than by the inner python-sb because slirp4netns must run outside
- * anyway (it relays through the host's sockets), and the inner python-sb
- * would need CAP_NET_ADMIN and nft in the new root for it.
+ * the tool makes the namespace (--unshare-net); once the inner python-sb has
+ * started in it (the tool is done with the namespace then: bwrap configures
+ * its loopback itself, which slirp4netns's configuration must not race), it
+ * says so on a socket pair of this module's, whose end the sealed record
+ * names (wrap.h), and the kernel gives us its pid with the word
+ * (SCM_CREDENTIALS). The launching python-sb, in the host's namespaces, then
+ * loads the nftables filter in that process's network namespace and starts
+ * slirp4netns for it (sb_netns_start(): os-sandbox=unshare's code, the same
+ * plan), and answers; the inner python-sb's own start-up runs meanwhile, and
+ * it enters the boundary only after the answer. The filter is loaded from
+ * outside rather than by the inner python-sb because slirp4netns must run
+ * outside anyway (it relays through the host's sockets), and the inner
+ * python-sb would need CAP_NET_ADMIN and nft in the new root for it.
  *
  * Host names are pinned here, where the host's resolver is reachable; the
  * sandbox's /etc/hosts (--ro-bind-data) lists the pins, which the inner
@@ -23,8 +22,10 @@
  * name the same addresses.
  *
  * Fail closed: the inner python-sb runs the program only after reading the
- * word; end-of-file (the launching side failed, or died) stops it. When the
- * network cannot be set up, the launching side also kills the tool. */
+ * answer; end-of-file (the launching side failed, or died) stops it. When the
+ * network cannot be set up, the launching side also kills the tool. (Not the
+ * status pipe for the word: reading it while the inner python-sb runs would
+ * fire wrap.c's lifeline.) */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -35,22 +36,18 @@
 struct sb_wrap_net {
 	struct sb_netns_plan plan;
 	struct sb_netns_tools tools;
-	int info_read, info_write; /* the tool writes {"child-pid": N, ...} to info_write */
 	/* A socket pair: the inner python-sb writes one byte on ready_inner
-	 * when it starts, and reads one once the network is up (a socket:
-	 * writing to an inner python-sb that is gone raises no SIGPIPE). */
+	 * when it starts, and reads one once the network is up (a socket: its
+	 * credentials come with the word, and writing to an inner python-sb
+	 * that is gone raises no SIGPIPE). */
 	int ready_inner, ready_ours;
 	int hosts_fd; /* the tool's: the sandbox's /etc/hosts */
 	struct sb_netns running;
 };
 
 #define SB_WRAP_NET_NULL                                                                           \
-	((struct sb_wrap_net){.info_read = -1,                                                     \
-			      .info_write = -1,                                                    \
-			      .ready_inner = -1,                                                   \
-			      .ready_ours = -1,                                                    \
-			      .hosts_fd = -1,                                                      \
-			      .running = SB_NETNS_NULL})
+	((struct sb_wrap_net){                                                                     \
+	    .ready_inner = -1, .ready_ours = -1, .hosts_fd = -1, .running = SB_NETNS_NULL})
 
 /* Whether the profile's net= rules need a network from outside (an ALLOW
  * rule). */
@@ -66,15 +63,11 @@ int sb_wrap_net_prepare(const struct sb_profile *p, bool symbolic, struct sb_wra
  * here. */
 void sb_wrap_net_spawned(struct sb_wrap_net *n);
 
-/* Reads the tool's pid (first, before the inner python-sb starts). 0, or
- * -errno with *reterr (the tool ended). */
-int sb_wrap_net_read_pid(struct sb_wrap_net *n, pid_t *ret, char **reterr);
-
-/* Waits for the inner python-sb's start, then, for the namespace of pid,
- * loads the filter, starts slirp4netns and tells the inner python-sb. 0
- * (also when no inner python-sb started: the tool's status says why), or
- * -errno with *reterr: then the caller kills the tool. */
-int sb_wrap_net_start(struct sb_wrap_net *n, pid_t pid, char **reterr);
+/* Waits for the inner python-sb's start, then, for its network namespace,
+ * loads the filter, starts slirp4netns and answers it. 0 (also when no inner
+ * python-sb started: the tool's status says why), or -errno with *reterr:
+ * then the caller kills the tool. */
+int sb_wrap_net_start(struct sb_wrap_net *n, char **reterr);
 
 /* Once the tool has ended, when the launching python-sb is about to exit:
  * releases slirp4netns (sb_netns_release(), not waited for) and closes
