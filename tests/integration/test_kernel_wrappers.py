@@ -39,7 +39,7 @@ from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, IS_ASAN, NATIVE_PRELUDE, SANITI
                       TIMEOUT, Sandbox, not_under_asan, outcomes, run_native)
 from test_kernel_landlock import (accepted, free_port, tcp, tracer_pid,  # noqa: F401
                                   unix_listener, victim)
-from test_kernel_unshare import HostListener, net_user, tools_missing, tun_usable_by
+from test_kernel_unshare import HostListener, tools_missing, tun_usable_by
 
 SECRET = "TOP-SECRET-5f3a9c"
 ORIGINAL = "ORIGINAL-ro-content\n"
@@ -350,28 +350,37 @@ def test_no_net_rule_no_inet_socket(anyuser, tcp):
     assert listener.received() is None
 
 
-# bwrap with net= ALLOW rules: its network namespace gets slirp4netns and the
-# nftables filter of os-sandbox=unshare, set up from outside (wrap-net.h).
-# The sandbox reaches the host's loopback as 10.0.2.2, only where a rule names
-# that address.
+# net= ALLOW rules under bwrap (and firejail as root): the tool's network
+# namespace gets slirp4netns and the nftables filter of os-sandbox=unshare,
+# set up from outside (wrap-net.h). The sandbox reaches the host's loopback as
+# 10.0.2.2, only where a rule names that address.
 
 
-def bwrap_net_user(request):
-    if not HAVE["bwrap"]:
-        pytest.skip("bwrap is not installed")
-    return net_user(request)
+def net_wrapper_user(request, w, user):
+    """The sandbox for a filtered network under w as user; firejail only as
+    root (unprivileged its run stops: test_firejail_net_rules_stop_unprivileged)."""
+    if not HAVE[w]:
+        pytest.skip(f"{w} is not installed")
+    if w == "firejail" and (user != "caller" or os.geteuid() != 0):
+        pytest.skip("firejail gets a filtered network as root only")
+    if tools_missing():
+        pytest.skip(f"not installed: {tools_missing()} (scripts/deps.sh test installs them)")
+    sb = request.getfixturevalue("sb" if user == "caller" else "sb_nobody")
+    if not tun_usable_by(sb):
+        pytest.skip("/dev/net/tun is not readable and writable by the sandbox's user here "
+                    "(mode 0600; Debian's udev makes it 0666)")
+    return sb
 
 
-@pytest.fixture(params=["caller", "nobody"])
-def bwrap_netuser(request):
-    return bwrap_net_user(request)
+NET_CASES = [("bwrap", "caller"), ("bwrap", "nobody"), ("firejail", "caller")]
 
 
-def test_bwrap_net_reaches_the_host_only_where_a_rule_allows(bwrap_netuser):
-    sb = bwrap_netuser
+@pytest.mark.parametrize("w,user", NET_CASES)
+def test_net_reaches_the_host_only_where_a_rule_allows(request, w, user):
+    sb = net_wrapper_user(request, w, user)
     allowed, other = HostListener(), HostListener()
     try:
-        r, o = run_native(sb, base("bwrap") + f"net=ALLOW|tcp|10.0.2.2|{allowed.port}|OUT\n", f'''
+        r, o = run_native(sb, base(w) + f"net=ALLOW|tcp|10.0.2.2|{allowed.port}|OUT\n", f'''
             def connect(host, port):
                 def go():
                     c = socket.create_connection((host, port), timeout=3)
@@ -416,17 +425,17 @@ def test_bwrap_net_reaches_the_host_only_where_a_rule_allows(bwrap_netuser):
         other.close()
 
 
-def test_bwrap_net_udp_only_where_a_rule_allows(sb):
+@pytest.mark.parametrize("w", ["bwrap", "firejail"])
+def test_net_udp_only_where_a_rule_allows(request, w):
     """A udp rule for one port of the host's loopback: seccomp lets UDP
     sockets be made, the datagram to that port arrives, the filter refuses
     every other destination at once (EPERM from the output chain)."""
-    if not HAVE["bwrap"] or tools_missing():
-        pytest.skip("bwrap, slirp4netns or nft is not installed")
+    sb = net_wrapper_user(request, w, "caller")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
         listener.bind(("127.0.0.1", 0))
         listener.settimeout(3)
         port = listener.getsockname()[1]
-        r, o = run_native(sb, base("bwrap") + f"net=ALLOW|udp|10.0.2.2|{port}|OUT\n", f'''
+        r, o = run_native(sb, base(w) + f"net=ALLOW|udp|10.0.2.2|{port}|OUT\n", f'''
             u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             print("socket: OK")
             def send(host, port):
@@ -472,23 +481,19 @@ def in_private_mounts(sb, script, *args):
 
 
 @pytest.mark.parametrize("py_sandbox", [False, True])
-@pytest.mark.parametrize("user", ["caller", "nobody"])
-def test_bwrap_net_pinned_names(sb_bin, tmp_path, request, user, py_sandbox):
+@pytest.mark.parametrize("w,user", NET_CASES)
+def test_net_pinned_names(tmp_path, request, w, user, py_sandbox):
     """A host name of a rule is pinned outside (the host's /etc/hosts, here
     one of the test's mapping it to the host's loopback as the sandbox sees
     it) and listed in the sandbox's /etc/hosts, where both the program's
     resolver and the guard find it; a name no rule pins is not there."""
-    if not HAVE["bwrap"] or tools_missing():
-        pytest.skip("bwrap, slirp4netns or nft is not installed")
-    sb = request.getfixturevalue("sb" if user == "caller" else "sb_nobody")
-    if not tun_usable_by(sb):
-        pytest.skip("/dev/net/tun is not usable by the sandbox's user here")
+    sb = net_wrapper_user(request, w, user)
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.1 localhost\n10.0.2.2 gateway.sb-test\n10.0.2.2 other.sb-test\n")
     hosts.chmod(0o644)
     listener = HostListener()
     try:
-        profile = (base("bwrap", py_sandbox) + f"net=ALLOW|tcp|gateway.sb-test|{listener.port}|OUT\n"
+        profile = (base(w, py_sandbox) + f"net=ALLOW|tcp|gateway.sb-test|{listener.port}|OUT\n"
                    + ("python-import=*\npython-api=ALLOW:native\n" if py_sandbox else ""))
         sb.profile(profile)
         # The guard refuses reading /etc/hosts itself (no expose rule).
@@ -523,13 +528,13 @@ def test_bwrap_net_pinned_names(sb_bin, tmp_path, request, user, py_sandbox):
         listener.close()
 
 
-def test_bwrap_net_that_cannot_be_set_up_never_runs_the_program(sb):
+@pytest.mark.parametrize("w", ["bwrap", "firejail"])
+def test_net_that_cannot_be_set_up_never_runs_the_program(request, w):
     """slirp4netns cannot open /dev/net/tun (here /dev/null over it): the
-    launching side kills bwrap while it waits, the program never runs."""
-    if not HAVE["bwrap"] or tools_missing():
-        pytest.skip("bwrap, slirp4netns or nft is not installed")
+    launching side kills the tool, the program never runs."""
+    sb = net_wrapper_user(request, w, "caller")
     marker = sb.path("RAN")
-    sb.profile(base("bwrap") + "net=ALLOW|tcp|10.0.2.2|80|OUT\n")
+    sb.profile(base(w) + "net=ALLOW|tcp|10.0.2.2|80|OUT\n")
     s = sb.script(f"open({str(marker)!r}, 'w')\n")
     p = in_private_mounts(sb, "mount --bind /dev/null /dev/net/tun", s)
     assert p.returncode == EXIT_CONFIG, p
@@ -579,17 +584,45 @@ def test_bwrap_share_net_gives_the_host_network(sb, tcp, share):
     assert allowed.received() == b"HELLO" and other.received() is None
 
 
-def test_firejail_net_rules_stop_the_run(sb, tcp):
+def test_firejail_net_rules_stop_unprivileged(sb_bin, sb, tcp):
+    """Unprivileged, firejail's network namespace belongs to root: no filter
+    can be loaded, the run stops (as a regular account: firejail refuses
+    nobody anyway)."""
+    if not HAVE["firejail"]:
+        pytest.skip("firejail is not installed")
+    base_dir = None
+    if os.geteuid() == 0:
+        pw = regular_user()
+        if pw is None:
+            pytest.skip("no ordinary account to run firejail as")
+        base_dir, sb = user_sandbox(sb_bin, pw)
+    try:
+        listener = tcp()
+        marker = sb.path("RAN")
+        r = sb.run_code(base("firejail") + f"net=ALLOW|tcp|127.0.0.1|{listener.port}|OUT\n",
+                        f"open({str(marker)!r}, 'w')\n")
+        assert r.returncode == EXIT_CONFIG, r
+        assert "python-sb will not run the program on an unfiltered network" in r.stderr, r
+        assert "only as root" in r.stderr, r
+        assert not marker.exists()
+        assert listener.received() is None
+    finally:
+        if base_dir:
+            shutil.rmtree(base_dir, ignore_errors=True)
+
+
+def test_firejail_bridge_is_refused(sb, tcp):
+    """firejail.net=<bridge> (firejail's own bridge and netfilter) is not
+    what python-sb does: the run stops, whoever runs it."""
     if not HAVE["firejail"]:
         pytest.skip("firejail is not installed")
     listener = tcp()
     marker = sb.path("RAN")
-    r = sb.run_code(base("firejail") + f"net=ALLOW|tcp|127.0.0.1|{listener.port}|OUT\n",
-                    f"open({str(marker)!r}, 'w')\n")
+    r = sb.run_code(base("firejail") + f"net=ALLOW|tcp|127.0.0.1|{listener.port}|OUT\n"
+                    "firejail.net=br0\n", f"open({str(marker)!r}, 'w')\n")
     assert r.returncode == EXIT_CONFIG, r
-    assert "python-sb will not run the program on an unfiltered network" in r.stderr, r
+    assert "firejail.net=br0" in r.stderr and "unfiltered network" in r.stderr, r
     assert not marker.exists()
-    assert listener.received() is None
 
 
 def test_host_unix_sockets_out_of_reach(box, tmp_path):

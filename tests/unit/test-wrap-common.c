@@ -310,10 +310,28 @@ static void test_firejail_argv(void)
 	sb_strv_free(argv);
 	argv = NULL;
 	r = build(&sb_provider_firejail, "net=ALLOW|tcp|127.0.0.1|80|OUT\n", &argv, &err);
-	/* No bridge and netfilter here; for a user, restricted-network may say
-	 * no first. */
-	tap_ok(r == -EOPNOTSUPP || r == -EPERM,
-	       "net= ALLOW rules: refused, never an unfiltered network");
+	if (geteuid() != 0) {
+		tap_ok(r == -EPERM, "net= ALLOW rules unprivileged: refused, never an "
+				    "unfiltered network");
+		tap_ok(err && strstr(err, "net=ALLOW|tcp|127.0.0.1|80|OUT"), "naming the rule");
+	} else if (access("/usr/bin/slirp4netns", X_OK) == 0 &&
+		   access("/usr/sbin/nft", X_OK) == 0) {
+		char hosts[64];
+
+		snprintf(hosts, sizeof(hosts), "--hosts-file=/proc/self/fd/%d", net.hosts_fd);
+		TAP_IS_INT(r, 0, "net= ALLOW rules as root: a network set up from outside");
+		tap_ok(has_args(argv, "--net=none", NULL) && has_args(argv, hosts, NULL),
+		       "firejail's own namespace, the pinned names as its hosts file");
+	} else {
+		tap_ok(r == -ENOENT, "net= ALLOW rules without slirp4netns or nft: refused");
+	}
+	free(err);
+	err = NULL;
+	sb_strv_free(argv);
+	argv = NULL;
+	r = build(&sb_provider_firejail, "net=ALLOW|tcp|127.0.0.1|80|OUT\nfirejail.net=br0\n",
+		  &argv, &err);
+	tap_ok(r == -EOPNOTSUPP || r == -EPERM, "firejail.net=<bridge>: refused");
 	tap_ok(err && strstr(err, "net=ALLOW|tcp|127.0.0.1|80|OUT"), "naming the rule");
 }
 
