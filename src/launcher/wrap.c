@@ -296,20 +296,36 @@ static void forward_signal(int sig)
 		kill(pid, sig);
 }
 
-/* "started" and "exit=N" lines, from a pipe whose writers are all gone. */
-static void read_status(int fd, struct sb_wrap_outcome *o)
+/* How long the inner python-sb may take to report its exit status after the
+ * tool died of a signal. */
+#define STATUS_WAIT_MS 2000
+
+/* "started" and "exit=N" lines, once the tool has ended: what is there now,
+ * or with wait_ms, what comes until every writer is gone (end-of-file) or
+ * that long. A tool may die of the signal it forwarded before the program's
+ * own exit (firejail and a Ctrl-C the program caught): its python-sb reports
+ * the status a moment later. */
+static void read_status(int fd, struct sb_wrap_outcome *o, unsigned wait_ms)
 {
+	uint64_t deadline = sb_monotonic_ms() + wait_ms;
 	char buf[256];
 	size_t len = 0;
 	ssize_t n;
 
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
+		uint64_t now;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN && (now = sb_monotonic_ms()) < deadline) {
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+			(void)poll(&pfd, 1, (int)(deadline - now));
+			continue;
 		}
+		if (n < 0)
+			break;
 		len += (size_t)n;
 	}
 	buf[len] = '\0';
@@ -413,7 +429,7 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 	if (r < 0)
 		return sb_error(reterr, r, "cannot run %s: %s", p.argv[0], strerror(-r));
 	o.wait_status = status;
-	read_status(p.status_read, &o);
+	read_status(p.status_read, &o, WIFSIGNALED(status) ? STATUS_WAIT_MS : 0);
 	*ret = o;
 	return 0;
 }
