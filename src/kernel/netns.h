@@ -9,7 +9,7 @@
 #include "util.h"
 
 /* The network of a sandbox that has a network namespace of its own
- * (os-sandbox=unshare; os-sandbox=bwrap, set up from outside: wrap-net.h).
+ * (os-sandbox=unshare; bwrap, and firejail as root, from outside: wrap-net.h).
  * Without a net= ALLOW rule the namespace keeps its loopback alone: nothing
  * outside can be reached, and no helper runs. With one, slirp4netns, run in
  * the host's namespaces, gives the namespace a tap0 device (10.0.2.100/24,

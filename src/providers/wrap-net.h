@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A wrapper's network namespace with net= ALLOW rules (os-sandbox=bwrap):
+/* A wrapper's network namespace with net= ALLOW rules (bwrap; firejail as root):
  * the tool makes the namespace (--unshare-net); once the inner python-sb has
  * started in it (the tool is done with the namespace then: bwrap configures
  * its loopback itself, which slirp4netns's configuration must not race), it
