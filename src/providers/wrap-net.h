@@ -1,25 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A wrapper's network namespace with net= ALLOW rules (bwrap; firejail as root):
- * the tool makes the namespace (--unshare-net); once the inner python-sb has
- * started in it (the tool is done with the namespace then: bwrap configures
- * its loopback itself, which slirp4netns's configuration must not race), it
- * says so on a socket pair of this module's, whose end the sealed record
- * names (wrap.h), and the kernel gives us its pid with the word
- * (SCM_CREDENTIALS). The launching python-sb, in the host's namespaces, then
- * loads the nftables filter in that process's network namespace and starts
- * slirp4netns for it (sb_netns_start(): os-sandbox=unshare's code, the same
- * plan), and answers; the inner python-sb's own start-up runs meanwhile, and
- * it enters the boundary only after the answer. The filter is loaded from
- * outside rather than by the inner python-sb because slirp4netns must run
- * outside anyway (it relays through the host's sockets), and the inner
- * python-sb would need CAP_NET_ADMIN and nft in the new root for it.
+/* A wrapper's network namespace with net= ALLOW rules (bwrap; firejail as
+ * root): the tool makes the namespace (bwrap --unshare-net, firejail
+ * --net=none); once the inner python-sb has started in it (the tool is done
+ * with the namespace then: bwrap configures its loopback itself, which
+ * slirp4netns's configuration must not race), it says so on a socket pair of
+ * this module's, whose end the sealed record names (wrap.h), and the kernel
+ * gives us its pid with the word (SCM_CREDENTIALS). The launching python-sb,
+ * in the host's namespaces, then loads the nftables filter in that process's
+ * network namespace and starts slirp4netns for it (sb_netns_start():
+ * os-sandbox=unshare's code, the same plan), and answers; the inner
+ * python-sb's own start-up runs meanwhile, and it enters the boundary only
+ * after the answer. The filter is loaded from outside rather than by the inner
+ * python-sb because slirp4netns must run outside anyway (it relays through
+ * the host's sockets), and the inner python-sb would need CAP_NET_ADMIN and
+ * nft in the new root for it.
  *
  * Host names are pinned here, where the host's resolver is reachable; the
- * sandbox's /etc/hosts (--ro-bind-data) lists the pins, which the inner
- * python-sb's guard reads first when it pins the same names: both layers
- * name the same addresses.
+ * sandbox's /etc/hosts (--ro-bind-data, --hosts-file) lists the pins, which
+ * the inner python-sb's guard reads first when it pins the same names: both
+ * layers name the same addresses.
  *
  * Fail closed: the inner python-sb runs the program only after reading the
  * answer; end-of-file (the launching side failed, or died) stops it. When the
