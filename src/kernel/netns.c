@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/nsfs.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -490,25 +492,55 @@ static int keep_net_admin(void)
 	return 0;
 }
 
-/* nft -f - in target's user and network namespaces. Forked, because joining
- * namespaces is for good: the caller stays where it is. */
-static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
-		       pid_t target, char **reterr)
+/* The network namespace of target and the user namespace that owns it, which
+ * is not always target's own: bwrap, run unprivileged, moves its process into
+ * a user namespace nested in the one that owns the network namespace (to map
+ * the sandbox's uid), where nothing has a capability over that network.
+ * *ret_user is -1 when the owner is the caller's own user namespace (root
+ * without a user namespace): there is nothing to join. */
+static int open_target(pid_t target, int *ret_net, int *ret_user, char **reterr)
 {
-	char userns[64], netns[64];
-	_cleanup_close_ int in = -1, err = -1, user_fd = -1, net_fd = -1;
-	_cleanup_free_ char *msg = NULL;
+	_cleanup_close_ int net_fd = -1, user_fd = -1;
+	struct stat owner, ours;
+	char netns[64];
+
+	snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)target);
+	net_fd = open(netns, O_RDONLY | O_CLOEXEC);
+	if (net_fd < 0)
+		return sb_error(reterr, -errno,
+				"cannot open the network namespace of process %d: %s", (int)target,
+				strerror(errno));
+	user_fd = ioctl(net_fd, NS_GET_USERNS);
+	if (user_fd < 0)
+		return sb_error(reterr, -errno,
+				"cannot find the owner of the sandbox's network namespace: %s",
+				strerror(errno));
+	if (fcntl(user_fd, F_SETFD, FD_CLOEXEC) < 0 || fstat(user_fd, &owner) < 0 ||
+	    stat("/proc/self/ns/user", &ours) < 0)
+		return sb_error(reterr, -errno, "cannot compare user namespaces: %s",
+				strerror(errno));
+	if (owner.st_ino == ours.st_ino && owner.st_dev == ours.st_dev)
+		sb_closep(&user_fd);
+	*ret_net = TAKE_FD(net_fd);
+	*ret_user = TAKE_FD(user_fd);
+	return 0;
+}
+
+/* nft -f - in the network namespace (after joining its owner), started by
+ * filter_start() and waited for by filter_wait(). Forked, because joining
+ * namespaces is for good: the caller stays where it is. */
+struct filter_run {
+	pid_t pid;
+	int err; /* nft's output, for the message */
+};
+
+static int filter_start(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
+			int net_fd, int user_fd, struct filter_run *ret, char **reterr)
+{
+	_cleanup_close_ int in = -1, err = -1;
 	char *argv[] = {(char *)"nft", (char *)"-f", (char *)"-", NULL};
-	int status, r;
 	pid_t pid;
 
-	snprintf(userns, sizeof(userns), "/proc/%d/ns/user", (int)target);
-	snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)target);
-	user_fd = open(userns, O_RDONLY | O_CLOEXEC);
-	net_fd = open(netns, O_RDONLY | O_CLOEXEC);
-	if (user_fd < 0 || net_fd < 0)
-		return sb_error(reterr, -errno, "cannot open the namespaces of process %d: %s",
-				(int)target, strerror(errno));
 	in = memfd_with("nft-rules", plan->ruleset);
 	err = memfd_with("nft-errors", NULL);
 	if (in < 0 || err < 0)
@@ -518,8 +550,7 @@ static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_t
 	if (pid < 0)
 		return sb_error(reterr, -errno, "cannot start nft: %s", strerror(errno));
 	if (pid == 0) {
-		/* EINVAL: already in that user namespace (root without one). */
-		if ((setns(user_fd, CLONE_NEWUSER) < 0 && errno != EINVAL) ||
+		if ((user_fd >= 0 && setns(user_fd, CLONE_NEWUSER) < 0) ||
 		    setns(net_fd, CLONE_NEWNET) < 0 || keep_net_admin() < 0 ||
 		    dup2(in, STDIN_FILENO) < 0 || dup2(err, STDOUT_FILENO) < 0 ||
 		    dup2(err, STDERR_FILENO) < 0)
@@ -527,7 +558,17 @@ static int load_filter(const struct sb_netns_plan *plan, const struct sb_netns_t
 		execve(tools->nft, argv, environ);
 		_exit(127);
 	}
-	r = wait_exit(pid, &status);
+	*ret = (struct filter_run){.pid = pid, .err = TAKE_FD(err)};
+	return 0;
+}
+
+static int filter_wait(struct filter_run *f, char **reterr)
+{
+	_cleanup_close_ int err = TAKE_FD(f->err);
+	_cleanup_free_ char *msg = NULL;
+	int status, r;
+
+	r = wait_exit(f->pid, &status);
 	if (r < 0)
 		return sb_error(reterr, r, "cannot wait for nft: %s", strerror(-r));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -588,13 +629,12 @@ static int move_high(int *fd)
 }
 
 static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
-		       pid_t target, struct sb_netns *ret, char **reterr)
+		       int net_fd, int user_fd, struct sb_netns *ret, char **reterr)
 {
 	int ready[2] = {-1, -1}, exit_pipe[2] = {-1, -1};
-	_cleanup_close_ int out = -1;
+	_cleanup_close_ int out = -1, net_high = -1, user_high = -1;
 	_cleanup_free_ char *msg = NULL;
-	char target_text[32];
-	const char *argv[16];
+	const char *argv[20];
 	size_t n = 0;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -610,6 +650,11 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 	r = move_high(&ready[1]);
 	if (r >= 0)
 		r = move_high(&exit_pipe[0]);
+	/* Copies: the caller's stay where they are. */
+	net_high = fcntl(net_fd, F_DUPFD_CLOEXEC, 10);
+	user_high = user_fd >= 0 ? fcntl(user_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (r >= 0 && (net_high < 0 || (user_fd >= 0 && user_high < 0)))
+		r = -errno;
 	if (r < 0)
 		goto out;
 	out = memfd_with("slirp4netns-output", NULL);
@@ -617,7 +662,6 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 		r = out;
 		goto out;
 	}
-	snprintf(target_text, sizeof(target_text), "%d", (int)target);
 	argv[n++] = "slirp4netns";
 	argv[n++] = "--configure";
 	argv[n++] = "--mtu=65520";
@@ -633,7 +677,11 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 	if (geteuid() == 0)
 		argv[n++] = "--enable-sandbox";
 	argv[n++] = "--enable-seccomp";
-	argv[n++] = target_text;
+	/* The namespaces by descriptor (5, 6), as load_filter() joins them. */
+	argv[n++] = "--netns-type=path";
+	if (user_fd >= 0)
+		argv[n++] = "--userns-path=/proc/self/fd/6";
+	argv[n++] = "/proc/self/fd/5";
 	argv[n++] = "tap0";
 	argv[n] = NULL;
 
@@ -656,7 +704,10 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 	posix_spawn_file_actions_adddup2(&fa, out, STDERR_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, ready[1], 3);
 	posix_spawn_file_actions_adddup2(&fa, exit_pipe[0], 4);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 5);
+	posix_spawn_file_actions_adddup2(&fa, net_high, 5);
+	if (user_high >= 0)
+		posix_spawn_file_actions_adddup2(&fa, user_high, 6);
+	posix_spawn_file_actions_addclosefrom_np(&fa, user_high >= 0 ? 7 : 6);
 	r = -posix_spawn(&pid, tools->slirp4netns, &fa, &attr, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
@@ -700,18 +751,35 @@ out:
 int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
 		   pid_t target, struct sb_netns *ret, char **reterr)
 {
-	int r;
+	_cleanup_close_ int net_fd = -1, user_fd = -1;
+	struct filter_run filter = {.pid = -1, .err = -1};
+	int r, r_filter;
 
 	*ret = SB_NETNS_NULL;
 	if (!plan->outside)
 		return 0;
 	if (plan->symbolic || !tools->nft || !tools->slirp4netns)
 		return sb_error(reterr, -EINVAL, "the network plan has no pinned addresses");
-	/* The filter first: the namespace never has a route without it. */
-	r = load_filter(plan, tools, target, reterr);
+	r = open_target(target, &net_fd, &user_fd, reterr);
 	if (r < 0)
 		return r;
-	return spawn_slirp(plan, tools, target, ret, reterr);
+	/* nft and slirp4netns start side by side (each takes ~10 ms), and
+	 * this returns only once both are done: whoever runs the program
+	 * waits for that (the tool on its block descriptor, os-sandbox=
+	 * unshare's process on the helper's report), so the program never has
+	 * a route without the filter. Meanwhile only our own code runs in the
+	 * namespace, and nothing comes in from outside: slirp4netns forwards
+	 * no port into it. */
+	r = filter_start(plan, tools, net_fd, user_fd, &filter, reterr);
+	if (r < 0)
+		return r;
+	r = spawn_slirp(plan, tools, net_fd, user_fd, ret, reterr);
+	r_filter = filter_wait(&filter, r < 0 ? NULL : reterr);
+	if (r >= 0 && r_filter < 0) {
+		sb_netns_stop(ret);
+		r = r_filter;
+	}
+	return r;
 }
 
 void sb_netns_stop(struct sb_netns *n)
@@ -734,6 +802,13 @@ void sb_netns_stop(struct sb_netns *n)
 			nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 		}
 	}
+	*n = SB_NETNS_NULL;
+}
+
+void sb_netns_release(struct sb_netns *n)
+{
+	if (n->exit_fd >= 0)
+		close(n->exit_fd);
 	*n = SB_NETNS_NULL;
 }
 
@@ -819,7 +894,10 @@ static _Noreturn void helper_main(const struct sb_netns_plan *plan,
 		_exit(1);
 	while (read(go, &end, 1) < 0 && errno == EINTR)
 		;
-	sb_netns_stop(&n);
+	/* Not waited for (sb_netns_release()): the helper holds the caller's
+	 * stdout and stderr, and whoever reads them to their end would wait
+	 * for slirp4netns's tear-down too. */
+	sb_netns_release(&n);
 	_exit(0);
 }
 

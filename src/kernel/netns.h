@@ -9,15 +9,16 @@
 #include "util.h"
 
 /* The network of a sandbox that has a network namespace of its own
- * (os-sandbox=unshare; bwrap's --unshare-net too). Without a net= ALLOW rule
- * the namespace keeps its loopback alone: nothing outside can be reached, and
- * no helper runs. With one, slirp4netns, run in the host's namespaces, gives
- * the namespace a tap0 device (10.0.2.100/24, gateway 10.0.2.2) whose traffic
- * it relays through ordinary sockets of the host, and an nftables table
- * inside the namespace drops every packet the rules do not allow (default
- * drop, DENY rules first, then ALLOW). Host names are pinned: the filter names
- * the addresses resolved once before the start (the Python guard's pin, so
- * both layers agree), and /etc/hosts lists them for native code.
+ * (os-sandbox=unshare; bwrap, and firejail as root, from outside: wrap-net.h).
+ * Without a net= ALLOW rule the namespace keeps its loopback alone: nothing
+ * outside can be reached, and no helper runs. With one, slirp4netns, run in
+ * the host's namespaces, gives the namespace a tap0 device (10.0.2.100/24,
+ * gateway 10.0.2.2) whose traffic it relays through ordinary sockets of the
+ * host, and an nftables table inside the namespace drops every packet the
+ * rules do not allow (default drop, DENY rules first, then ALLOW). Host names
+ * are pinned: the filter names the addresses resolved once before the start
+ * (the Python guard's pin, so both layers agree), and /etc/hosts lists them
+ * for native code.
  *
  * slirp4netns's two special addresses stay out of reach unless a rule names
  * them: 10.0.2.2 is the host's own loopback (its 127.0.0.1 services), 10.0.2.3
@@ -25,9 +26,10 @@
  *
  * Use: sb_netns_plan_build() (pure), sb_netns_find_tools() before any other
  * step, then from the host's namespaces, once the target process is in the
- * new network namespace, sb_netns_start(); sb_netns_stop() at the end. A
- * caller that moves into the new namespaces itself (unshare) forks a helper
- * first: sb_netns_helper_fork(), then sb_netns_helper_start() once it is in. */
+ * new network namespace, sb_netns_start(); sb_netns_stop() at the end (or
+ * sb_netns_release() for a caller about to exit). A caller that moves into
+ * the new namespaces itself (unshare) forks a helper first:
+ * sb_netns_helper_fork(), then sb_netns_helper_start() once it is in. */
 
 #define SB_NETNS_GUEST	 "10.0.2.100"
 #define SB_NETNS_GATEWAY "10.0.2.2" /* the host's loopback */
@@ -70,16 +72,25 @@ struct sb_netns {
 #define SB_NETNS_NULL ((struct sb_netns){.slirp = -1, .exit_fd = -1})
 
 /* From the host's namespaces, for the network namespace of target (a process
- * in it; its user namespace owns it and belongs to our uid): loads the filter
- * in that namespace (nft, after joining target's user and network
- * namespaces), then starts slirp4netns for it and waits until tap0 is
- * configured, so the namespace never has a route without its filter. Nothing
- * to do when !plan->outside. 0, or -errno with *reterr (nothing is left
- * running then). */
+ * in it; the user namespace that owns it, target's own or one target's is
+ * nested in, belongs to our uid): loads the filter in that namespace (nft,
+ * after joining the owner and the network namespace) and, side by side,
+ * starts slirp4netns for it (given both by descriptor); returns once the
+ * filter is loaded and tap0 configured. The program must not run in the
+ * namespace before this returns 0: then it never has a route without its
+ * filter. Nothing to do when !plan->outside. 0, or -errno with *reterr
+ * (nothing is left running then). */
 int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
 		   pid_t target, struct sb_netns *ret, char **reterr);
 /* Ends slirp4netns and reaps it; n may be SB_NETNS_NULL. */
 void sb_netns_stop(struct sb_netns *n);
+/* For a caller about to exit once the sandbox is gone: closes the exit
+ * descriptor, on which slirp4netns ends by itself, without waiting for it.
+ * Its exit closes tap0, and the kernel's unregistering of the device takes
+ * tens of milliseconds (RCU grace periods) that nobody needs to wait for: the
+ * namespace has no process left to serve. The caller's exit hands it to the
+ * reaper. n may be SB_NETNS_NULL. */
+void sb_netns_release(struct sb_netns *n);
 
 /* Brings the loopback interface of the caller's network namespace up (a new
  * namespace has it down); needs CAP_NET_ADMIN there. 0 or -errno. */

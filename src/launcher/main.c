@@ -398,7 +398,13 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		sb_embed_discard(state);
 		return fail("cannot start learning mode", err, r);
 	}
-	r = sb_boundary_enter(&boundary, &kernel_warnings, &status, &err);
+	/* Under a wrapper that gets its network from the launching side: not
+	 * before it is filtered (the wait as late as this, so that the start-up
+	 * above ran meanwhile). */
+	if (wrapping->inside)
+		r = sb_wrap_inside_wait_network(wrapping->inside, &err);
+	if (r >= 0)
+		r = sb_boundary_enter(&boundary, &kernel_warnings, &status, &err);
 	if (r < 0) {
 		sb_embed_discard(state);
 		return fail("the sandbox cannot be applied", err, r);
@@ -576,8 +582,7 @@ static int choose_ipython(struct sb_ipython *ipy, struct sb_cli *cli,
 
 int sb_launcher_main(int argc, char **argv)
 {
-	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside = {.status_fd = -1,
-								       .report_fd = -1};
+	_cleanup_(sb_wrap_inside_done) struct sb_wrap_inside inside = SB_WRAP_INSIDE_NULL;
 	_cleanup_(sb_ipython_done) struct sb_ipython ipython = {0};
 	_cleanup_(sb_cli_done) struct sb_cli cli = {0};
 	_cleanup_(sb_worker_done) struct sb_worker worker = {.fd = -1};
@@ -681,8 +686,9 @@ int sb_launcher_main(int argc, char **argv)
 	}
 	/* Nothing the caller left open reaches the program: only the worker's
 	 * channel, the report's descriptor (the supervisor's: the program's
-	 * process closes it), and a descriptor the command line names
-	 * (python-sb <(cmd)). */
+	 * process closes it), a descriptor the command line names
+	 * (python-sb <(cmd)), and under a wrapper the status pipe and the
+	 * network's word (closed once read, before the program runs). */
 	{
 		const int keep[] = {
 		    cli.worker ? worker.fd : -1,
@@ -691,6 +697,7 @@ int sb_launcher_main(int argc, char **argv)
 		    cli.mode == SB_RUN_SCRIPT ? sb_inherited_fd_named(cli.target) : -1,
 		    sb_inherited_fd_named(cli.config_path),
 		    inside.status_fd,
+		    inside.net_ready_fd,
 		};
 
 		r = sb_inherited_close_fds(keep, ELEMENTSOF(keep), &err);

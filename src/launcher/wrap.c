@@ -9,11 +9,14 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
+
+#include "wrap-net.h"
 
 #define RECORD_MAGIC "python-sb-inside 1"
 #define RECORD_NAME  "python-sb-inside"
@@ -42,7 +45,7 @@ static int put_entry(struct sb_buf *b, const char *key, const char *value)
 
 /* The record's text: NUL-separated key=value entries after the magic. */
 static int record_text(const struct sb_wrap_launch *l, int status_fd, int report_fd,
-		       struct sb_buf *b)
+		       int net_ready_fd, struct sb_buf *b)
 {
 	char num[16];
 	int r;
@@ -58,6 +61,9 @@ static int record_text(const struct sb_wrap_launch *l, int status_fd, int report
 	snprintf(num, sizeof(num), "%d", report_fd);
 	if (r >= 0 && report_fd >= 0)
 		r = put_entry(b, "report-fd", num);
+	snprintf(num, sizeof(num), "%d", net_ready_fd);
+	if (r >= 0 && net_ready_fd >= 0)
+		r = put_entry(b, "net-ready-fd", num);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(terminal_signals); i++) {
 		struct sigaction sa;
 
@@ -90,24 +96,30 @@ static int record_text(const struct sb_wrap_launch *l, int status_fd, int report
 	return r;
 }
 
-/* A sealed memfd holding the record, inherited by the wrapper. */
-static int record_create(const struct sb_wrap_launch *l, int status_fd, int report_fd, int *ret_fd,
-			 char **reterr)
+/* The memfd that will hold the record, inherited by the wrapper: made first,
+ * since the tool's command line names it, and written once the command line
+ * is known (record_write()). */
+static int record_open(int *ret_fd, char **reterr)
 {
-	_cleanup_close_ int fd = -1;
+	int fd = memfd_create(RECORD_NAME, MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return sb_error(reterr, -errno, "memfd_create: %s", strerror(errno));
+	*ret_fd = fd;
+	return 0;
+}
+
+/* The record written and sealed. */
+static int record_write(const struct sb_wrap_launch *l, int fd, int status_fd, int report_fd,
+			int net_ready_fd, char **reterr)
+{
 	struct sb_buf b = {0};
 	int r;
 
-	r = record_text(l, status_fd, report_fd, &b);
+	r = record_text(l, status_fd, report_fd, net_ready_fd, &b);
 	if (r < 0) {
 		sb_buf_reset(&b);
 		return r;
-	}
-	fd = memfd_create(RECORD_NAME, MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		r = -errno;
-		sb_buf_reset(&b);
-		return sb_error(reterr, r, "memfd_create: %s", strerror(-r));
 	}
 	for (size_t off = 0; off < b.len;) {
 		ssize_t n = write(fd, b.data + off, b.len - off);
@@ -126,8 +138,6 @@ static int record_create(const struct sb_wrap_launch *l, int status_fd, int repo
 	if (fcntl(fd, F_ADD_SEALS, ALL_SEALS) < 0)
 		return sb_error(reterr, -errno, "cannot seal the handover record: %s",
 				strerror(errno));
-	*ret_fd = fd;
-	fd = -1;
 	return 0;
 }
 
@@ -168,12 +178,13 @@ struct prepared {
 	int status_read, status_write;
 	int report_file;
 	int tool_fd; /* the tool's own (sb_wrap_request) */
+	struct sb_wrap_net net;
 	char **argv;
 	unsigned long long start_timeout_ms, run_timeout_ms;
 	char **warnings;
 };
 
-#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, -1, NULL, 0, 0, NULL})
+#define PREPARED_NONE ((struct prepared){-1, -1, -1, -1, -1, SB_WRAP_NET_NULL, NULL, 0, 0, NULL})
 
 static void prepared_done(struct prepared *p)
 {
@@ -187,6 +198,7 @@ static void prepared_done(struct prepared *p)
 		close(p->report_file);
 	if (p->tool_fd >= 0)
 		close(p->tool_fd);
+	sb_wrap_net_done(&p->net);
 	sb_strv_free(p->argv);
 	sb_strv_free(p->warnings);
 	*p = PREPARED_NONE;
@@ -243,7 +255,7 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 	r = open_report(l, explain, &p, &report, reterr);
 	if (r < 0)
 		return r;
-	r = record_create(l, p.status_write, report, &p.record_fd, reterr);
+	r = record_open(&p.record_fd, reterr);
 	if (r < 0)
 		return r;
 	keep[n_keep++] = p.record_fd;
@@ -272,8 +284,13 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 					.start_timeout_ms = &p.start_timeout_ms,
 					.run_timeout_ms = &p.run_timeout_ms,
 					.warnings = &p.warnings,
+					.net = &p.net,
+					.explain = explain,
 				    },
 				    &p.argv, reterr);
+	if (r < 0)
+		return r;
+	r = record_write(l, p.record_fd, p.status_write, report, p.net.ready_inner, reterr);
 	if (r < 0)
 		return r;
 	*ret = p;
@@ -294,20 +311,35 @@ static void forward_signal(int sig)
 }
 
 #define STATUS_MAX 256
+/* How long the inner python-sb may take to report its exit status after the
+ * tool died of a signal. */
+#define STATUS_WAIT_MS 2000
 
-/* "started" and "exit=N" lines, from a pipe whose writers are all gone; buf
- * (STATUS_MAX bytes) holds the len bytes read already. */
-static void read_status(int fd, struct sb_wrap_outcome *o, char *buf, size_t len)
+/* "started" and "exit=N" lines, once the tool has ended; buf (STATUS_MAX
+ * bytes) holds the len bytes read already. What is there now, or with
+ * wait_ms, what comes until every writer is gone (end-of-file) or that long:
+ * a tool may die of the signal it forwarded before the program's own exit
+ * (firejail and a Ctrl-C the program caught), and its python-sb reports the
+ * status a moment later. */
+static void read_status(int fd, struct sb_wrap_outcome *o, char *buf, size_t len, unsigned wait_ms)
 {
+	uint64_t deadline = sb_monotonic_ms() + wait_ms;
 	ssize_t n;
 
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	while (len < STATUS_MAX - 1 && (n = read(fd, buf + len, STATUS_MAX - 1 - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
+		uint64_t now;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN && (now = sb_monotonic_ms()) < deadline) {
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+			(void)poll(&pfd, 1, (int)(deadline - now));
+			continue;
 		}
+		if (n < 0)
+			break;
 		len += (size_t)n;
 	}
 	buf[len] = '\0';
@@ -330,14 +362,6 @@ static void read_status(int fd, struct sb_wrap_outcome *o, char *buf, size_t len
 	}
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for the tool as waitpid() would, reading the status lines as they
  * come (into buf, STATUS_MAX bytes, *len of them), and kills it at the start
  * timeout or at the run's deadline (sb_wrap_request). */
@@ -345,7 +369,9 @@ static int wait_watched(pid_t pid, const struct prepared *p, char *buf, size_t *
 			struct sb_wrap_outcome *o)
 {
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	long long deadline = p->start_timeout_ms ? now_ms() + (long long)p->start_timeout_ms : -1;
+	long long deadline = p->start_timeout_ms
+				 ? (long long)sb_monotonic_ms() + (long long)p->start_timeout_ms
+				 : -1;
 	bool started = false;
 
 	if (pidfd < 0)
@@ -353,7 +379,7 @@ static int wait_watched(pid_t pid, const struct prepared *p, char *buf, size_t *
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN},
 					{.fd = p->status_read, .events = POLLIN}};
-		long long left = deadline < 0 ? -1 : deadline - now_ms();
+		long long left = deadline < 0 ? -1 : deadline - (long long)sb_monotonic_ms();
 		int n;
 
 		if (deadline >= 0 && left <= 0) {
@@ -385,7 +411,8 @@ static int wait_watched(pid_t pid, const struct prepared *p, char *buf, size_t *
 		if (!started && strstr(buf, "started\n")) {
 			started = true;
 			deadline = p->run_timeout_ms
-				       ? now_ms() + (long long)p->run_timeout_ms + RUN_GRACE_MS
+				       ? (long long)sb_monotonic_ms() +
+					     (long long)p->run_timeout_ms + RUN_GRACE_MS
 				       : -1;
 		}
 	}
@@ -462,14 +489,26 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 			close(p.tool_fd);
 			p.tool_fd = -1;
 		}
-		if (p.start_timeout_ms || p.run_timeout_ms)
-			r = wait_watched(pid, &p, status_buf, &status_len, &status, &o);
-		else
+		sb_wrap_net_spawned(&p.net);
+		/* The inner python-sb waits until its network is up and
+		 * filtered (wrap-net.h); when it cannot be, the tool dies. */
+		if (p.net.ready_ours >= 0) {
+			r = sb_wrap_net_start(&p.net, reterr);
+			if (r < 0)
+				kill(pid, SIGKILL);
+		}
+		if (p.start_timeout_ms || p.run_timeout_ms) {
+			int w = wait_watched(pid, &p, status_buf, &status_len, &status, &o);
+
+			if (r >= 0)
+				r = w;
+		} else {
 			while (waitpid(pid, &status, 0) < 0)
 				if (errno != EINTR) {
 					r = -errno;
 					break;
 				}
+		}
 		wrapper_pid = 0;
 		if (stdin_flags >= 0 && fcntl(STDIN_FILENO, F_GETFL) != stdin_flags)
 			fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
@@ -480,6 +519,8 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 		sigaction(forwarded_signals[i], &saved_forwarded[i], NULL);
 	for (size_t i = 0; i < ELEMENTSOF(terminal_signals); i++)
 		sigaction(terminal_signals[i], &saved_terminal[i], NULL);
+	if (r < 0 && *reterr)
+		return r;
 	if (r < 0)
 		return sb_error(reterr, r, "cannot run %s: %s", p.argv[0], strerror(-r));
 	o.wait_status = status;
@@ -487,7 +528,8 @@ int sb_wrap_run(const struct sb_wrap_launch *l, struct sb_wrap_outcome *ret, cha
 	forwarded = 0;
 	o.start_timeout_ms = p.start_timeout_ms;
 	o.warnings = TAKE_PTR(p.warnings);
-	read_status(p.status_read, &o, status_buf, status_len);
+	read_status(p.status_read, &o, status_buf, status_len,
+		    WIFSIGNALED(status) ? STATUS_WAIT_MS : 0);
 	*ret = o;
 	return 0;
 }
@@ -574,7 +616,8 @@ void sb_wrap_inside_done(struct sb_wrap_inside *in)
 	sb_strv_free(in->env);
 	sb_strv_free(in->files);
 	free(in->worker_config);
-	*in = (struct sb_wrap_inside){.status_fd = -1, .report_fd = -1};
+	sb_closep(&in->net_ready_fd);
+	*in = SB_WRAP_INSIDE_NULL;
 }
 
 /* Only the sealed memfd the launching side made is a record. */
@@ -629,6 +672,13 @@ static int parse_record(struct sb_wrap_inside *in, const char *data, size_t len,
 				r = -EPROTO;
 			else
 				in->status_fd = (int)fd;
+		} else if ((v = startswith(e, "net-ready-fd="))) {
+			unsigned long long fd;
+
+			if (sb_safe_atou64(v, &fd) < 0 || fd < 3 || fd > INT_MAX)
+				r = -EPROTO;
+			else
+				in->net_ready_fd = (int)fd;
 		} else if ((v = startswith(e, "report-fd="))) {
 			unsigned long long fd;
 
@@ -670,7 +720,7 @@ static int parse_record(struct sb_wrap_inside *in, const char *data, size_t len,
 
 int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **reterr)
 {
-	struct sb_wrap_inside in = {.status_fd = -1, .report_fd = -1};
+	struct sb_wrap_inside in = SB_WRAP_INSIDE_NULL;
 	_cleanup_free_ char *data = NULL;
 	struct pollfd pfd;
 	unsigned long long v;
@@ -700,6 +750,13 @@ int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **
 	explicit_bzero(data, (size_t)n);
 	if (r >= 0 && fcntl(in.status_fd, F_SETFD, FD_CLOEXEC) < 0)
 		r = sb_error(reterr, -errno, "--pysandboxes-inside: no status descriptor");
+	if (r >= 0 && in.net_ready_fd >= 0 && fcntl(in.net_ready_fd, F_SETFD, FD_CLOEXEC) < 0)
+		r = sb_error(reterr, -errno, "--pysandboxes-inside: no network descriptor");
+	/* The tool is done with its sandbox: the launching side may set the
+	 * network up now (wrap-net.h), while this start-up goes on. A
+	 * launching side already gone shows when the answer is awaited. */
+	if (r >= 0 && in.net_ready_fd >= 0)
+		(void)send(in.net_ready_fd, "s", 1, MSG_NOSIGNAL);
 	if (r < 0) {
 		sb_wrap_inside_done(&in);
 		return r;
@@ -731,6 +788,23 @@ int sb_wrap_inside_open(const char *fd_text, struct sb_wrap_inside *ret, char **
 	report(status_fd, "started\n");
 	*ret = in;
 	return 0;
+}
+
+int sb_wrap_inside_wait_network(struct sb_wrap_inside *in, char **reterr)
+{
+	char c = 0;
+	ssize_t n;
+
+	if (in->net_ready_fd < 0)
+		return 0;
+	while ((n = read(in->net_ready_fd, &c, 1)) < 0 && errno == EINTR)
+		;
+	sb_closep(&in->net_ready_fd);
+	if (n == 1 && c == '1')
+		return 0;
+	return sb_error(reterr, -ENETDOWN,
+			"the sandbox's network was not set up (the launching python-sb "
+			"stopped): the program does not run without its filter");
 }
 
 void sb_wrap_inside_detach(struct sb_wrap_inside *in)

@@ -13,12 +13,13 @@
  * setting a variable, and which says what the launching side saw: the
  * provider, the working directory, the host environment (the rules expand
  * ${NAME} from it; the wrapper does not pass it on), the rule files it read,
- * which signals to restore, and partial mode's worker configuration (already
- * read from the worker's socket). The record also names a pipe on which the
- * inner python-sb reports that it started and, at the end, its exit status:
- * a wrapper reports a program killed by signal N as the exit status 128+N,
- * which the launching side turns back into that signal only when the inner
- * python-sb did not exit by itself. */
+ * which signals to restore, partial mode's worker configuration (already
+ * read from the worker's socket), and under bwrap with net= ALLOW rules the
+ * descriptor on which the launching side says the network is up. The record
+ * also names a pipe on which the inner python-sb reports that it started and,
+ * at the end, its exit status: a wrapper reports a program killed by signal N
+ * as the exit status 128+N, which the launching side turns back into that
+ * signal only when the inner python-sb did not exit by itself. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,6 +74,10 @@ int sb_wrap_explain(const struct sb_wrap_launch *l, struct sb_buf *out, char **r
 struct sb_wrap_inside {
 	int status_fd; /* stays open until exit, see sb_wrap_inside_open() */
 	int report_fd; /* --report's descriptor, or -1 */
+	/* The launching side writes one byte here once the sandbox's network
+	 * is up and filtered (os-sandbox=bwrap with net= ALLOW rules,
+	 * wrap-net.h), or -1. */
+	int net_ready_fd;
 	char *provider;
 	char *cwd;
 	char **env;
@@ -81,6 +86,9 @@ struct sb_wrap_inside {
 	char *worker_config;
 	size_t worker_config_len;
 };
+
+#define SB_WRAP_INSIDE_NULL                                                                        \
+	((struct sb_wrap_inside){.status_fd = -1, .report_fd = -1, .net_ready_fd = -1})
 
 /* Reads and closes the record named by --pysandboxes-inside, restores the
  * signals the launching side ignored, reports the start, and arranges for the
@@ -94,6 +102,12 @@ int sb_wrap_inside_check(const struct sb_wrap_inside *in, const struct sb_provid
 			 const struct sb_profile *p, char **reterr);
 
 void sb_wrap_inside_done(struct sb_wrap_inside *in);
+
+/* When the record names a network to wait for: waits until the launching
+ * side has set it up. Before the program runs (it enters the boundary after
+ * this). 0, or -ENETDOWN with *reterr: the launching side could not, or is
+ * gone, and the program must not run. */
+int sb_wrap_inside_wait_network(struct sb_wrap_inside *in, char **reterr);
 
 /* In a process forked from the one that read the record (the program's,
  * under a supervisor): closes the status descriptor, so that the program

@@ -5,16 +5,15 @@
  * except expose-rw, with ignore= masked by empty placeholders, fresh /proc
  * and /dev, its own IPC, PID, UTS, cgroup (and, unprivileged, user)
  * namespaces, every capability dropped, killed with its parent, and a network
- * namespace of its own (loopback only) unless bwrap.share-net. Inside, python-sb loads the
+ * namespace of its own unless bwrap.share-net. Inside, python-sb loads the
  * seccomp filter and the limits itself (stronger than bwrap's --seccomp FD:
  * that filter would have to let bwrap execute python-sb, so it could not
  * refuse execve to the program) and runs the guard.
  *
- * net= ALLOW rules need a filtered network of the sandbox's own (slirp4netns
- * and a default-drop filter, the network module of os-sandbox=unshare), which
- * plugs in where build_net() stops: until then they are an error suggesting
- * bwrap.share-net. Other bwrap.<key> lines are passed to bwrap as --key and
- * the value's words. */
+ * The network namespace has its loopback alone; net= ALLOW rules give it
+ * slirp4netns and the nftables filter of os-sandbox=unshare (netns.h), set up
+ * by the launching python-sb from outside (wrap-net.h). Other bwrap.<key>
+ * lines are passed to bwrap as --key and the value's words. */
 #include "provider.h"
 
 #include <dirent.h>
@@ -25,6 +24,7 @@
 #include "grants.h"
 #include "rule-files.h"
 #include "wrap-common.h"
+#include "wrap-net.h"
 
 static const struct sb_provider_param_def params[] = {
     /* The host's network, with no filtering by the kernel. */
@@ -60,10 +60,15 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 		r = sb_strv_pushf(&b->notes, "bwrap.share-net: the host's network; net= rules are "
 					     "the Python guard's and seccomp's (sockets at all), "
 					     "the kernel filters no host or port");
-	else if (r >= 0)
-		r = sb_strv_pushf(&b->notes,
-				  "network: a namespace of the sandbox's own, loopback "
-				  "only (the host's loopback services are out of reach)");
+	else if (r >= 0) {
+		/* --explain's view of the filter: the names as written. */
+		struct sb_netns_plan *plan = calloc(1, sizeof(*plan));
+
+		if (!plan)
+			return -ENOMEM;
+		b->provider_data = plan;
+		r = sb_netns_plan_build(p->nets, p->n_nets, NULL, plan);
+	}
 	if (r >= 0 && p->n_ignores)
 		r = sb_strv_pushf(&b->notes, "ignore=: what matches now is masked (an empty file "
 					     "or read-only directory); what appears later only the "
@@ -350,26 +355,32 @@ static int build_masks(struct builder *bd, const struct sb_boundary *b, const st
 	return r;
 }
 
-/* Where the network module (slirp4netns, the net= filter, /etc/hosts for
- * the pinned names) will plug in: until then, no ALLOW rule without
- * bwrap.share-net. */
-static int build_net(struct builder *bd, const struct sb_profile *p, char **reterr)
+/* A network namespace of the sandbox's own; with net= ALLOW rules, set up
+ * from outside once the inner python-sb started in it (wrap-net.h). */
+static int build_net(struct builder *bd, const struct sb_profile *p,
+		     const struct sb_wrap_request *req, char **reterr)
 {
-	const struct sb_net_rule *allow = sb_wrap_first_allow_rule(p);
+	int r;
 
 	if (shares_net(p))
 		return 0;
-	if (allow)
-		return sb_error(
-		    reterr, -EOPNOTSUPP,
-		    "net=%s (%s:%u) needs a filtered network of the sandbox's own "
-		    "(slirp4netns and a default-drop filter), which os-sandbox=bwrap "
-		    "does not have in this version: add bwrap.share-net=yes to give the "
-		    "program the host's network (then only the Python guard and seccomp "
-		    "filter it), or remove the net= ALLOW rules",
-		    allow->text, allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
-		    allow->origin.line);
-	return sb_argv_add(&bd->argv, "--unshare-net", NULL);
+	r = sb_argv_add(&bd->argv, "--unshare-net", NULL);
+	if (r < 0 || !sb_wrap_net_wanted(p))
+		return r;
+	return sb_wrap_net_prepare(p, req->explain, req->net, reterr);
+}
+
+/* The pinned names (wrap-net.h), over whatever the grants show there. */
+static int build_hosts(struct builder *bd, const struct sb_wrap_request *req)
+{
+	char fd[16];
+	int r;
+
+	if (req->net->hosts_fd < 0)
+		return 0;
+	r = ensure_parents(bd, "/etc/hosts");
+	snprintf(fd, sizeof(fd), "%d", req->net->hosts_fd);
+	return r < 0 ? r : sb_argv_add(&bd->argv, "--ro-bind-data", fd, "/etc/hosts", NULL);
 }
 
 /* bwrap.<key>=<value> lines that python-sb does not know: --key, then the
@@ -437,13 +448,15 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 				      "CAP_SETUID", "--cap-add", "CAP_SETGID", NULL)
 			: sb_argv_add(&bd.argv, "--cap-add", "CAP_SETPCAP", NULL);
 	if (r >= 0)
-		r = build_net(&bd, p, reterr);
+		r = build_net(&bd, p, req, reterr);
 	if (r >= 0)
 		r = build_root_links(&bd);
 	if (r >= 0)
 		r = build_binds(&bd, b, p, req->cwd);
 	if (r >= 0)
 		r = build_masks(&bd, b, p, reterr);
+	if (r >= 0)
+		r = build_hosts(&bd, req);
 	/* The working directory, empty when it is not exposed. */
 	if (r >= 0)
 		r = ensure_parents(&bd, req->cwd);
@@ -467,11 +480,23 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 
 static int explain(const struct sb_boundary *b, struct sb_buf *out)
 {
-	return sb_wrap_explain_grants(
-	    b,
-	    "#   bubblewrap: a new root holding only these (the rule files "
-	    "too), every namespace of its own, no capability\n",
-	    out);
+	int r =
+	    sb_wrap_explain_grants(b,
+				   "#   bubblewrap: a new root holding only these (the rule files "
+				   "too), every namespace of its own, no capability\n",
+				   out);
+
+	if (r >= 0 && b->provider_data)
+		r = sb_netns_explain(b->provider_data, out);
+	return r;
+}
+
+static void done(struct sb_boundary *b)
+{
+	if (b->provider_data)
+		sb_netns_plan_done(b->provider_data);
+	free(b->provider_data);
+	b->provider_data = NULL;
 }
 
 const struct sb_provider sb_provider_bwrap = {
@@ -483,8 +508,13 @@ const struct sb_provider sb_provider_bwrap = {
     .summary = "bubblewrap: a new root of the grants, namespaces",
     .files_layer = {"Python guard + kernel: bubblewrap's new root",
 		    "kernel: bubblewrap's new root (py-sandbox=false)"},
+    .net_layer = {"Python guard + kernel: network namespace, nftables (bwrap.share-net: "
+		  "the guard alone)",
+		  "kernel: network namespace, nftables (py-sandbox=false; bwrap.share-net: "
+		  "nothing)"},
     .probe = probe,
     .prepare = prepare,
     .explain = explain,
+    .done = done,
     .build_argv = build_argv,
 };

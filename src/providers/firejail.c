@@ -16,8 +16,9 @@
  * to firejail's tmpfs), so there firejail's blacklist refuses the path
  * instead (EACCES; root reads it as empty).
  *
- * net= ALLOW rules need a host bridge (firejail.net) and firejail's netfilter;
- * without one python-sb stops rather than run on an unfiltered network (the
+ * net= ALLOW rules: as root, the sandbox's network namespace gets slirp4netns
+ * and the nftables filter, set up from outside as for bwrap (build_net());
+ * unprivileged, python-sb stops rather than run on an unfiltered network (the
  * original ran on the host's network when restricted-network was "yes"). */
 #include "provider.h"
 
@@ -25,6 +26,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -32,6 +34,7 @@
 #include "grants.h"
 #include "rule-files.h"
 #include "wrap-common.h"
+#include "wrap-net.h"
 
 static const struct sb_provider_param_def params[] = {
     {"net", SB_PARAM_TEXT, NULL, NULL}, /* the host bridge net= rules use */
@@ -48,8 +51,7 @@ static const struct sb_provider_param_def params[] = {
     {NULL},
 };
 
-#define USERS_FILE  "/etc/firejail/firejail.users"
-#define CONFIG_FILE "/etc/firejail/firejail.config"
+#define USERS_FILE "/etc/firejail/firejail.users"
 
 /* The template: firejail's option name and value (NULL: a flag). A profile's
  * firejail.<name> line replaces the option of that name (an empty value: the
@@ -147,24 +149,6 @@ static int probe(char **reterr)
 			USERS_FILE, pw->pw_name);
 }
 
-/* "restricted-network yes" in firejail.config: only root may give a sandbox
- * a network. */
-static bool network_restricted(void)
-{
-	_cleanup_fclose_ FILE *f = fopen(CONFIG_FILE, "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-	bool restricted = false;
-
-	while (f && getline(&line, &cap, f) > 0) {
-		const char *v = startswith(sb_strstrip(line), "restricted-network");
-
-		if (v)
-			restricted = streq(sb_strstrip((char *)v), "yes");
-	}
-	return restricted;
-}
-
 static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 		   const struct sb_interp_paths *interp)
 {
@@ -175,7 +159,12 @@ static int prepare(struct sb_boundary *b, const struct sb_profile *p,
 	if (r >= 0)
 		r = sb_rule_files_check_missing(p, &b->rule_file_conflict);
 	if (r >= 0)
-		r = sb_strv_pushf(&b->notes, "network: none (firejail --net=none)");
+		r = sb_strv_pushf(&b->notes,
+				  sb_wrap_net_wanted(p)
+				      ? "network: a namespace of its own (firejail --net=none), "
+					"as root with slirp4netns and nftables from net= "
+					"(unprivileged, the run stops)"
+				      : "network: none (firejail --net=none)");
 	if (r >= 0)
 		r = sb_strv_pushf(&b->notes, "/proc and /sys as firejail shows them");
 	if (r >= 0 && p->n_ignores)
@@ -459,30 +448,48 @@ static int build_blacklist(struct builder *bd)
 	return r;
 }
 
-static int build_net(struct builder *bd, const struct sb_profile *p)
+/* net= ALLOW rules: as root, firejail's network namespace (--net=none) gets
+ * slirp4netns and the nftables filter of os-sandbox=unshare, set up from
+ * outside as for bwrap (wrap-net.h; the pinned names through --hosts-file).
+ * Unprivileged, setuid firejail still makes that namespace as root, owned by
+ * the host's user namespace: this user can neither load a filter there nor
+ * attach slirp4netns, so the run stops rather than go unfiltered. */
+static int build_net(struct builder *bd, const struct sb_profile *p,
+		     const struct sb_wrap_request *req)
 {
 	const struct sb_net_rule *allow = sb_wrap_first_allow_rule(p);
 	const char *bridge = sb_wrap_param(p, SB_OS_FIREJAIL, "net");
+	int r;
 
 	if (!allow)
 		return sb_argv_add(&bd->argv, "--net=none", NULL);
-	if (getuid() != 0 && network_restricted())
+	if (bridge)
+		return sb_error(bd->reterr, -EOPNOTSUPP,
+				"net=%s (%s:%u) with firejail.net=%s: a host bridge with "
+				"firejail's netfilter built from the net= rules is not what this "
+				"version of python-sb does, and it will not run the program on an "
+				"unfiltered network. Without firejail.net, as root, the sandbox "
+				"gets a network namespace of its own filtered by nftables",
+				allow->text,
+				allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
+				allow->origin.line, bridge);
+	if (geteuid() != 0)
 		return sb_error(
 		    bd->reterr, -EPERM,
-		    "net=%s (%s:%u) needs a network for the sandbox, and %s says "
-		    "'restricted-network yes': firejail gives one only to root. Set "
-		    "'restricted-network no' there, or use os-sandbox=bwrap with "
-		    "bwrap.share-net=yes (filtered by the Python guard and seccomp only)",
+		    "net=%s (%s:%u) needs a network namespace filtered from outside, which "
+		    "python-sb can give a firejail sandbox only as root: setuid firejail makes "
+		    "the namespace as root, where this user can neither load the nftables filter "
+		    "nor attach slirp4netns, and python-sb will not run the program on an "
+		    "unfiltered network. Run as root, or use os-sandbox=bwrap or unshare (the "
+		    "same filtered network, unprivileged)",
 		    allow->text, allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
-		    allow->origin.line, CONFIG_FILE);
-	return sb_error(bd->reterr, -EOPNOTSUPP,
-			"net=%s (%s:%u) needs a host bridge with firejail's netfilter built from "
-			"the net= rules (%s), which this version of python-sb does not do: "
-			"python-sb will not run the program on an unfiltered network. Use "
-			"os-sandbox=bwrap with bwrap.share-net=yes (filtered by the Python guard "
-			"and seccomp only), or os-sandbox=landlock (TCP ports in the kernel)",
-			allow->text, allow->origin.file ? allow->origin.file : SB_ORIGIN_CLI,
-			allow->origin.line, bridge ? bridge : "firejail.net=<bridge>");
+		    allow->origin.line);
+	r = sb_wrap_net_prepare(p, req->explain, req->net, bd->reterr);
+	if (r >= 0)
+		r = sb_argv_add(&bd->argv, "--net=none", NULL);
+	if (r >= 0)
+		r = sb_strv_pushf(&bd->argv, "--hosts-file=/proc/self/fd/%d", req->net->hosts_fd);
+	return r;
 }
 
 static const struct sb_provider_param *find_param(const struct sb_profile *p, const char *key)
@@ -499,6 +506,29 @@ static int add_option(struct builder *bd, const char *name, const char *value)
 {
 	return value && *value ? sb_strv_pushf(&bd->argv, "--%s=%s", name, value)
 			       : sb_strv_pushf(&bd->argv, "--%s", name);
+}
+
+/* The template's rlimits that a limit-* key of the profile also sets: the
+ * profile's value replaces the template's, which would otherwise cut it
+ * silently (limit-memory=1GB held at 300m: the inner python-sb never raises a
+ * limit). A firejail.rlimit-* line still wins over both. */
+static const struct {
+	const char *option;
+	size_t field; /* in struct sb_limits */
+} profile_limits[] = {
+    {"rlimit-as", offsetof(struct sb_limits, memory_bytes)},
+    {"rlimit-fsize", offsetof(struct sb_limits, file_size_bytes)},
+    {"rlimit-nproc", offsetof(struct sb_limits, processes)},
+    {"rlimit-nofile", offsetof(struct sb_limits, open_files)},
+};
+
+static unsigned long long profile_limit(const struct sb_profile *p, const char *option)
+{
+	for (size_t i = 0; i < ELEMENTSOF(profile_limits); i++)
+		if (streq(profile_limits[i].option, option))
+			return *(const unsigned long long *)((const char *)&p->limits +
+							     profile_limits[i].field);
+	return 0;
 }
 
 /* The template, each option replaced by the profile's line of its name. */
@@ -531,6 +561,11 @@ static int build_template(struct builder *bd, const struct sb_profile *p, bool a
 		if (!prm && streq(o->name, "rlimit-as"))
 			continue;
 #endif
+		if (!prm && profile_limit(p, o->name)) {
+			r = sb_strv_pushf(&bd->argv, "--%s=%llu", o->name,
+					  profile_limit(p, o->name));
+			continue;
+		}
 		r = add_option(bd, o->name, prm ? prm->value : o->value);
 	}
 	/* Sockets: what seccomp lets through anyway (firejail's filter first). */
@@ -631,7 +666,7 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 				   b->user.set && (b->user.uid != 0 || b->user.gid != 0),
 				   req->argv[0]);
 	if (r >= 0)
-		r = build_net(&bd, p);
+		r = build_net(&bd, p, req);
 	if (r >= 0)
 		r = build_files(&bd, b, p);
 	if (r >= 0)
@@ -648,6 +683,8 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	/* firejail closes every other descriptor. */
 	for (size_t i = 0; r >= 0 && i < req->n_keep_fds; i++)
 		r = sb_buf_printf(&keep, "%s%d", i ? "," : "", req->keep_fds[i]);
+	if (r >= 0 && req->net->ready_inner >= 0)
+		r = sb_buf_printf(&keep, "%s%d", keep.len ? "," : "", req->net->ready_inner);
 	if (r >= 0 && keep.len)
 		r = sb_strv_pushf(&bd.argv, "--keep-fd=%s", keep.data);
 	sb_buf_reset(&keep);
@@ -685,6 +722,8 @@ const struct sb_provider sb_provider_firejail = {
     .summary = "firejail: its filters and limits, the root cut down to the grants",
     .files_layer = {"Python guard + kernel: firejail's whitelist",
 		    "kernel: firejail's whitelist (py-sandbox=false)"},
+    .net_layer = {"Python guard + kernel: network namespace, nftables (as root)",
+		  "kernel: network namespace, nftables (as root; py-sandbox=false)"},
     .probe = probe,
     .prepare = prepare,
     .explain = explain,

@@ -17,6 +17,7 @@
 
 struct sb_boundary;
 struct sb_interp_paths;
+struct sb_wrap_net;
 
 /* What a wrapper provider's command line must run and keep (build_argv). */
 struct sb_wrap_request {
@@ -39,6 +40,11 @@ struct sb_wrap_request {
 	unsigned long long *start_timeout_ms, *run_timeout_ms;
 	/* Out: warnings for the user (the launcher prints them). */
 	char ***warnings;
+	/* Out: a network namespace the launching side sets up once the tool
+	 * started (wrap-net.h), filled by build_argv with sb_wrap_net_prepare()
+	 * when net= ALLOW rules need one; left as it is otherwise. */
+	struct sb_wrap_net *net;
+	bool explain; /* for --explain: no name resolved */
 };
 
 /* What the provider makes the kernel enforce. The Python guard enforces

@@ -35,10 +35,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, IS_ASAN, SANITIZER_ENV, TIMEOUT, Sandbox,
-                      not_under_asan, outcomes, run_native)
+from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, IS_ASAN, NATIVE_PRELUDE, SANITIZER_ENV,
+                      TIMEOUT, Sandbox, not_under_asan, outcomes, run_native)
 from test_kernel_landlock import (accepted, free_port, tcp, tracer_pid,  # noqa: F401
                                   unix_listener, victim)
+from test_kernel_unshare import HostListener, tools_missing, tun_usable_by
 
 SECRET = "TOP-SECRET-5f3a9c"
 ORIGINAL = "ORIGINAL-ro-content\n"
@@ -349,17 +350,210 @@ def test_no_net_rule_no_inet_socket(anyuser, tcp):
     assert listener.received() is None
 
 
-def test_bwrap_net_rules_need_share_net(sb, tcp):
-    if not HAVE["bwrap"]:
-        pytest.skip("bwrap is not installed")
-    listener = tcp()
+# net= ALLOW rules under bwrap (and firejail as root): the tool's network
+# namespace gets slirp4netns and the nftables filter of os-sandbox=unshare,
+# set up from outside (wrap-net.h). The sandbox reaches the host's loopback as
+# 10.0.2.2, only where a rule names that address.
+
+
+def net_wrapper_user(request, w, user):
+    """The sandbox for a filtered network under w as user; firejail only as
+    root (unprivileged its run stops: test_firejail_net_rules_stop_unprivileged)."""
+    if not HAVE[w]:
+        pytest.skip(f"{w} is not installed")
+    if w == "firejail" and (user != "caller" or os.geteuid() != 0):
+        pytest.skip("firejail gets a filtered network as root only")
+    if tools_missing():
+        pytest.skip(f"not installed: {tools_missing()} (scripts/deps.sh test installs them)")
+    sb = request.getfixturevalue("sb" if user == "caller" else "sb_nobody")
+    if not tun_usable_by(sb):
+        pytest.skip("/dev/net/tun is not readable and writable by the sandbox's user here "
+                    "(mode 0600; Debian's udev makes it 0666)")
+    return sb
+
+
+NET_CASES = [("bwrap", "caller"), ("bwrap", "nobody"), ("firejail", "caller")]
+
+
+@pytest.mark.parametrize("w,user", NET_CASES)
+def test_net_reaches_the_host_only_where_a_rule_allows(request, w, user):
+    sb = net_wrapper_user(request, w, user)
+    allowed, other = HostListener(), HostListener()
+    try:
+        r, o = run_native(sb, base(w) + f"net=ALLOW|tcp|10.0.2.2|{allowed.port}|OUT\n", f'''
+            def connect(host, port):
+                def go():
+                    c = socket.create_connection((host, port), timeout=3)
+                    c.sendall(b"HELLO-" + str(port).encode())
+                    c.close()
+                return go
+            py("allowed", connect("10.0.2.2", {allowed.port}))
+            py("other port", connect("10.0.2.2", {other.port}))
+            py("own loopback", connect("127.0.0.1", {allowed.port}))
+            attempt("udp", libc.socket, socket.AF_INET, socket.SOCK_DGRAM, 0)
+            def udp():
+                u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                u.sendto(b"LEAK", ("10.0.2.3", 53))
+                u.settimeout(1)
+                u.recv(10)
+            py("udp to the dns forwarder", udp)
+            print("interfaces:", sorted(l.split(":")[0].strip()
+                                        for l in open("/proc/self/net/dev").readlines()[2:]))
+            # The network's word (a socket) is read and closed before the
+            # program runs; what is left past stdio is the status pipe.
+            def target(fd):
+                try:
+                    return os.readlink(f"/proc/self/fd/{{fd}}")
+                except OSError:  # listdir's own, closed
+                    return ""
+            print("sockets:", [fd for fd in os.listdir("/proc/self/fd")
+                               if target(fd).startswith("socket:")])
+            ''')
+        assert r.returncode == 0, r
+        assert o["sockets"] == "[]", r
+        assert o["allowed"] == "OK", r
+        # nftables refuses at once (a reset); 127.0.0.1 is the sandbox's own
+        # loopback, where nothing listens.
+        assert o["other port"] == o["own loopback"] == "ECONNREFUSED", r
+        # A tcp-only rule: seccomp refuses UDP sockets.
+        assert o["udp"] == "EPERM", r
+        assert o["interfaces"] == "['lo', 'tap0']", r
+        assert allowed.received() == f"HELLO-{allowed.port}".encode()
+        assert other.received() is None
+    finally:
+        allowed.close()
+        other.close()
+
+
+@pytest.mark.parametrize("w", ["bwrap", "firejail"])
+def test_net_udp_only_where_a_rule_allows(request, w):
+    """A udp rule for one port of the host's loopback: seccomp lets UDP
+    sockets be made, the datagram to that port arrives, the filter refuses
+    every other destination at once (EPERM from the output chain)."""
+    sb = net_wrapper_user(request, w, "caller")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.settimeout(3)
+        port = listener.getsockname()[1]
+        r, o = run_native(sb, base(w) + f"net=ALLOW|udp|10.0.2.2|{port}|OUT\n", f'''
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            print("socket: OK")
+            def send(host, port):
+                return lambda: u.sendto(b"DATAGRAM", (host, port))
+            py("allowed", send("10.0.2.2", {port}))
+            py("dns forwarder", send("10.0.2.3", 53))
+            py("elsewhere", send("192.0.2.1", 53))
+            py("other port", send("10.0.2.2", {port} + 1))
+            ''')
+        assert r.returncode == 0, r
+        assert o == {"socket": "OK", "allowed": "OK", "dns forwarder": "EPERM",
+                     "elsewhere": "EPERM", "other port": "EPERM"}, r
+        assert listener.recv(100) == b"DATAGRAM"
+
+
+def test_bwrap_net_wildcard_rule_does_not_open_the_hosts_loopback(sb):
+    if not HAVE["bwrap"] or tools_missing():
+        pytest.skip("bwrap, slirp4netns or nft is not installed")
+    listener = HostListener()
+    try:
+        r, o = run_native(sb, base("bwrap") + "net=ALLOW|tcp|*|*|OUT\n", f'''
+            def go():
+                socket.create_connection(("10.0.2.2", {listener.port}), timeout=3).close()
+            py("host loopback", go)
+            ''')
+        assert r.returncode == 0, r
+        assert o["host loopback"] == "ECONNREFUSED", r
+        assert listener.received() is None
+    finally:
+        listener.close()
+
+
+def in_private_mounts(sb, script, *args):
+    """Runs python-sb (as the sandbox's user) after script, as root in a mount
+    namespace of the test's own."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare(1)")
+    cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+           script + '; exec "$@"', "sh"] + sb.prefix + [sb.binary] + [str(a) for a in args]
+    return subprocess.run(cmd, cwd=str(sb.root), capture_output=True, text=True,
+                          env=dict(sb.env(), **SANITIZER_ENV), timeout=TIMEOUT,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("py_sandbox", [False, True])
+@pytest.mark.parametrize("w,user", NET_CASES)
+def test_net_pinned_names(tmp_path, request, w, user, py_sandbox):
+    """A host name of a rule is pinned outside (the host's /etc/hosts, here
+    one of the test's mapping it to the host's loopback as the sandbox sees
+    it) and listed in the sandbox's /etc/hosts, where both the program's
+    resolver and the guard find it; a name no rule pins is not there."""
+    sb = net_wrapper_user(request, w, user)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n10.0.2.2 gateway.sb-test\n10.0.2.2 other.sb-test\n")
+    hosts.chmod(0o644)
+    listener = HostListener()
+    try:
+        profile = (base(w, py_sandbox) + f"net=ALLOW|tcp|gateway.sb-test|{listener.port}|OUT\n"
+                   + ("python-import=*\npython-api=ALLOW:native\n" if py_sandbox else ""))
+        sb.profile(profile)
+        # The guard refuses reading /etc/hosts itself (no expose rule).
+        s = sb.write("s.py", NATIVE_PRELUDE + textwrap.dedent(f'''
+            if not {py_sandbox}:
+                print("hosts:", open("/etc/hosts").read().replace("\\n", "|"))
+            def go():
+                c = socket.create_connection(("gateway.sb-test", {listener.port}), timeout=3)
+                c.sendall(b"PINNED")
+                c.close()
+            py("pinned", go)
+            try:
+                socket.getaddrinfo("other.sb-test", {listener.port})
+                print("other: resolved")
+            except socket.gaierror as e:
+                print("other: gaierror")
+            except OSError as e:
+                print("other:", errno.errorcode.get(e.errno, e.errno))
+            '''), dedent=False)
+        p = in_private_mounts(sb, f"mount --bind {hosts} /etc/hosts", s)
+        o = outcomes(p)
+        assert p.returncode == 0, p
+        if not py_sandbox:
+            assert ("10.0.2.2\tgateway.sb-test" in o["hosts"]
+                    and "other.sb-test" not in o["hosts"]), p
+        assert o["pinned"] == "OK", p
+        # Not in the sandbox's /etc/hosts; with the guard, refused before
+        # any query (no rule can allow it).
+        assert o["other"] == ("ECONNREFUSED" if py_sandbox else "gaierror"), p
+        assert listener.received() == b"PINNED"
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize("w", ["bwrap", "firejail"])
+def test_net_that_cannot_be_set_up_never_runs_the_program(request, w):
+    """slirp4netns cannot open /dev/net/tun (here /dev/null over it): the
+    launching side kills the tool, the program never runs."""
+    sb = net_wrapper_user(request, w, "caller")
     marker = sb.path("RAN")
-    r = sb.run_code(base("bwrap") + f"net=ALLOW|tcp|127.0.0.1|{listener.port}|OUT\n",
-                    f"open({str(marker)!r}, 'w')\n")
-    assert r.returncode == EXIT_CONFIG, r
-    assert f"net=ALLOW|tcp|127.0.0.1|{listener.port}|OUT ({sb.path('.py-sandboxes')}:3)" \
-        in r.stderr, r
-    assert "add bwrap.share-net=yes" in r.stderr, r
+    sb.profile(base(w) + "net=ALLOW|tcp|10.0.2.2|80|OUT\n")
+    s = sb.script(f"open({str(marker)!r}, 'w')\n")
+    p = in_private_mounts(sb, "mount --bind /dev/null /dev/net/tun", s)
+    assert p.returncode == EXIT_CONFIG, p
+    assert "slirp4netns could not give the sandbox a network" in p.stderr, p
+    assert not marker.exists()
+
+
+def test_bwrap_net_tools_missing_name_their_package(sb):
+    if not HAVE["bwrap"] or tools_missing():
+        pytest.skip("bwrap, slirp4netns or nft is not installed")
+    marker = sb.path("RAN")
+    sb.profile(base("bwrap") + "net=ALLOW|tcp|10.0.2.2|80|OUT\n")
+    s = sb.script(f"open({str(marker)!r}, 'w')\n")
+    script = "; ".join(f"[ -e {d}/nft ] && mount --bind /dev/null {d}/nft"
+                       for d in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+                                 "/sbin", "/bin")) + "; true"
+    p = in_private_mounts(sb, script, s)
+    assert p.returncode == EXIT_CONFIG, p
+    assert "nft is not installed (Debian package nftables)" in p.stderr, p
     assert not marker.exists()
 
 
@@ -390,17 +584,45 @@ def test_bwrap_share_net_gives_the_host_network(sb, tcp, share):
     assert allowed.received() == b"HELLO" and other.received() is None
 
 
-def test_firejail_net_rules_stop_the_run(sb, tcp):
+def test_firejail_net_rules_stop_unprivileged(sb_bin, sb, tcp):
+    """Unprivileged, firejail's network namespace belongs to root: no filter
+    can be loaded, the run stops (as a regular account: firejail refuses
+    nobody anyway)."""
+    if not HAVE["firejail"]:
+        pytest.skip("firejail is not installed")
+    base_dir = None
+    if os.geteuid() == 0:
+        pw = regular_user()
+        if pw is None:
+            pytest.skip("no ordinary account to run firejail as")
+        base_dir, sb = user_sandbox(sb_bin, pw)
+    try:
+        listener = tcp()
+        marker = sb.path("RAN")
+        r = sb.run_code(base("firejail") + f"net=ALLOW|tcp|127.0.0.1|{listener.port}|OUT\n",
+                        f"open({str(marker)!r}, 'w')\n")
+        assert r.returncode == EXIT_CONFIG, r
+        assert "python-sb will not run the program on an unfiltered network" in r.stderr, r
+        assert "only as root" in r.stderr, r
+        assert not marker.exists()
+        assert listener.received() is None
+    finally:
+        if base_dir:
+            shutil.rmtree(base_dir, ignore_errors=True)
+
+
+def test_firejail_bridge_is_refused(sb, tcp):
+    """firejail.net=<bridge> (firejail's own bridge and netfilter) is not
+    what python-sb does: the run stops, whoever runs it."""
     if not HAVE["firejail"]:
         pytest.skip("firejail is not installed")
     listener = tcp()
     marker = sb.path("RAN")
-    r = sb.run_code(base("firejail") + f"net=ALLOW|tcp|127.0.0.1|{listener.port}|OUT\n",
-                    f"open({str(marker)!r}, 'w')\n")
+    r = sb.run_code(base("firejail") + f"net=ALLOW|tcp|127.0.0.1|{listener.port}|OUT\n"
+                    "firejail.net=br0\n", f"open({str(marker)!r}, 'w')\n")
     assert r.returncode == EXIT_CONFIG, r
-    assert "python-sb will not run the program on an unfiltered network" in r.stderr, r
+    assert "firejail.net=br0" in r.stderr and "unfiltered network" in r.stderr, r
     assert not marker.exists()
-    assert listener.received() is None
 
 
 def test_host_unix_sockets_out_of_reach(box, tmp_path):
@@ -584,7 +806,7 @@ def test_timeout_kills_the_program(anyuser):
 @not_under_asan
 def test_firejail_template_limits_and_their_override(sb):
     """The template's rlimits apply (spec section 8), and a profile overrides
-    one by name."""
+    one by name or by its limit-* key."""
     if not HAVE["firejail"]:
         pytest.skip("firejail is not installed")
     code = 'import resource\nprint(resource.getrlimit(resource.RLIMIT_AS)[0])\n'
@@ -592,6 +814,12 @@ def test_firejail_template_limits_and_their_override(sb):
     assert (r.returncode, r.stdout) == (0, f"{300 << 20}\n"), r
     r = sb.run_code(base("firejail") + "firejail.rlimit-as=600m\n", code)
     assert (r.returncode, r.stdout) == (0, f"{600 << 20}\n"), r
+    # The profile's limit-memory is the template's rlimit-as too (not cut to
+    # 300m); a firejail.rlimit-as line still wins.
+    r = sb.run_code(base("firejail") + "limit-memory=1GB\n", code)
+    assert (r.returncode, r.stdout) == (0, "1000000000\n"), r
+    r = sb.run_code(base("firejail") + "limit-memory=1GB\nfirejail.rlimit-as=200m\n", code)
+    assert (r.returncode, r.stdout) == (0, f"{200 << 20}\n"), r
 
 
 # --------------------------------------------------------------------------

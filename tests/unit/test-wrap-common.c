@@ -10,6 +10,7 @@
 #include "boundary.h"
 #include "provider.h"
 #include "wrap-common.h"
+#include "wrap-net.h"
 #include "fake-env.h"
 #include "tap.h"
 
@@ -149,6 +150,9 @@ static struct tool_lists {
 	size_t lines, includes;
 } tool_lists;
 
+/* The last build's network (wrap-net.h), for its checks. */
+static struct sb_wrap_net net;
+
 static int build(const struct sb_provider *prov, const char *text, char ***ret, char **err)
 {
 	_cleanup_(sb_profile_freep) struct sb_profile *p = load(text);
@@ -160,6 +164,8 @@ static int build(const struct sb_provider *prov, const char *text, char ***ret, 
 
 	if (!p)
 		return -EINVAL;
+	sb_wrap_net_done(&net);
+	net = SB_WRAP_NET_NULL;
 	r = sb_boundary_build(p, prov, NULL, SB_MODE_ENFORCE, &b);
 	if (r < 0)
 		return r;
@@ -171,6 +177,7 @@ static int build(const struct sb_provider *prov, const char *text, char ***ret, 
 				 .cwd = root,
 				 .host_env = env,
 				 .tool_fd = &tool_fd,
+				 .net = &net,
 			     },
 			     ret, err);
 	sb_boundary_done(&b);
@@ -197,6 +204,7 @@ static void test_bwrap_argv(void)
 	_cleanup_strv_free_ char **argv = NULL;
 	_cleanup_free_ char *err = NULL, *ro = NULL, *rw = NULL, *key = NULL;
 	size_t n;
+	int r;
 
 	if (access("/usr/bin/bwrap", X_OK) < 0) {
 		tap_ok(true, "# SKIP bwrap is not installed");
@@ -227,11 +235,28 @@ static void test_bwrap_argv(void)
 	err = NULL;
 	sb_strv_free(argv);
 	argv = NULL;
-	TAP_IS_INT(build(&sb_provider_bwrap, "net=ALLOW|tcp|127.0.0.1|80|OUT\n", &argv, &err),
-		   -EOPNOTSUPP, "net= ALLOW rules without share-net: refused");
-	tap_ok(err && strstr(err, "bwrap.share-net=yes"), "the message suggests share-net");
+	r = build(&sb_provider_bwrap, "net=ALLOW|tcp|127.0.0.1|80|OUT\n", &argv, &err);
+	if (access("/usr/bin/slirp4netns", X_OK) == 0 && access("/usr/sbin/nft", X_OK) == 0) {
+		char hosts[16];
+
+		snprintf(hosts, sizeof(hosts), "%d", net.hosts_fd);
+		TAP_IS_INT(r, 0, "net= ALLOW rules: a network set up from outside");
+		tap_ok(has_args(argv, "--unshare-net", NULL), "a network namespace of its own");
+		tap_ok(net.ready_inner > 2 && net.ready_ours > 2,
+		       "a descriptor for the inner python-sb to wait on");
+		tap_ok(has_args(argv, hosts, "/etc/hosts"), "the pinned names in /etc/hosts");
+		tap_ok(net.plan.outside && net.plan.ruleset &&
+			   strstr(net.plan.ruleset,
+				  "ip daddr 127.0.0.1 meta l4proto tcp th dport 80 accept"),
+		       "the filter of os-sandbox=unshare, from the same rules");
+	} else {
+		TAP_IS_INT(r, -ENOENT, "net= ALLOW rules without slirp4netns or nft: refused");
+		tap_ok(err && strstr(err, "Debian package"), "naming the package");
+	}
 	free(err);
 	err = NULL;
+	sb_strv_free(argv);
+	argv = NULL;
 	TAP_IS_INT(build(&sb_provider_bwrap, "net=ALLOW|tcp|127.0.0.1|80|OUT\nbwrap.share-net=1\n",
 			 &argv, &err),
 		   0, "with share-net");
@@ -285,10 +310,28 @@ static void test_firejail_argv(void)
 	sb_strv_free(argv);
 	argv = NULL;
 	r = build(&sb_provider_firejail, "net=ALLOW|tcp|127.0.0.1|80|OUT\n", &argv, &err);
-	/* No bridge and netfilter here; for a user, restricted-network may say
-	 * no first. */
-	tap_ok(r == -EOPNOTSUPP || r == -EPERM,
-	       "net= ALLOW rules: refused, never an unfiltered network");
+	if (geteuid() != 0) {
+		tap_ok(r == -EPERM, "net= ALLOW rules unprivileged: refused, never an "
+				    "unfiltered network");
+		tap_ok(err && strstr(err, "net=ALLOW|tcp|127.0.0.1|80|OUT"), "naming the rule");
+	} else if (access("/usr/bin/slirp4netns", X_OK) == 0 &&
+		   access("/usr/sbin/nft", X_OK) == 0) {
+		char hosts[64];
+
+		snprintf(hosts, sizeof(hosts), "--hosts-file=/proc/self/fd/%d", net.hosts_fd);
+		TAP_IS_INT(r, 0, "net= ALLOW rules as root: a network set up from outside");
+		tap_ok(has_args(argv, "--net=none", NULL) && has_args(argv, hosts, NULL),
+		       "firejail's own namespace, the pinned names as its hosts file");
+	} else {
+		tap_ok(r == -ENOENT, "net= ALLOW rules without slirp4netns or nft: refused");
+	}
+	free(err);
+	err = NULL;
+	sb_strv_free(argv);
+	argv = NULL;
+	r = build(&sb_provider_firejail, "net=ALLOW|tcp|127.0.0.1|80|OUT\nfirejail.net=br0\n",
+		  &argv, &err);
+	tap_ok(r == -EOPNOTSUPP || r == -EPERM, "firejail.net=<bridge>: refused");
 	tap_ok(err && strstr(err, "net=ALLOW|tcp|127.0.0.1|80|OUT"), "naming the rule");
 }
 
@@ -314,11 +357,13 @@ int main(void)
 {
 	if (!mkdtemp(root))
 		return tap_skip_all("cannot create a temporary directory");
+	net = SB_WRAP_NET_NULL;
 	test_collect_ignored();
 	test_ignore_limits();
 	test_bwrap_argv();
 	test_firejail_argv();
 	test_missing_tool();
+	sb_wrap_net_done(&net);
 	cleanup();
 	return tap_done();
 }
