@@ -233,6 +233,7 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 {
 	_cleanup_(prepared_done) struct prepared p = PREPARED_NONE;
 	_cleanup_strv_free_ char **inner = NULL;
+	bool record_first = l->provider->flags & SB_PROVIDER_RECORD_IN_IMAGE;
 	int pipefd[2], keep[4], report;
 	size_t n_keep = 0;
 	int r;
@@ -273,6 +274,11 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 	r = inner_argv(l, p.record_fd, &inner);
 	if (r < 0)
 		return r;
+	if (record_first) {
+		r = record_write(l, p.record_fd, p.status_write, report, -1, reterr);
+		if (r < 0)
+			return r;
+	}
 	r = l->provider->build_argv(l->boundary, l->profile,
 				    &(struct sb_wrap_request){
 					.argv = inner,
@@ -290,9 +296,15 @@ static int prepare(const struct sb_wrap_launch *l, bool explain, struct prepared
 				    &p.argv, reterr);
 	if (r < 0)
 		return r;
-	r = record_write(l, p.record_fd, p.status_write, report, p.net.ready_inner, reterr);
-	if (r < 0)
-		return r;
+	if (record_first && p.net.ready_inner >= 0)
+		return sb_error(reterr, -EOPNOTSUPP,
+				"os-sandbox=%s cannot hand a network over to python-sb inside",
+				l->provider->name);
+	if (!record_first) {
+		r = record_write(l, p.record_fd, p.status_write, report, p.net.ready_inner, reterr);
+		if (r < 0)
+			return r;
+	}
 	*ret = p;
 	p = PREPARED_NONE;
 	return 0;

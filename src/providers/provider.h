@@ -68,6 +68,10 @@ enum {
 	 * parent (a PID namespace needs an init): whoever forks per run (the
 	 * fork server) cannot use it. */
 	SB_PROVIDER_CHILD_PROCESS = 1u << 7,
+	/* build_argv() copies the handover record's content into what the tool
+	 * boots (qemu's initramfs): the record is written before it, so it can
+	 * carry nothing build_argv() makes (no network handover). */
+	SB_PROVIDER_RECORD_IN_IMAGE = 1u << 8,
 };
 
 /* What ignore= does to native code under this provider (spec section 8). */

@@ -875,8 +875,8 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 
 const struct sb_provider sb_provider_qemu = {
     .name = "qemu",
-    .flags = SB_PROVIDER_WRAPS_EXEC | SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS |
-	     SB_PROVIDER_PRIVILEGES,
+    .flags = SB_PROVIDER_WRAPS_EXEC | SB_PROVIDER_RECORD_IN_IMAGE | SB_PROVIDER_FILES |
+	     SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS | SB_PROVIDER_PRIVILEGES,
     .ignore = SB_IGNORE_MASKED,
     .params = params,
     .summary = "a micro-VM: its own kernel, the grants shared over virtio-9p",
