@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 void sb_strv_free(char **v)
@@ -406,4 +407,26 @@ const char *sb_closest_name(const char *word, const char *const *candidates, siz
 		}
 	}
 	return best;
+}
+
+int sb_memfd_with(const char *name, const void *data, size_t len)
+{
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC);
+	const char *p = data;
+
+	if (fd < 0)
+		return -errno;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	return TAKE_FD(fd);
 }

@@ -147,6 +147,10 @@ int sb_safe_atou64(const char *s, unsigned long long *ret);
 /* Reads a whole file (at most max_size bytes); 0 or -errno (-EFBIG when larger). */
 int sb_read_file(const char *path, size_t max_size, char **ret, size_t *ret_size);
 
+/* A memory file (close-on-exec) holding len bytes of data, at offset 0: the
+ * descriptor, or -errno. */
+int sb_memfd_with(const char *name, const void *data, size_t len);
+
 /* Joins dir and name with one '/'; NULL on OOM. */
 char *sb_path_join(const char *dir, const char *name);
 /* Directory part of a path ("." when there is none); NULL on OOM. */

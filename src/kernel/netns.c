@@ -416,34 +416,6 @@ void sb_netns_tools_done(struct sb_netns_tools *tools)
 /* ------------------------------------------------------------------------ */
 /* Running them */
 
-/* A memory file holding text, at offset 0. */
-static int memfd_with(const char *name, const char *text)
-{
-	size_t len = text ? strlen(text) : 0;
-	int fd = memfd_create(name, MFD_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	for (size_t done = 0; done < len;) {
-		ssize_t n = write(fd, text + done, len - done);
-
-		if (n < 0) {
-			int r = -errno;
-
-			close(fd);
-			return r;
-		}
-		done += (size_t)n;
-	}
-	if (lseek(fd, 0, SEEK_SET) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* What a program wrote into a memory file: its lines that say something,
  * joined, for a message. */
 static char *memfd_message(int fd)
@@ -541,8 +513,8 @@ static int filter_start(const struct sb_netns_plan *plan, const struct sb_netns_
 	char *argv[] = {(char *)"nft", (char *)"-f", (char *)"-", NULL};
 	pid_t pid;
 
-	in = memfd_with("nft-rules", plan->ruleset);
-	err = memfd_with("nft-errors", NULL);
+	in = sb_memfd_with("nft-rules", plan->ruleset, plan->ruleset ? strlen(plan->ruleset) : 0);
+	err = sb_memfd_with("nft-errors", NULL, 0);
 	if (in < 0 || err < 0)
 		return sb_error(reterr, in < 0 ? in : err, "cannot pass the rules to nft: %s",
 				strerror(-(in < 0 ? in : err)));
@@ -657,7 +629,7 @@ static int spawn_slirp(const struct sb_netns_plan *plan, const struct sb_netns_t
 		r = -errno;
 	if (r < 0)
 		goto out;
-	out = memfd_with("slirp4netns-output", NULL);
+	out = sb_memfd_with("slirp4netns-output", NULL, 0);
 	if (out < 0) {
 		r = out;
 		goto out;

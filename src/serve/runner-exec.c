@@ -160,35 +160,6 @@ static int build_argv(const struct sb_runner *runner, const struct sb_run_spec *
 	return 0;
 }
 
-static int memfd_with(const char *name, const char *data, size_t len)
-{
-	int fd = memfd_create(name, MFD_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0) {
-			int e = errno;
-
-			if (e == EINTR)
-				continue;
-			close(fd);
-			return -e;
-		}
-		data += n;
-		len -= (size_t)n;
-	}
-	if (lseek(fd, 0, SEEK_SET) < 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
 /* The fds of one run, on the server's side and the child's. */
 struct run_fds {
 	int in, report;	    /* memfds, dup'ed to 0 and 3 in the child */
@@ -390,8 +361,8 @@ static int exec_run(struct sb_runner *runner, const struct sb_run_spec *spec,
 		return r;
 	r = build_argv(runner, spec, rundir, &argv);
 	if (r >= 0) {
-		f.in =
-		    memfd_with("stdin", spec->stdin_data ? spec->stdin_data : "", spec->stdin_len);
+		f.in = sb_memfd_with("stdin", spec->stdin_data ? spec->stdin_data : "",
+				     spec->stdin_len);
 		r = f.in < 0 ? f.in : 0;
 	}
 	if (r >= 0) {

@@ -398,29 +398,6 @@ static int fork_open(const struct sb_runner_config *cfg, struct sb_runner **ret,
 	return 0;
 }
 
-static int memfd_with(const char *name, const void *data, size_t len)
-{
-	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC);
-	const char *p = data;
-
-	if (fd < 0)
-		return -errno;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return -errno;
-	return TAKE_FD(fd);
-}
-
 /* What one run holds on this side. */
 struct run {
 	int in, args, report_fd;
@@ -448,13 +425,13 @@ static int run_prepare(const struct sb_run_spec *spec, struct run *f, char **ret
 	size_t args_len = 0;
 	int e;
 
-	f->in = memfd_with("stdin", spec->stdin_data ? spec->stdin_data : "", spec->stdin_len);
+	f->in = sb_memfd_with("stdin", spec->stdin_data ? spec->stdin_data : "", spec->stdin_len);
 	if (f->in < 0)
 		return f->in;
 	e = sb_zargs_encode(spec->args, &args, &args_len);
 	if (e < 0)
 		return e;
-	f->args = memfd_with("args", args, args_len);
+	f->args = sb_memfd_with("args", args, args_len);
 	if (f->args < 0)
 		return f->args;
 	e = sb_report_shm_new(&f->report_fd, &f->region, reterr);
