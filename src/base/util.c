@@ -430,3 +430,17 @@ int sb_memfd_with(const char *name, const void *data, size_t len)
 		return -errno;
 	return TAKE_FD(fd);
 }
+
+int sb_strv_push_split(char ***v, const char *list)
+{
+	_cleanup_free_ char *copy = list ? strdup(list) : NULL;
+	char *save = NULL;
+	int r = 0;
+
+	if (list && !copy)
+		return -ENOMEM;
+	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; r >= 0 && d;
+	     d = strtok_r(NULL, ":", &save))
+		r = sb_strv_push(v, d);
+	return r;
+}

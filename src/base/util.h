@@ -111,6 +111,9 @@ int sb_strv_push(char ***v, const char *s);
 int sb_strv_consume(char ***v, char *s);
 /* Appends the formatted text; 0 or -ENOMEM. */
 int sb_strv_pushf(char ***v, const char *fmt, ...) _printf_(2, 3);
+/* Appends each non-empty entry of a colon-separated list (PATH, PYTHONPATH;
+ * NULL: none); 0 or -ENOMEM. */
+int sb_strv_push_split(char ***v, const char *list);
 bool sb_strv_contains(char *const *v, const char *s);
 /* The value of NAME in a NAME=VALUE list (an environment), or NULL. */
 const char *sb_strv_env_get(char *const *env, const char *name);

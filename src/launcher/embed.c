@@ -231,34 +231,19 @@ static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths
 static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 			 struct sb_interp_paths *paths)
 {
-	int r = 0;
-
-	_cleanup_free_ char *stdlib = strdup(SB_PYTHON_STDLIB_DIRS);
 	const char *pythonpath = config->use_environment ? getenv("PYTHONPATH") : NULL;
-	char *save = NULL;
+	int r;
 
-	if (!stdlib)
-		return -ENOMEM;
 	/* CPython 3.11 computes sys.path only during initialisation, after the
 	 * boundary: name its parts from what the build knows and what the
 	 * program's environment adds. */
-	for (char *d = strtok_r(stdlib, ":", &save); r >= 0 && d; d = strtok_r(NULL, ":", &save))
-		r = sb_strv_push(&paths->dirs, d);
+	r = sb_strv_push_split(&paths->dirs, SB_PYTHON_STDLIB_DIRS);
 	for (Py_ssize_t i = 0; r >= 0 && i < config->module_search_paths.length; i++)
 		r = push_wide(&paths->dirs, config->module_search_paths.items[i]);
 	for (char *const *d = e->site_dirs; r >= 0 && d && *d; d++)
 		r = sb_strv_push(&paths->dirs, *d);
-	if (r >= 0 && pythonpath) {
-		_cleanup_free_ char *copy = strdup(pythonpath);
-
-		save = NULL;
-		if (!copy)
-			return -ENOMEM;
-		for (char *d = strtok_r(copy, ":", &save); r >= 0 && d;
-		     d = strtok_r(NULL, ":", &save))
-			if (*d)
-				r = sb_strv_push(&paths->dirs, d);
-	}
+	if (r >= 0)
+		r = sb_strv_push_split(&paths->dirs, pythonpath);
 	if (r >= 0 && e->venv) {
 		_cleanup_free_ char *cfg = sb_path_join(e->venv, "pyvenv.cfg");
 

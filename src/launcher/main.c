@@ -522,7 +522,6 @@ static int choose_ipython(struct sb_ipython *ipy, struct sb_cli *cli,
 	_cleanup_(sb_profile_freep) struct sb_profile *probe = NULL;
 	_cleanup_(sb_diags_done) struct sb_diags diags = {0};
 	_cleanup_strv_free_ char **dirs = NULL;
-	_cleanup_free_ char *stdlib = strdup(SB_PYTHON_STDLIB_DIRS);
 	const char *pythonpath = lookup->pythonpath, *learn_file = NULL;
 	struct sb_load_options opts = {
 	    .path = *config,
@@ -534,12 +533,9 @@ static int choose_ipython(struct sb_ipython *ipy, struct sb_cli *cli,
 	    .learn_default = learn_default(cli, *config),
 	};
 	enum sb_ipython_choice choice;
-	char *save = NULL;
 	int r;
 
 	*ret_plain_reason = NULL;
-	if (!stdlib)
-		return -ENOMEM;
 	r = sb_profile_load(&opts, &probe, &diags);
 	if (r >= 0)
 		r = sb_profile_check(probe, &opts, &diags);
@@ -548,20 +544,12 @@ static int choose_ipython(struct sb_ipython *ipy, struct sb_cli *cli,
 	/* Where the interpreter will look for IPython: sys.path[0] (the cwd),
 	 * PYTHONPATH, the standard library's and the site directories. */
 	r = sb_strv_push(&dirs, cwd);
-	for (char *d = strtok_r(stdlib, ":", &save); r >= 0 && d; d = strtok_r(NULL, ":", &save))
-		r = sb_strv_push(&dirs, d);
+	if (r >= 0)
+		r = sb_strv_push_split(&dirs, SB_PYTHON_STDLIB_DIRS);
 	for (char *const *d = lookup->site_dirs; r >= 0 && d && *d; d++)
 		r = sb_strv_push(&dirs, *d);
-	if (r >= 0 && pythonpath) {
-		_cleanup_free_ char *copy = strdup(pythonpath);
-
-		save = NULL;
-		if (!copy)
-			return -ENOMEM;
-		for (char *d = strtok_r(copy, ":", &save); r >= 0 && d;
-		     d = strtok_r(NULL, ":", &save))
-			r = sb_strv_push(&dirs, d);
-	}
+	if (r >= 0)
+		r = sb_strv_push_split(&dirs, pythonpath);
 	if (r < 0)
 		return r;
 	choice = sb_ipython_decide(probe, sb_ipython_installed(dirs),
