@@ -4,9 +4,10 @@
 set -euo pipefail
 
 # libmicrohttpd and jansson: python-sb serve and the run report; libhiredis:
-# serve --queue redis:// (docs/serve-queue.md).
+# serve --queue redis:// (docs/serve-queue.md); musl-tools: the timeout
+# supervisor, static on musl (meson.build says why).
 packages=(meson ninja-build gcc pkg-config python3 python3-dev libpython3.11-dev libseccomp-dev
-	libmicrohttpd-dev libjansson-dev libhiredis-dev patchelf)
+	libmicrohttpd-dev libjansson-dev libhiredis-dev patchelf musl-tools)
 case "${1:-build}" in
 test)
 	# chromium: the playground's browser test (driven by playwright-core);

@@ -16,6 +16,8 @@
 
 #include "cgroup.h"
 #include "output-relay.h"
+#include "supervise-exec.h"
+#include "supervisor.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -127,46 +129,16 @@ int sb_limits_apply(const struct sb_limits *limits, char **reterr)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The timeout supervisor */
+/* The timeout supervisor: the program's process and the one that watches it */
 
-/* How long the supervisor keeps killing and reaping after the deadline (or
- * after the program's exit) before it reports that processes survived. Only a
- * task stuck in uninterruptible sleep, or a tree that forks faster than /proc
- * can be scanned, gets that far. */
-#define SB_KILL_GRACE_NS (5ULL * 1000000000ULL)
-/* Between two kill rounds: the wait for SIGCHLD from the processes just killed. */
-#define SB_KILL_ROUND_NS (10ULL * 1000000ULL)
-
-/* Signals the supervisor handles through its signalfd. SIGCHLD says a child
- * (the program, or an orphan re-parented to us) changed state; the others are
- * forwarded to the program. */
-static const int sb_forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-
-struct sb_supervisor {
-	pid_t self;
-	pid_t child;
-	bool child_reaped;
-	int child_status;
-	int sfd;
-	struct sb_relay *relay; /* limit-output=, or NULL */
-};
-
-/* What sb_supervise() changes in the calling process, restored in the child
- * before the program runs and in the supervisor before it returns. */
+/* What sb_supervise_run() changes in the calling process, restored in the
+ * child before the program runs and in the supervisor before it returns. */
 struct sb_saved_state {
 	sigset_t mask;
 	struct sigaction sigchld;
 	struct sigaction sigpipe;
 	int subreaper;
 };
-
-static struct timespec sb_ns_to_timespec(uint64_t ns)
-{
-	return (struct timespec){
-	    .tv_sec = (time_t)(ns / 1000000000ULL),
-	    .tv_nsec = (long)(ns % 1000000000ULL),
-	};
-}
 
 static void sb_restore_signals(const struct sb_saved_state *saved)
 {
@@ -180,289 +152,14 @@ static void sb_restore_state(const struct sb_saved_state *saved)
 	prctl(PR_SET_CHILD_SUBREAPER, saved->subreaper, 0, 0, 0);
 }
 
-/* Reaps every child that has exited: the program and the orphans re-parented
- * to us. Returns 1 while children remain, 0 when there are none left (the
- * whole tree is gone: as a subreaper, any living descendant would have us as
- * ancestor through living or zombie parents, and the topmost of those would
- * be our child), -errno on failure. */
-static int sb_reap(struct sb_supervisor *s)
+/* The program's side, forked or cloned: make sure it cannot outlive the
+ * supervisor, take the output's pipes, and give it the signal state the
+ * caller had. 0, or the process dies. */
+static void sb_child_setup(const struct sb_saved_state *saved, struct sb_supervisor *s)
 {
-	for (;;) {
-		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
-
-		if (pid > 0) {
-			if (pid == s->child) {
-				s->child_reaped = true;
-				s->child_status = status;
-			}
-			continue;
-		}
-		if (pid == 0)
-			return 1;
-		if (errno == EINTR)
-			continue;
-		if (errno == ECHILD)
-			return 0;
-		return -errno;
-	}
-}
-
-/* The parent pid from /proc/<pid>/stat; -errno (-ENOENT/-ESRCH: gone). */
-static int sb_read_ppid(int proc_fd, pid_t pid, pid_t *ret_ppid)
-{
-	char path[32], buf[256];
-	_cleanup_close_ int fd = -1;
-	char *p, *end;
-	ssize_t n;
-	long ppid;
-
-	snprintf(path, sizeof(path), "%d/stat", (int)pid);
-	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	/* "pid (comm) state ppid ...": comm may hold spaces and ')', but it
-	 * is at most 15 bytes and the last ')' ends it. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-		return -EIO;
-	errno = 0;
-	ppid = strtol(p + 4, &end, 10);
-	if (errno != 0 || end == p + 4 || *end != ' ' || ppid < 0 || ppid > INT32_MAX)
-		return -EIO;
-	*ret_ppid = (pid_t)ppid;
-	return 0;
-}
-
-struct sb_proc {
-	pid_t pid;
-	pid_t ppid;
-	bool descendant;
-};
-
-static int sb_proc_cmp(const void *a, const void *b)
-{
-	pid_t x = ((const struct sb_proc *)a)->pid, y = ((const struct sb_proc *)b)->pid;
-
-	return (x > y) - (x < y);
-}
-
-static struct sb_proc *sb_proc_find(struct sb_proc *procs, size_t n, pid_t pid)
-{
-	struct sb_proc key = {.pid = pid};
-
-	if (n == 0)
-		return NULL;
-	return bsearch(&key, procs, n, sizeof(*procs), sb_proc_cmp);
-}
-
-static bool sb_is_ancestor(struct sb_proc *procs, size_t n, pid_t self, pid_t ppid)
-{
-	struct sb_proc *p;
-
-	if (ppid == self)
-		return true;
-	p = sb_proc_find(procs, n, ppid);
-	return p && p->descendant;
-}
-
-/* SIGKILL to one descendant, found by the scan. Between the scan and the
- * kill, the process may have exited and been reaped by its parent, and the
- * pid reused by an unrelated process: a pidfd pins the process, and the
- * parent read *after* opening it proves it is still in our tree (re-parented
- * to us, or to a subreaper below us, still counts). */
-static void sb_kill_one(int proc_fd, struct sb_proc *procs, size_t n, pid_t self, pid_t pid)
-{
-	_cleanup_close_ int pidfd = -1;
-	pid_t ppid = 0;
-
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0) {
-		/* ESRCH: gone. Otherwise (kernels before 5.3, out of
-		 * descriptors) the plain kill and its small race: leaving the
-		 * process alive would be worse. */
-		if (errno != ESRCH)
-			kill(pid, SIGKILL);
-		return;
-	}
-	if (sb_read_ppid(proc_fd, pid, &ppid) < 0 || !sb_is_ancestor(procs, n, self, ppid))
-		return;
-	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-}
-
-/* One pass: lists /proc, finds every process whose parent chain leads to
- * us, and kills it. The program stays in our process group (see
- * sb_supervise()), and even a process group of its own could be left with
- * setsid()/setpgid(), so a group kill would not do; parent links cannot be
- * broken from inside, because orphans are re-parented to us, the subreaper
- * (or to a subreaper inside the tree, which is itself in the tree). Returns
- * the number of descendants found, or -errno when /proc cannot be read. */
-static int sb_kill_descendants(pid_t self)
-{
-	_cleanup_free_ struct sb_proc *procs = NULL;
-	size_t n = 0, cap = 0;
-	int proc_fd, killed = 0;
-	bool changed;
-	DIR *d;
-
-	d = opendir("/proc");
-	if (!d)
-		return -errno;
-	proc_fd = dirfd(d);
-	for (struct dirent *e; (e = readdir(d));) {
-		unsigned long long v;
-		pid_t ppid;
-
-		if (sb_safe_atou64(e->d_name, &v) < 0 || v == 0 || v > INT32_MAX)
-			continue;
-		if (sb_read_ppid(proc_fd, (pid_t)v, &ppid) < 0)
-			continue; /* exited meanwhile */
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct sb_proc *np = realloc(procs, ncap * sizeof(*procs));
-
-			if (!np) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			procs = np;
-			cap = ncap;
-		}
-		procs[n++] = (struct sb_proc){.pid = (pid_t)v, .ppid = ppid};
-	}
-
-	if (n > 0)
-		qsort(procs, n, sizeof(*procs), sb_proc_cmp);
-	/* Transitive closure over the parent links: each pass adds at least
-	 * one level of the tree, so this ends after depth + 1 passes. */
-	do {
-		changed = false;
-		for (size_t i = 0; i < n; i++)
-			if (!procs[i].descendant && sb_is_ancestor(procs, n, self, procs[i].ppid)) {
-				procs[i].descendant = true;
-				changed = true;
-			}
-	} while (changed);
-
-	for (size_t i = 0; i < n; i++)
-		if (procs[i].descendant) {
-			sb_kill_one(proc_fd, procs, n, self, procs[i].pid);
-			killed++;
-		}
-	closedir(d);
-	return killed;
-}
-
-/* Whether the kernel sent this signal to the program as well as to us, so
- * that forwarding it would deliver it twice (Python would see two
- * KeyboardInterrupts for one ^C). The terminal signals the whole foreground
- * process group (^C, ^\, and SIGHUP when the session leader exits), the
- * program included as long as it is in our group; those come with
- * SI_KERNEL. A hangup of the terminal itself is the exception: the kernel
- * sends that SIGHUP to the session leader only, which may be us (a terminal
- * emulator or sshd running the launcher directly). Anything sent by a
- * process (kill(1), a service manager; SI_USER, SI_QUEUE...) reached us
- * alone and is passed on. */
-static bool sb_terminal_reached_child(const struct sb_supervisor *s,
-				      const struct signalfd_siginfo *si)
-{
-	if (si->ssi_code != SI_KERNEL)
-		return false;
-	if (si->ssi_signo == SIGHUP && getsid(0) == s->self)
-		return false;
-	/* The program moved to a group of its own: the terminal missed it. */
-	return getpgid(s->child) == getpgrp();
-}
-
-/* Reads what the signalfd holds; with forward, passes termination signals on
- * to the program. */
-static int sb_drain_signals(struct sb_supervisor *s, bool forward)
-{
-	struct signalfd_siginfo si;
-
-	for (;;) {
-		ssize_t n = read(s->sfd, &si, sizeof(si));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				return 0;
-			return -errno;
-		}
-		if (n != sizeof(si))
-			return -EIO;
-		if (!forward || si.ssi_signo == SIGCHLD || s->child_reaped)
-			continue;
-		if (sb_terminal_reached_child(s, &si))
-			continue;
-		kill(s->child, (int)si.ssi_signo);
-	}
-}
-
-/* Waits for a signal on the signalfd, at most until deadline_ns; meanwhile
- * copies the program's output (limit-output=). */
-static int sb_wait_signal(struct sb_supervisor *s, uint64_t deadline_ns)
-{
-	struct pollfd pfd[5] = {{.fd = s->sfd, .events = POLLIN}};
-	uint64_t now = sb_monotonic_ns();
-	size_t n = 1;
-	struct timespec ts;
-
-	if (now >= deadline_ns)
-		return 0;
-	if (s->relay)
-		n += sb_relay_pollfds(s->relay, pfd + 1);
-	ts = sb_ns_to_timespec(deadline_ns - now);
-	/* EINTR: a handler of the caller's, for a signal we do not block. */
-	if (ppoll(pfd, n, &ts, NULL) < 0) {
-		if (errno != EINTR)
-			return -errno;
-		return 0;
-	}
-	if (s->relay)
-		sb_relay_service(s->relay, pfd + 1, n - 1);
-	return 0;
-}
-
-/* SIGKILL to the program and every descendant, repeated until there are no
- * children left: a process may fork between the scan and the kill, but a
- * process with SIGKILL pending cannot fork any more, so each round can only
- * find newer processes. Bounded by SB_KILL_GRACE_NS. */
-static int sb_kill_tree(struct sb_supervisor *s)
-{
-	uint64_t give_up = sb_monotonic_ns() + SB_KILL_GRACE_NS;
-	int r;
-
-	for (;;) {
-		r = sb_reap(s);
-		if (r <= 0)
-			return r;
-		if (sb_monotonic_ns() >= give_up)
-			return -EBUSY;
-		if (!s->child_reaped)
-			kill(s->child, SIGKILL); /* unreaped: the pid is still ours */
-		r = sb_kill_descendants(s->self);
-		if (r == -ENOMEM || r == -EMFILE || r == -ENFILE)
-			r = 0; /* transient: the next round retries */
-		if (r < 0)
-			return r;
-		r = sb_wait_signal(s, sb_monotonic_ns() + SB_KILL_ROUND_NS);
-		if (r >= 0)
-			r = sb_drain_signals(s, false);
-		if (r < 0)
-			return r;
-	}
-}
-
-/* The program's side of the fork: make sure it cannot outlive the supervisor,
- * and give it the signal state the caller had. */
-static void sb_child_setup(const struct sb_saved_state *saved, pid_t supervisor)
-{
+	close(s->sfd);
+	if (s->relay && sb_relay_child(s->relay) < 0)
+		_exit(EXIT_FAILURE);
 	/* If the supervisor dies (SIGKILL, OOM killer), the deadline can no
 	 * longer be enforced: the program goes with it. Processes the program
 	 * started are not covered: they are re-parented to the next subreaper
@@ -475,7 +172,7 @@ static void sb_child_setup(const struct sb_saved_state *saved, pid_t supervisor)
 	/* The supervisor may have died between fork() and the prctl(): then
 	 * no death signal will ever come and we were re-parented already. Do
 	 * what the signal would have done. */
-	if (getppid() != supervisor)
+	if (getppid() != s->self)
 		(void)raise(SIGKILL);
 	/* The subreaper flag is not inherited (the program must not reap
 	 * its own orphans unless it asks to); the blocked mask and the SIGCHLD
@@ -494,11 +191,9 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	struct sb_supervisor s = {.sfd = -1};
 	_cleanup_(sb_cgroup_remove) struct sb_cgroup cgroup = {.dir_fd = -1};
 	struct sb_relay relay = {0};
-	struct sb_supervise_result counts = {0};
 	struct sb_saved_state saved;
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
 	uint64_t start, deadline;
-	bool timed_out = false;
 	int r, go[2] = {-1, -1};
 	sigset_t set;
 
@@ -520,10 +215,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 			goto fail_early;
 		s.relay = &relay;
 	}
-	sigemptyset(&set);
-	for (size_t i = 0; i < ELEMENTSOF(sb_forwarded_signals); i++)
-		sigaddset(&set, sb_forwarded_signals[i]);
-	sigaddset(&set, SIGCHLD);
+	sb_supervisor_sigset(&set);
 
 	if (prctl(PR_GET_CHILD_SUBREAPER, &saved.subreaper, 0, 0, 0) < 0) {
 		r = sb_error(reterr, -errno, "supervisor: cannot read the subreaper flag: %s",
@@ -547,7 +239,8 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	}
 	/* As a child subreaper, descendants orphaned by a double fork or a
 	 * daemon()ising parent are re-parented to us instead of to init:
-	 * they stay in the tree we can find and kill, and we reap them. */
+	 * they stay in the tree we can find and kill, and we reap them. The
+	 * flag survives execve() (supervise-exec.h). */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		r = -errno;
 		sb_restore_state(&saved);
@@ -565,11 +258,31 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 
 	s.self = getpid();
 	start = sb_monotonic_ns();
-	/* Saturates instead of wrapping for absurd timeouts (> 500 years). */
-	deadline = !o->timeout_ms ? UINT64_MAX
-		   : o->timeout_ms > (UINT64_MAX - start) / 1000000ULL
-		       ? UINT64_MAX
-		       : start + o->timeout_ms * 1000000ULL;
+	deadline = sb_supervisor_deadline(start, o->timeout_ms);
+
+	/* The cheaper way where it applies (supervise-exec.h): this process
+	 * becomes python-sb-supervise, the program keeps its memory. Without
+	 * a cgroup to move it into or a count to return to the caller. */
+	if (o->supervisor_exe && !o->cgroup_parent && !o->count_output) {
+		r = sb_supervise_exec(o->supervisor_exe,
+				      &(struct sb_supervise_exec_args){
+					  .deadline_ns = deadline,
+					  .timeout_ms = o->timeout_ms,
+					  .relay = s.relay,
+				      },
+				      reterr);
+		if (r == 0) {
+			sb_child_setup(&saved, &s);
+			*ret_is_child = true;
+			*ret = (struct sb_supervise_result){0};
+			return 0;
+		}
+		if (r != -EOPNOTSUPP) {
+			close(s.sfd);
+			sb_restore_state(&saved);
+			goto fail_early;
+		}
+	}
 
 	/* The child is *not* moved to a process group of its own (unlike
 	 * timeout(1) without --foreground): it must stay in the terminal's
@@ -587,10 +300,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	if (s.child == 0) {
 		char byte = 0;
 
-		close(s.sfd);
-		if (s.relay && sb_relay_child(s.relay) < 0)
-			_exit(EXIT_FAILURE);
-		sb_child_setup(&saved, s.self);
+		sb_child_setup(&saved, &s);
 		if (go[0] >= 0) {
 			close(go[1]);
 			/* Nothing but this byte: the supervisor died, or could not
@@ -624,84 +334,22 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 		close(go[1]);
 		go[1] = -1;
 	}
-
-	while (r >= 0) {
-		r = sb_reap(&s);
-		if (r < 0 || s.child_reaped)
-			break;
-		if (r == 0) {
-			/* No child at all, yet the program was not reaped by
-			 * us: another thread of the caller's waited for it. */
-			r = -ECHILD;
-			break;
-		}
-		if (sb_monotonic_ns() >= deadline) {
-			timed_out = true;
-			break;
-		}
-		if (s.relay && s.relay->exceeded)
-			break;
-		r = sb_wait_signal(&s, deadline);
-		if (r >= 0)
-			r = sb_drain_signals(&s, true);
-	}
-
-	/* At the deadline or past limit-output, the program and all it
-	 * started; after its exit, whatever it left running in the
-	 * background; after a failure here, everything too (fail closed:
-	 * nothing runs unsupervised). */
-	if (r >= 0)
-		r = sb_kill_tree(&s);
+	/* The program does not start outside its cgroup: killed at once. */
+	if (r < 0)
+		(void)sb_supervisor_watch(&s, 0, ret, NULL);
 	else
-		(void)sb_kill_tree(&s);
-	/* What the pipes still hold, once every writer is gone: until the
-	 * deadline, or briefly when the program was killed. */
+		r = sb_supervisor_watch(&s, deadline, ret, reterr);
 	if (s.relay) {
-		sb_relay_flush(s.relay, timed_out || s.relay->exceeded || r < 0
-					    ? sb_monotonic_ns() + SB_KILL_ROUND_NS * 10
-					    : deadline);
-		for (size_t i = 0; i < s.relay->n; i++) {
-			const struct sb_relay_stream *st = &s.relay->s[i];
-
-			counts.output_combined = counts.output_combined || st->both;
-			if (st->to == 2 && !st->both)
-				counts.stderr_bytes += st->bytes;
-			else
-				counts.stdout_bytes += st->bytes;
-		}
 		sb_relay_close(s.relay);
 		sigaction(SIGPIPE, &saved.sigpipe, NULL);
 	}
-
-	/* Signals that came during the kill are dropped here rather than
-	 * delivered when the mask is restored: the caller must still be alive
-	 * to report the program's status. */
-	(void)sb_drain_signals(&s, false);
 	close(s.sfd);
 	sb_restore_state(&saved);
-
-	if (r == -EBUSY)
-		return sb_error(reterr, r,
-				"supervisor: processes of the program survived SIGKILL for %llus",
-				SB_KILL_GRACE_NS / 1000000000ULL);
 	if (r < 0)
-		return reterr && *reterr
-			   ? r
-			   : sb_error(reterr, r, "cannot supervise the program: %s", strerror(-r));
-	if (!s.child_reaped)
-		return sb_error(reterr, -ECHILD, "supervisor: the program's status was lost");
+		return r;
 	*ret_is_child = false;
-	*ret = (struct sb_supervise_result){
-	    .status = s.child_status,
-	    .timed_out = timed_out,
-	    .output_exceeded = s.relay && s.relay->exceeded,
-	    .memory_exceeded = sb_cgroup_oom_killed(&cgroup),
-	    .wall_ns = sb_monotonic_ns() - start,
-	    .output_counted = s.relay != NULL,
-	};
-	ret->output_combined = counts.output_combined;
-	ret->stdout_bytes = counts.stdout_bytes;
-	ret->stderr_bytes = counts.stderr_bytes;
+	ret->memory_exceeded = sb_cgroup_oom_killed(&cgroup);
+	ret->wall_ns = sb_monotonic_ns() - start;
 	return 0;
 
 fail_early:

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "profile-limits.h"
+#include "supervisor.h"
 
 /* setrlimit() for every non-zero field (soft and hard: the program cannot
  * raise them back). 0 or -errno with *reterr naming the limit. */
@@ -17,23 +18,14 @@ struct sb_supervise_options {
 	unsigned long long memory_bytes; /* limit-memory=, with cgroup_parent */
 	const char *cgroup_parent;	 /* where the program's cgroup goes (cgroup.h), or NULL */
 	bool count_output;		 /* relay and count the output even without a limit */
+	/* python-sb-supervise (supervise-exec.h), or NULL: the supervisor
+	 * forks a copy of the caller instead. */
+	const char *supervisor_exe;
 };
 
-struct sb_supervise_result {
-	int status; /* the program's wait status */
-	bool timed_out;
-	bool output_exceeded;
-	bool memory_exceeded; /* the kernel killed in the program's cgroup */
-	uint64_t wall_ns;     /* from the fork to the last process reaped */
-	/* With output_bytes or count_output: what the program and its children
-	 * wrote (up to the limit). combined: stdout and stderr were one file
-	 * (2>&1), relayed through one pipe to keep their order, and all of it
-	 * is counted as stdout. */
-	bool output_counted, output_combined;
-	unsigned long long stdout_bytes, stderr_bytes;
-};
-
-/* Forks. In the child, returns 0 at once (*ret_is_child = true) and the
+/* Forks (or, with supervisor_exe, starts the program's process with the
+ * caller's memory and execs the supervisor: supervise-exec.h; the caller then
+ * never sees the parent's side). In the child, returns 0 at once (*ret_is_child = true) and the
  * caller goes on to run the program (in its cgroup, with its output going
  * through the supervisor when those apply). In the parent (the supervisor,
  * which runs no program code), waits for the child, copies its output and

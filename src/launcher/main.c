@@ -19,7 +19,9 @@
 #include "profile.h"
 #include "provider.h"
 #include "report-denials.h"
+#include "libexec.h"
 #include "report-supervise.h"
+#include "supervise-outcome.h"
 #include "resource-limits.h"
 #include "serve-exec.h"
 #include "wrap.h"
@@ -29,14 +31,8 @@
 #include "zygote.h"
 #include "util.h"
 
-#define EXIT_USAGE 2
-/* What the original returns (-1) for a configuration error: distinct from any
- * exit status a Python program or a signal produces through us. */
-#define EXIT_CONFIG 255
-/* As timeout(1). */
-#define EXIT_TIMEOUT 124
-/* limit-output= exceeded: a status of its own for a service to tell apart. */
-#define EXIT_OUTPUT 125
+#define EXIT_USAGE  2
+#define EXIT_CONFIG SB_EXIT_CONFIG
 
 extern char **environ;
 
@@ -147,35 +143,17 @@ static int fail(const char *what, const char *detail, int r)
 /* The supervisor's side: report like `python` would see it. */
 static int mirror_child(const struct sb_supervise_result *res, const struct sb_limits *limits)
 {
-	if (res->timed_out) {
-		/* As the profile most likely says it: timeout=2s, not 2000ms. */
-		bool whole = limits->timeout_ms % 1000 == 0;
+	struct sb_outcome o;
 
-		fprintf(stderr,
-			"python-sb: timeout=%llu%s expired: the program and every process it "
-			"started were killed\n",
-			whole ? limits->timeout_ms / 1000 : limits->timeout_ms, whole ? "s" : "ms");
-		return EXIT_TIMEOUT;
+	sb_supervise_outcome(res, limits->timeout_ms, limits->output_bytes, limits->memory_bytes,
+			     &o);
+	if (o.message[0])
+		fprintf(stderr, "python-sb: %s\n", o.message);
+	if (o.signal) {
+		signal(o.signal, SIG_DFL);
+		raise(o.signal);
 	}
-	if (res->output_exceeded) {
-		fprintf(stderr,
-			"python-sb: limit-output=%lluB exceeded: the program and every process it "
-			"started were killed\n",
-			limits->output_bytes);
-		return EXIT_OUTPUT;
-	}
-	if (res->memory_exceeded)
-		fprintf(stderr,
-			"python-sb: limit-memory=%lluB exceeded: the kernel killed the program "
-			"(its cgroup's memory.max)\n",
-			limits->memory_bytes);
-	if (WIFSIGNALED(res->status)) {
-		/* Die the same way, so our parent sees what `python` would show. */
-		signal(WTERMSIG(res->status), SIG_DFL);
-		raise(WTERMSIG(res->status));
-		return 128 + WTERMSIG(res->status);
-	}
-	return WEXITSTATUS(res->status);
+	return o.exit_code;
 }
 
 /* What a wrapper provider needs besides the embedding: python-sb's own
@@ -370,6 +348,14 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	 * fault when it writes it again, and the interpreter's pre-initialisation
 	 * and configuration write a few hundred (bench/README.md, issue 19). */
 	if (sb_boundary_supervise(&boundary, &supervise) || e->report) {
+		_cleanup_free_ char *supervisor = NULL;
+
+		/* Without it (a wrapper's or qemu's view of the files), the
+		 * supervisor forks instead. */
+		if (!e->report &&
+		    sb_libexec_find(e->self_exe, "python-sb-supervise", SB_SUPERVISE_RELATIVE,
+				    SB_SUPERVISE_PATH, X_OK, &supervisor) == 0)
+			supervise.supervisor_exe = supervisor;
 		r = e->report ? sb_report_supervise(e->report, &supervise, &boundary.limits,
 						    &is_child, &res, &err)
 			      : sb_supervise_run(&supervise, &is_child, &res, &err);

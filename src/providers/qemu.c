@@ -39,6 +39,7 @@
 
 #include "boundary.h"
 #include "grants.h"
+#include "libexec.h"
 #include "qemu-initramfs.h"
 #include "rule-files.h"
 #include "units.h"
@@ -484,31 +485,15 @@ static bool param_true(const struct sb_profile *p, const char *key)
 /* The guest's init: beside python-sb in a build tree, in libexec installed. */
 static int find_init(const char *self, char **ret, char **reterr)
 {
-	_cleanup_free_ char *dir = strdup(self);
-	char *slash = dir ? strrchr(dir, '/') : NULL;
-	const char *relative[] = {INIT_NAME, SB_QEMU_INIT_RELATIVE};
+	int r =
+	    sb_libexec_find(self, INIT_NAME, SB_QEMU_INIT_RELATIVE, SB_QEMU_INIT_PATH, R_OK, ret);
 
-	if (!dir)
-		return -ENOMEM;
-	if (slash)
-		*slash = '\0';
-	for (size_t i = 0; slash && i < ELEMENTSOF(relative); i++) {
-		_cleanup_free_ char *path = sb_path_join(dir, relative[i]);
-
-		if (!path)
-			return -ENOMEM;
-		if (access(path, R_OK) == 0) {
-			*ret = TAKE_PTR(path);
-			return 0;
-		}
-	}
-	if (access(SB_QEMU_INIT_PATH, R_OK) == 0) {
-		*ret = strdup(SB_QEMU_INIT_PATH);
-		return *ret ? 0 : -ENOMEM;
-	}
-	return sb_error(reterr, -ENOENT,
-			"os-sandbox=qemu: the guest's init (%s) is not installed beside python-sb",
-			SB_QEMU_INIT_PATH);
+	if (r == -ENOENT)
+		return sb_error(reterr, r,
+				"os-sandbox=qemu: the guest's init (%s) is not installed beside "
+				"python-sb",
+				SB_QEMU_INIT_PATH);
+	return r;
 }
 
 /* The handover record the launching side wrote (the inner python-sb's

@@ -6,14 +6,14 @@
 
 #include <limits.h>
 
+#include "libexec.h"
 #include "util.h"
 
 int sb_serve_exec(int argc, char **argv, char **reterr)
 {
 	_cleanup_strv_free_ char **args = NULL;
-	_cleanup_free_ char *sibling = NULL, *dir = NULL, *relative = NULL;
+	_cleanup_free_ char *serve = NULL;
 	char self[PATH_MAX];
-	const char *serve = SB_SERVE_PATH;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int r;
 
@@ -21,17 +21,13 @@ int sb_serve_exec(int argc, char **argv, char **reterr)
 		return sb_error(reterr, -errno, "cannot find python-sb itself: %s",
 				strerror(errno));
 	self[n] = '\0';
-	dir = sb_path_dirname(self);
-	sibling = dir ? sb_path_join(dir, "python-sb-serve") : NULL;
-	relative = dir ? sb_path_join(dir, SB_SERVE_RELATIVE) : NULL;
-	if (!sibling || !relative)
+	r = sb_libexec_find(self, "python-sb-serve", SB_SERVE_RELATIVE, SB_SERVE_PATH, X_OK,
+			    &serve);
+	if (r == -ENOMEM)
+		return r;
+	/* Not found: execv() below names the path it expected. */
+	if (r < 0 && !(serve = strdup(SB_SERVE_PATH)))
 		return -ENOMEM;
-	/* A build tree has it beside python-sb; an install (staged or moved
-	 * with its prefix) where libexecdir is from bindir. */
-	if (access(sibling, X_OK) == 0)
-		serve = sibling;
-	else if (access(relative, X_OK) == 0)
-		serve = relative;
 	r = sb_strv_push(&args, "python-sb serve");
 	if (r >= 0)
 		r = sb_strv_push(&args, "--python-sb");
