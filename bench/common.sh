@@ -67,7 +67,7 @@ bench_binaries() {
                 "or python-sb does not link the static libpython (see meson's messages)"
         fi
         echo "== building python-sb and bench/python-ref in $builddir" >&2
-        meson compile -C "$builddir" python-sb bench/python-ref >/dev/null ||
+        meson compile -C "$builddir" python-sb python-sb-supervise bench/python-ref >/dev/null ||
             die "build failed (run: meson compile -C $builddir)"
         sb=$builddir/python-sb
         ref=$builddir/bench/python-ref
