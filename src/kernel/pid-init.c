@@ -13,9 +13,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "raw-syscall.h"
 #include "util.h"
 
-#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(SB_HAVE_ASAN)
+#if defined(SB_HAVE_RAW_SYSCALL) && !defined(SB_HAVE_ASAN)
 #define SB_INIT_SHARES_MEMORY 1
 #endif
 
@@ -50,42 +51,13 @@
 
 #ifdef SB_INIT_SHARES_MEMORY
 
-/* The kernel's return value, -errno on failure; errno is not touched. */
-static long raw_syscall(long n, long a, long b, long c, long d, long e)
-{
-#if defined(__x86_64__)
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
-			 : "rcx", "r11", "memory");
-	return ret;
-#else
-	register long x8 __asm__("x8") = n;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = e;
-
-	__asm__ volatile("svc 0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4)
-			 : "memory");
-	return x0;
-#endif
-}
-
 #define SB_INIT_STACK (64 * 1024)
 
 static int init_fn(void *arg)
 {
 	int alive_fd = (int)(intptr_t)arg;
 
-	INIT_BODY(raw_syscall, alive_fd);
+	INIT_BODY(sb_raw_syscall, alive_fd);
 	return 0; /* not reached */
 }
 

@@ -13,37 +13,16 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "raw-syscall.h"
 #include "util.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SB_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
-    __has_feature(memory_sanitizer)
-#define SB_SANITIZED 1
-#endif
-#endif
 
 /* The sanitisers keep per-thread state that a second task on the same
  * memory would corrupt, and track stacks a jump between them confuses: the
- * instrumented builds fork. */
-#if defined(__x86_64__) && !defined(SB_SANITIZED)
-
-/* Until the exec has released the shared memory, the program's process must
- * not touch what the launcher may still be using, errno in the thread's
- * storage first of all: system calls without the C library. */
-static inline long raw_syscall(long n, long a, long b, long c, long d, long e)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
+ * instrumented builds fork. Until the exec has released the shared memory,
+ * the program's process must not touch what the launcher may still be using,
+ * errno in the thread's storage first of all: system calls without the C
+ * library (raw-syscall.h). */
+#if defined(SB_HAVE_RAW_SYSCALL) && !defined(SB_HAVE_ASAN) && !defined(__SANITIZE_THREAD__)
 
 /* What the program's process needs to resume; on the launcher's stack, which
  * the launcher does not unwind before its exec. */
@@ -59,7 +38,8 @@ struct resume {
 static _Noreturn void die_now(void)
 {
 	for (;;)
-		raw_syscall(SYS_kill, raw_syscall(SYS_getpid, 0, 0, 0, 0, 0), SIGKILL, 0, 0, 0);
+		sb_raw_syscall(SYS_kill, sb_raw_syscall(SYS_getpid, 0, 0, 0, 0, 0), SIGKILL, 0, 0,
+			       0);
 }
 
 /* The program's process, first on a stack of its own. The per-thread state
@@ -75,28 +55,28 @@ static int program_side(void *arg)
 
 	/* The launcher may die before its exec, or python-sb-supervise at any
 	 * time: either way, no program without its supervisor. */
-	raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	raw_syscall(SYS_close, rs->exec_pipe[1], 0, 0, 0, 0);
+	sb_raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	sb_raw_syscall(SYS_close, rs->exec_pipe[1], 0, 0, 0, 0);
 	do
-		n = raw_syscall(SYS_read, rs->exec_pipe[0], (long)&byte, 1, 0, 0);
+		n = sb_raw_syscall(SYS_read, rs->exec_pipe[0], (long)&byte, 1, 0, 0);
 	while (n == -EINTR);
 	/* End of file and still the launcher's child: it is the supervisor.
 	 * A failed exec kills us instead; a launcher that died re-parented us. */
-	if (n != 0 || raw_syscall(SYS_getppid, 0, 0, 0, 0, 0) != rs->supervisor)
+	if (n != 0 || sb_raw_syscall(SYS_getppid, 0, 0, 0, 0, 0) != rs->supervisor)
 		die_now();
-	raw_syscall(SYS_close, rs->exec_pipe[0], 0, 0, 0, 0);
+	sb_raw_syscall(SYS_close, rs->exec_pipe[0], 0, 0, 0, 0);
 
-	tid = raw_syscall(SYS_set_tid_address, (long)rs->tid_address, 0, 0, 0, 0);
+	tid = sb_raw_syscall(SYS_set_tid_address, (long)rs->tid_address, 0, 0, 0, 0);
 	*rs->tid_address = (int)tid;
 	if (rs->robust_head)
-		raw_syscall(SYS_set_robust_list, (long)rs->robust_head, (long)rs->robust_len, 0, 0,
-			    0);
+		sb_raw_syscall(SYS_set_robust_list, (long)rs->robust_head, (long)rs->robust_len, 0,
+			       0, 0);
 	if (__rseq_size > 0) {
 		struct rseq *area =
 		    (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
 
 		/* The registration's length is the original structure's, as glibc's. */
-		if (raw_syscall(SYS_rseq, (long)area, 32, 0, RSEQ_SIG, 0) < 0)
+		if (sb_raw_syscall(SYS_rseq, (long)area, 32, 0, RSEQ_SIG, 0) < 0)
 			area->cpu_id = (__u32)RSEQ_CPU_ID_REGISTRATION_FAILED;
 	}
 	siglongjmp(*(sigjmp_buf *)&rs->where, 1);
