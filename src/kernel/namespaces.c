@@ -10,15 +10,19 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "landlock-compat.h"
 #include "pid-init.h"
 
+/* The network namespace is not among them: the init makes it while the
+ * program's process builds the root (pid-init.h), unless the launcher needs
+ * it first (net= rules: slirp4netns joins the launcher's). */
 #define SB_NS_FLAGS                                                                                \
-	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
-	 CLONE_NEWCGROUP)
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 /* What the caller passes on to the program: the signals `python` would get
  * from whoever knows its pid. Not SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT: the
@@ -93,7 +97,7 @@ static int create_namespaces(const struct sb_ns_config *c, char **reterr)
 	const char *hint;
 	int r;
 
-	if (unshare(SB_NS_FLAGS) < 0) {
+	if (unshare(SB_NS_FLAGS | (c->net->outside ? CLONE_NEWNET : 0)) < 0) {
 		r = -errno;
 		hint = userns_hint(-r);
 		return sb_error(reterr, r, "cannot create the sandbox's namespaces: %s%s%s",
@@ -198,10 +202,47 @@ struct saved_signals {
 	struct sigaction chld;
 };
 
+/* The init's network namespace, where the init made one (pid-init.h): its
+ * outcome read from net_fd, joined through the init's pidfd, and checked to
+ * be another than the launcher's (host_net: its inode), so that no failure on
+ * the way leaves the program on the host's network. */
+struct net_join {
+	int net_fd, init_pidfd;
+	struct stat host_net;
+};
+
+static int join_init_network(const struct net_join *j, char **reterr)
+{
+	struct stat st;
+	int status;
+	ssize_t n;
+
+	while ((n = read(j->net_fd, &status, sizeof(status))) < 0 && errno == EINTR)
+		;
+	if (n != sizeof(status))
+		return sb_error(reterr, -ECHILD,
+				"cannot create the sandbox's network namespace: its init ended");
+	if (status < 0)
+		return sb_error(reterr, status, "cannot create the sandbox's network namespace: %s",
+				strerror(-status));
+	if (setns(j->init_pidfd, CLONE_NEWNET) < 0)
+		return sb_error(reterr, -errno, "cannot enter the sandbox's network namespace: %s",
+				strerror(errno));
+	if (stat("/proc/self/ns/net", &st) < 0)
+		return sb_error(reterr, -errno, "cannot check the network namespace: %s",
+				strerror(errno));
+	if (st.st_ino == j->host_net.st_ino && st.st_dev == j->host_net.st_dev)
+		return sb_error(reterr, -EPERM,
+				"the program is still in the launcher's network namespace");
+	/* The init may go on (and stop being dumpable). */
+	(void)send(j->net_fd, "j", 1, MSG_NOSIGNAL);
+	return 0;
+}
+
 /* The program's side: everything the caller set up for itself goes, then
  * the new root and the drop of every capability. */
 static int program_setup(const struct sb_ns_config *c, const struct saved_signals *saved,
-			 int alive_fd, char **reterr)
+			 int alive_fd, const struct net_join *net, char **reterr)
 {
 	int r;
 
@@ -211,6 +252,12 @@ static int program_setup(const struct sb_ns_config *c, const struct saved_signal
 	sigaction(SIGCHLD, &saved->chld, NULL);
 	sigprocmask(SIG_SETMASK, &saved->mask, NULL);
 	r = sb_root_build(c->root, reterr);
+	if (r >= 0 && net->net_fd >= 0)
+		r = join_init_network(net, reterr);
+	if (net->net_fd >= 0) {
+		close(net->net_fd);
+		close(net->init_pidfd);
+	}
 	if (r < 0)
 		return r;
 	r = drop_capabilities();
@@ -271,9 +318,10 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 			 int *ret_status, char **reterr)
 {
 	struct waiter w = {.init = -1, .program = -1, .sfd = -1};
+	struct net_join net = {.net_fd = -1, .init_pidfd = -1};
 	struct saved_signals saved;
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
-	int alive[2];
+	int alive[2], net_pipe[2] = {-1, -1}; /* the init's socket: [0] ours, [1] its */
 	sigset_t set;
 	int r;
 
@@ -281,8 +329,19 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
 		sigaddset(&set, forwarded[i]);
 	sigaddset(&set, SIGCHLD);
-	if (pipe2(alive, O_CLOEXEC) < 0)
-		return sb_error(reterr, -errno, "cannot create a pipe: %s", strerror(errno));
+	if (!c->net->outside) {
+		if (stat("/proc/self/ns/net", &net.host_net) < 0)
+			return sb_error(reterr, -errno, "cannot read the network namespace: %s",
+					strerror(errno));
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net_pipe) < 0)
+			return sb_error(reterr, -errno, "cannot create a socket pair: %s",
+					strerror(errno));
+		net.net_fd = net_pipe[0];
+	}
+	if (pipe2(alive, O_CLOEXEC) < 0) {
+		r = sb_error(reterr, -errno, "cannot create a pipe: %s", strerror(errno));
+		goto out_net;
+	}
 	/* Blocked before the forks: no signal is lost before the signalfd. */
 	sigprocmask(SIG_BLOCK, &set, &saved.mask);
 	sigaction(SIGCHLD, &dfl, &saved.chld);
@@ -293,12 +352,24 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	}
 
 	/* The first child of the new PID namespace is its PID 1. */
-	w.init = sb_pid_init_start(alive[0]);
+	w.init = sb_pid_init_start(alive[0], net_pipe[1]);
 	if (w.init < 0) {
 		r = sb_error(reterr, w.init, "cannot start the PID namespace's init: %s",
 			     strerror(-w.init));
 		w.init = -1;
 		goto out;
+	}
+	/* An unreaped child: its pid cannot name another process. */
+	if (net.net_fd >= 0) {
+		net.init_pidfd = (int)syscall(SYS_pidfd_open, w.init, 0);
+		if (net.init_pidfd < 0) {
+			r = sb_error(reterr, -errno, "cannot open the init's pidfd: %s",
+				     strerror(errno));
+			goto out;
+		}
+		/* The init's end only: its exit is then end-of-file. */
+		close(net_pipe[1]);
+		net_pipe[1] = -1;
 	}
 	w.program = fork();
 	if (w.program < 0) {
@@ -306,11 +377,16 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 			     strerror(errno));
 		goto out;
 	}
+	/* The program's end only: its exit lets the init go on. */
+	if (w.program > 0 && net_pipe[0] >= 0) {
+		close(net_pipe[0]);
+		net_pipe[0] = -1;
+	}
 	if (w.program == 0) {
 		close(alive[1]);
 		close(w.sfd);
 		sb_netns_helper_forget(helper);
-		return program_setup(c, &saved, alive[0], reterr);
+		return program_setup(c, &saved, alive[0], &net, reterr);
 	}
 	close(alive[0]);
 	alive[0] = -1;
@@ -345,6 +421,12 @@ out:
 	}
 	sigaction(SIGCHLD, &saved.chld, NULL);
 	sigprocmask(SIG_SETMASK, &saved.mask, NULL);
+out_net:
+	for (size_t i = 0; i < ELEMENTSOF(net_pipe); i++)
+		if (net_pipe[i] >= 0)
+			close(net_pipe[i]);
+	if (net.init_pidfd >= 0)
+		close(net.init_pidfd);
 	if (r < 0)
 		return r;
 	*ret_status = w.program_status;

@@ -21,18 +21,26 @@
 
 /* Every init's life, written once for both ways of starting it: sys() is a
  * system call that leaves errno alone (the caller's, when memory is shared). */
-#define INIT_BODY(sys, alive_fd)                                                                   \
+#define INIT_BODY(sys, alive_fd, net_fd)                                                           \
 	do {                                                                                       \
 		struct pollfd pfd = {.fd = (alive_fd), .events = POLLIN};                          \
 		struct timespec zero = {0};                                                        \
 		struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3}; \
 		struct __user_cap_data_struct caps[2] = {{0}};                                     \
 		uint64_t all = ~0ULL, chld = 1ULL << (SIGCHLD - 1);                                \
+		int net_status;                                                                    \
                                                                                                    \
 		sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);                                \
 		/* Readable or hung up: the caller is gone. */                                     \
 		if (sys(SYS_ppoll, (long)&pfd, 1, (long)&zero, 0, 8) != 0)                         \
 			sys(SYS_exit, 0, 0, 0, 0, 0);                                              \
+		/* Dumpable until the program's process has joined the namespace                   \
+		 * (setns() on a pidfd is a ptrace access): it answers, or ends. */                \
+		if ((net_fd) >= 0) {                                                               \
+			net_status = (int)sys(SYS_unshare, CLONE_NEWNET, 0, 0, 0, 0);              \
+			sys(SYS_write, (net_fd), (long)&net_status, sizeof(net_status), 0, 0);     \
+			sys(SYS_read, (net_fd), (long)&net_status, 1, 0, 0);                       \
+		}                                                                                  \
 		sys(SYS_prctl, PR_SET_NAME, (long)"python-sb-init", 0, 0, 0);                      \
 		sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);                                       \
 		if (sys(SYS_capset, (long)&header, (long)caps, 0, 0, 0) < 0)                       \
@@ -81,15 +89,21 @@ static long raw_syscall(long n, long a, long b, long c, long d, long e)
 
 #define SB_INIT_STACK (64 * 1024)
 
+/* Both descriptors in the argument (the caller's memory may change before
+ * the init reads it). */
+#define PACK_FDS(alive_fd, net_fd)                                                                 \
+	((void *)(((uintptr_t)(uint32_t)(net_fd) << 32) | (uint32_t)(alive_fd)))
+
 static int init_fn(void *arg)
 {
-	int alive_fd = (int)(intptr_t)arg;
+	int alive_fd = (int)(uint32_t)(uintptr_t)arg;
+	int net_fd = (int)(uint32_t)((uintptr_t)arg >> 32);
 
-	INIT_BODY(raw_syscall, alive_fd);
+	INIT_BODY(raw_syscall, alive_fd, net_fd);
 	return 0; /* not reached */
 }
 
-pid_t sb_pid_init_start(int alive_fd)
+pid_t sb_pid_init_start(int alive_fd, int net_fd)
 {
 	void *stack = mmap(NULL, SB_INIT_STACK, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -101,7 +115,7 @@ pid_t sb_pid_init_start(int alive_fd)
 	 * (the stack protector's canary). Never unmapped: the caller ends soon
 	 * after the init, and the init may outlive a munmap() by a moment. */
 	pid = clone(init_fn, (char *)stack + SB_INIT_STACK, CLONE_VM | SIGCHLD,
-		    (void *)(intptr_t)alive_fd);
+		    PACK_FDS(alive_fd, net_fd));
 	return pid < 0 ? -errno : pid;
 }
 
@@ -114,14 +128,14 @@ static long fork_sys(long n, long a, long b, long c, long d, long e)
 	return r < 0 ? -errno : r;
 }
 
-pid_t sb_pid_init_start(int alive_fd)
+pid_t sb_pid_init_start(int alive_fd, int net_fd)
 {
 	pid_t pid = fork();
 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		INIT_BODY(fork_sys, alive_fd);
+		INIT_BODY(fork_sys, alive_fd, net_fd);
 	return pid;
 }
 
