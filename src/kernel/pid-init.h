@@ -17,11 +17,17 @@
  * no fork): it runs on a stack of its own and makes no libc call that could
  * touch the caller's thread-local state (errno).
  *
- * net_fd >= 0: it first creates the sandbox's network namespace for itself
- * (unshare(CLONE_NEWNET), the costliest namespace to make), and writes the
- * outcome to net_fd (a socket) as an int, 0 or -errno: the program's process
- * joins it (setns() on the init's pidfd) once it has built its root, so that
- * the two run side by side, and then writes a byte or closes its end; until
- * then the init stays dumpable, which the join needs. Returns its pid, or
- * -errno. */
-pid_t sb_pid_init_start(int alive_fd, int net_fd);
+ * With a join_fd (a socket), it first makes for itself the namespaces
+ * ns_flags names, CLONE_NEWNS then CLONE_NEWNET, each reported on join_fd as
+ * an int (0 or -errno) once made: the program's process joins them (setns()
+ * on the init's pidfd), the mount namespace before it builds the root, the
+ * network namespace (the costliest to make) after, so that the two run side
+ * by side; then it writes a byte or closes its end. Until then the init stays
+ * dumpable, which the join needs. Returns its pid, or -errno. */
+struct sb_init_args {
+	int alive_fd;
+	int join_fd;  /* -1: no namespace of its own */
+	int ns_flags; /* CLONE_NEWNS, CLONE_NEWNET */
+};
+
+pid_t sb_pid_init_start(const struct sb_init_args *a);
