@@ -265,3 +265,27 @@ bench_kernel_profiles() {
     # shellcheck disable=SC2034  # for the caller
     landlock_rules=$(grep -c '^#   r[ow]  ' <<<"$landlock_explain")
 }
+
+# bench_hooked: sets hooked to the hooked copy (docs/development.md, "Two
+# binaries": Debian's python3.X with python-sb-hook.so added as a needed
+# library, what meson install installs): PYTHON_SB_HOOKED, or one made as
+# meson install makes it (scripts/install-hook.sh) from the build's library
+# in a temp dir; empty when neither is possible (no library beside $sb, or
+# no patchelf).
+bench_hooked() {
+    local hook_dir
+    hooked=${PYTHON_SB_HOOKED:-}
+    if [[ -n $hooked ]]; then
+        hooked=$(realpath -- "$hooked")
+        return
+    fi
+    [[ -f $(dirname -- "$sb")/python-sb-hook.so ]] && command -v patchelf >/dev/null || return 0
+    hook_dir=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-hooked.XXXXXX")
+    bench_cleanup_dirs+=("$hook_dir")
+    mkdir -p "$hook_dir/bin" "$hook_dir/lib"
+    cp -- "$(dirname -- "$sb")/python-sb-hook.so" "$hook_dir/lib/"
+    # shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader
+    "$bench_srcdir/scripts/install-hook.sh" "$hook_dir/bin/python-sb" '$ORIGIN/../lib' ||
+        die "cannot make the hooked copy"
+    hooked=$hook_dir/bin/python-sb
+}

@@ -4,8 +4,11 @@
 # os-sandbox=unshare benchmark: `python-sb -c pass` in the namespaces and the
 # new root python-sb builds itself (no unshare(1)), with seccomp and resource
 # limits, side by side in one interleaved run with `unshare -Urnmpf
-# --mount-proc` wrapping a bare python by hand and with bare /usr/bin/python3.
-# Method and results: bench/README.md, "os-sandbox=unshare".
+# --mount-proc` wrapping /usr/bin/python3 by hand and with bare
+# /usr/bin/python3. python-sb is the hooked copy (what meson install installs,
+# docs/development.md "Two binaries") when the build can make one; the static
+# binary runs alongside for reference. Method and results: bench/README.md,
+# "os-sandbox=unshare".
 #
 # Usage: bench/unshare.sh [BUILD_DIR]     (from any directory)
 #
@@ -13,12 +16,12 @@
 #               directory to set one up in; default: a temporary directory.
 #
 # Environment: PYTHON_SB, PYTHON_REF, PYTHON3, KEEP_BUILD, EXTRA_ENV as for
-# startup.sh, and
+# startup.sh, PYTHON_SB_HOOKED as for python3.sh, and
 #   OUT_DIR     where the JSON of the runs goes (default: a new temp dir)
 #   IRUNS       rounds of the interleaved run (default 400; the net= run gets
 #               a tenth)
 #   MAX_RATIO   threshold for python-sb-unshare / python3, the median of the
-#               per-round ratios (1.15, the goal of issue 14)
+#               per-round wall-time ratios (1.15, the goal of issue 14)
 #
 # Exit status: 0 when that ratio is within MAX_RATIO, 1 when above it, 2 on a
 # setup error (no user namespaces, unshare(1) missing).
@@ -32,6 +35,14 @@ command -v unshare >/dev/null || die "unshare(1) not found (Debian: util-linux)"
 
 bench_setup "$@"
 bench_out_dir unshare
+bench_hooked
+static=$sb
+if [[ -n $hooked ]]; then
+    sb=$hooked
+else
+    echo "$bench_name: warning: no hooked copy (no python-sb-hook.so or patchelf):" \
+        "python-sb-unshare is the static binary" >&2
+fi
 
 # The same limits and grant as kernel.sh's landlock profile, so that the two
 # providers are compared on one policy.
@@ -66,11 +77,16 @@ ll=(--pysandboxes-config "$profile_dir/landlock.py-sandboxes")
 net=(--pysandboxes-config "$profile_dir/unshare-net.py-sandboxes")
 check "$sb" "${us[@]}"
 check "${hand[@]}" "$PYTHON3"
-check "${hand[@]}" "$ref"
 landlock=()
 if "${clean_env[@]}" "$sb" "${ll[@]}" -c pass 2>/dev/null; then
     landlock=(python-sb-landlock="$sb ${ll[*]} -c pass")
 fi
+static_run=()
+if [[ $static != "$sb" ]]; then
+    check "$static" "${us[@]}"
+    static_run=(static-unshare="$static ${us[*]} -c pass")
+fi
+echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs" >&2
 with_net=1
 "${clean_env[@]}" "$sb" "${net[@]}" -c pass 2>/dev/null || with_net=0
 
@@ -79,11 +95,11 @@ status=0
 "${clean_env[@]}" "$PYTHON3" "$bench_here/interleave.py" --runs "$IRUNS" \
     --json "$out/unshare-interleaved.json" --gate "python-sb-unshare=$MAX_RATIO" \
     python3="$PYTHON3 -c pass" \
-    python-ref="$ref -c pass" \
     "${landlock[@]}" \
     python-sb-unshare="$sb ${us[*]} -c pass" \
-    unshare-python3="${hand[*]} $PYTHON3 -c pass" \
-    unshare-ref="${hand[*]} $ref -c pass" || status=$?
+    "${static_run[@]}" \
+    unshare-python3="${hand[*]} $PYTHON3 -c pass" || status=$?
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 if ((with_net)); then
     echo "== interleaved, with a net= rule: $((IRUNS / 10)) rounds" >&2

@@ -5,8 +5,9 @@
 # os-sandbox=firejail against the same tool run by hand, with the very
 # sandbox python-sb builds (its command line from --explain, python-ref or
 # /usr/bin/python3 in place of the inner python-sb), and against the bare
-# interpreters, all in one interleaved run. Method and results: bench/README.md,
-# "Wrapper providers".
+# interpreters, all in one interleaved run. python-sb is the hooked copy (what
+# meson install installs, docs/development.md "Two binaries") when the build
+# can make one. Method and results: bench/README.md, "Wrapper providers".
 #
 # Usage: bench/wrappers.sh [BUILD_DIR]   (as root, or with bwrap usable and
 #                                        firejail allowed for the caller)
@@ -15,12 +16,12 @@
 #               directory to set one up in; default: a temporary directory.
 #
 # Environment: PYTHON_SB, PYTHON_REF, PYTHON3, KEEP_BUILD, EXTRA_ENV as for
-# startup.sh, and
+# startup.sh, PYTHON_SB_HOOKED as for python3.sh, and
 #   OUT_DIR     where wrappers.json goes (default: a new temp dir)
 #   IRUNS       rounds of the interleaved run (default 200)
 #   MAX_RATIO   threshold of python-sb under a tool / the tool by hand around
-#               python-ref, the median of the per-round ratios (default 1.00:
-#               no slower)
+#               /usr/bin/python3, the median of the per-round ratios (default
+#               1.00: no slower)
 #
 # Exit status: 0 when both ratios are within MAX_RATIO, 1 when one is above,
 # 2 on a setup error.
@@ -37,6 +38,14 @@ done
 
 bench_setup "$@"
 bench_out_dir wrappers
+bench_hooked
+static=$sb
+if [[ -n $hooked ]]; then
+    sb=$hooked
+else
+    echo "$bench_name: warning: no hooked copy (no python-sb-hook.so or patchelf):" \
+        "python-sb is the static binary" >&2
+fi
 bench_write_profile "$profile_dir/bwrap.py-sandboxes" os-sandbox=bwrap
 bench_write_profile "$profile_dir/firejail.py-sandboxes" os-sandbox=firejail
 # For the breakdown: python-sb run by hand inside bwrap's sandbox (no
@@ -47,10 +56,10 @@ bench_write_profile "$profile_dir/inside.py-sandboxes" os-sandbox=subprocess
 # with the interpreter in place of the inner python-sb, and the interpreter
 # made visible as python-sb's binary is (bound, or whitelisted). The seccomp
 # filter of the exec-allowing policy, for bwrap --seccomp (see README).
-"${clean_env[@]}" "$PYTHON3" - "$sb" "$ref" "$PYTHON3" "$profile_dir" "$out" <<'EOF'
+"${clean_env[@]}" "$PYTHON3" - "$sb" "$ref" "$PYTHON3" "$profile_dir" "$out" "$static" <<'EOF'
 import os, re, shlex, subprocess, sys
 
-sb, ref, py3, profile_dir, out = sys.argv[1:]
+sb, ref, py3, profile_dir, out, static = sys.argv[1:]
 
 def explained(provider):
     r = subprocess.run([sb, "--pysandboxes-config", f"{profile_dir}/{provider}.py-sandboxes",
@@ -101,8 +110,13 @@ with open(lists, "w") as f:
 opts = [f"--include={lists}" if a.startswith("--include=/proc/self/fd/") else a for a in opts]
 for name, interp in [("ref", ref), ("python3", py3)]:
     extra = [f"--whitelist={p}" for p in dict.fromkeys([interp, real(interp)])]
-    blacklisted = [f"--blacklist={os.path.dirname(p)}" for p in (interp, real(interp))]
-    cmds[f"firejail-{name}"] = [a for a in opts if a not in blacklisted] + extra + \
+    # No blacklist above the interpreter (its directory, or /work for a
+    # build tree when python-sb is elsewhere).
+    def hides(a):
+        d = a.removeprefix("--blacklist=")
+        return a.startswith("--blacklist=") and any(
+            p == d or p.startswith(d.rstrip("/") + "/") for p in (interp, real(interp)))
+    cmds[f"firejail-{name}"] = [a for a in opts if not hides(a)] + extra + \
         [interp, "-c", "pass"]
 with open(f"{out}/by-hand.sh", "w") as f:
     for name, argv in cmds.items():
@@ -110,7 +124,7 @@ with open(f"{out}/by-hand.sh", "w") as f:
 
 # seccomp-programs.c of the build: the compiled filter of policy key 24
 # (exec and fork allowed: bwrap must be able to execute the interpreter).
-src = os.path.join(os.path.dirname(sb), "seccomp-programs.c")
+src = os.path.join(os.path.dirname(static), "seccomp-programs.c")
 if os.path.exists(src):
     text = open(src).read()
     m = re.search(r"program_24\[\] = \{(.*?)\};", text, re.S)
@@ -133,6 +147,7 @@ done
 
 sbc() { printf '%s --pysandboxes-config %s/%s.py-sandboxes -c pass' "$sb" "$profile_dir" "$1"; }
 echo "== interleaved: $IRUNS rounds after 10 warm-up rounds" >&2
+echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs" >&2
 "${clean_env[@]}" "$PYTHON3" "$bench_here/interleave.py" --runs "$IRUNS" \
     --json "$out/wrappers.json" \
     python-ref="$ref -c pass" \
@@ -145,6 +160,7 @@ echo "== interleaved: $IRUNS rounds after 10 warm-up rounds" >&2
     firejail-ref="$firejail_ref" \
     firejail-python3="$firejail_python3" \
     python-sb-firejail="$(sbc firejail)"
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # The pairs that decide, paired per round like interleave.py's ratios.
 status=0
@@ -154,24 +170,31 @@ import json, random, statistics, sys
 samples = json.load(open(sys.argv[1]))["samples"]
 limit = float(sys.argv[2])
 
-def paired(a, b, rounds=2000):
-    ratios = [x / y for x, y in zip(samples[a]["wall"], samples[b]["wall"])]
+def cpu(name):
+    return [u + s for u, s in zip(samples[name]["user"], samples[name]["sys"])]
+
+def paired(a, b, rounds=2000, key="wall"):
+    xs, ys = (samples[a]["wall"], samples[b]["wall"]) if key == "wall" else (cpu(a), cpu(b))
+    ratios = [x / y for x, y in zip(xs, ys)]
     rng = random.Random(0)
     boot = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(rounds))
     return statistics.median(ratios), boot[int(0.025 * rounds)], boot[int(0.975 * rounds)]
 
 print()
-print(f"{'pair':40} {'paired ratio [95 %]':>28}   Δ medians ms")
+print(f"{'pair':40} {'paired ratio [95 %]':>28}   Δ medians ms   CPU ratio")
 failed = False
-for a, b, gate in [("python-sb-bwrap", "bwrap-ref", True), ("python-sb-bwrap", "bwrap-python3", False),
-                   ("python-sb-firejail", "firejail-ref", True),
-                   ("python-sb-firejail", "firejail-python3", False),
-                   ("python-sb-bwrap", "bwrap-sb", False), ("bwrap-sb", "bwrap-ref", False),
-                   ("bwrap-ref", "python-ref", False), ("firejail-ref", "python-ref", False),
-                   ("python-sb-subprocess", "python-ref", False)]:
+# The goal is against /usr/bin/python3 (issue 14); python-ref, the static
+# binary's layout, for reference.
+for a, b, gate in [("python-sb-bwrap", "bwrap-python3", True), ("python-sb-bwrap", "bwrap-ref", False),
+                   ("python-sb-firejail", "firejail-python3", True),
+                   ("python-sb-firejail", "firejail-ref", False),
+                   ("python-sb-bwrap", "bwrap-sb", False), ("bwrap-sb", "bwrap-python3", False),
+                   ("bwrap-python3", "python3", False), ("firejail-python3", "python3", False),
+                   ("python-sb-subprocess", "python3", False)]:
     r, lo, hi = paired(a, b)
     d = statistics.median(samples[a]["wall"]) - statistics.median(samples[b]["wall"])
-    print(f"{a + ' / ' + b:40} {r:8.4f} [{lo:.4f}, {hi:.4f}]      {d:+8.3f}")
+    c = paired(a, b, key="cpu")[0]
+    print(f"{a + ' / ' + b:40} {r:8.4f} [{lo:.4f}, {hi:.4f}]      {d:+8.3f}   {c:8.4f}")
     if gate:
         ok = r <= limit
         failed = failed or not ok

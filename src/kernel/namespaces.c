@@ -10,15 +10,22 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "landlock-compat.h"
 #include "pid-init.h"
 
-#define SB_NS_FLAGS                                                                                \
-	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
-	 CLONE_NEWCGROUP)
+/* The launcher's. The mount and network namespaces are the init's
+ * (pid-init.h), which the program's process joins: the network namespace,
+ * the costliest to make, is made while the program's process builds the
+ * root, and the launcher, outside the mount namespace, never tears it down
+ * on its way out (its last holder does: an RCU grace period). With net=
+ * rules the launcher makes the network namespace itself, since slirp4netns
+ * joins the launcher's. */
+#define SB_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 /* What the caller passes on to the program: the signals `python` would get
  * from whoever knows its pid. Not SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT: the
@@ -93,7 +100,7 @@ static int create_namespaces(const struct sb_ns_config *c, char **reterr)
 	const char *hint;
 	int r;
 
-	if (unshare(SB_NS_FLAGS) < 0) {
+	if (unshare(SB_NS_FLAGS | (c->net->outside ? CLONE_NEWNET : 0)) < 0) {
 		r = -errno;
 		hint = userns_hint(-r);
 		return sb_error(reterr, r, "cannot create the sandbox's namespaces: %s%s%s",
@@ -198,10 +205,48 @@ struct saved_signals {
 	struct sigaction chld;
 };
 
+/* The init's namespaces (pid-init.h): each one's outcome read from fd,
+ * joined through the init's pidfd, and checked to be another than the
+ * launcher's (host: the inodes of its namespaces), so that no failure on the
+ * way leaves the program in the host's mounts or on its network. */
+struct ns_join {
+	int fd, init_pidfd;
+	int ns_flags; /* CLONE_NEWNS, CLONE_NEWNET */
+	struct stat host_mnt, host_net;
+};
+
+static int join_init_namespace(const struct ns_join *j, int flag, char **reterr)
+{
+	const char *what = flag == CLONE_NEWNS ? "mount" : "network";
+	const struct stat *host = flag == CLONE_NEWNS ? &j->host_mnt : &j->host_net;
+	struct stat st;
+	int status;
+	ssize_t n;
+
+	while ((n = read(j->fd, &status, sizeof(status))) < 0 && errno == EINTR)
+		;
+	if (n != sizeof(status))
+		return sb_error(reterr, -ECHILD,
+				"cannot create the sandbox's %s namespace: its init ended", what);
+	if (status < 0)
+		return sb_error(reterr, status, "cannot create the sandbox's %s namespace: %s",
+				what, strerror(-status));
+	if (setns(j->init_pidfd, flag) < 0)
+		return sb_error(reterr, -errno, "cannot enter the sandbox's %s namespace: %s", what,
+				strerror(errno));
+	if (stat(flag == CLONE_NEWNS ? "/proc/self/ns/mnt" : "/proc/self/ns/net", &st) < 0)
+		return sb_error(reterr, -errno, "cannot check the %s namespace: %s", what,
+				strerror(errno));
+	if (st.st_ino == host->st_ino && st.st_dev == host->st_dev)
+		return sb_error(reterr, -EPERM,
+				"the program is still in the launcher's %s namespace", what);
+	return 0;
+}
+
 /* The program's side: everything the caller set up for itself goes, then
  * the new root and the drop of every capability. */
 static int program_setup(const struct sb_ns_config *c, const struct saved_signals *saved,
-			 int alive_fd, char **reterr)
+			 int alive_fd, const struct ns_join *join, char **reterr)
 {
 	int r;
 
@@ -210,7 +255,16 @@ static int program_setup(const struct sb_ns_config *c, const struct saved_signal
 	close(alive_fd);
 	sigaction(SIGCHLD, &saved->chld, NULL);
 	sigprocmask(SIG_SETMASK, &saved->mask, NULL);
-	r = sb_root_build(c->root, reterr);
+	r = join_init_namespace(join, CLONE_NEWNS, reterr);
+	if (r >= 0)
+		r = sb_root_build(c->root, reterr);
+	if (r >= 0 && (join->ns_flags & CLONE_NEWNET))
+		r = join_init_namespace(join, CLONE_NEWNET, reterr);
+	/* The init may go on (and stop being dumpable). */
+	if (r >= 0)
+		(void)send(join->fd, "j", 1, MSG_NOSIGNAL);
+	close(join->fd);
+	close(join->init_pidfd);
 	if (r < 0)
 		return r;
 	r = drop_capabilities();
@@ -271,9 +325,12 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 			 int *ret_status, char **reterr)
 {
 	struct waiter w = {.init = -1, .program = -1, .sfd = -1};
+	struct ns_join join = {.fd = -1,
+			       .init_pidfd = -1,
+			       .ns_flags = CLONE_NEWNS | (c->net->outside ? 0 : CLONE_NEWNET)};
 	struct saved_signals saved;
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
-	int alive[2];
+	int alive[2], join_pair[2] = {-1, -1}; /* [0] the program's end, [1] the init's */
 	sigset_t set;
 	int r;
 
@@ -281,8 +338,16 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
 		sigaddset(&set, forwarded[i]);
 	sigaddset(&set, SIGCHLD);
-	if (pipe2(alive, O_CLOEXEC) < 0)
-		return sb_error(reterr, -errno, "cannot create a pipe: %s", strerror(errno));
+	if (stat("/proc/self/ns/mnt", &join.host_mnt) < 0 ||
+	    stat("/proc/self/ns/net", &join.host_net) < 0)
+		return sb_error(reterr, -errno, "cannot read the namespaces: %s", strerror(errno));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, join_pair) < 0)
+		return sb_error(reterr, -errno, "cannot create a socket pair: %s", strerror(errno));
+	join.fd = join_pair[0];
+	if (pipe2(alive, O_CLOEXEC) < 0) {
+		r = sb_error(reterr, -errno, "cannot create a pipe: %s", strerror(errno));
+		goto out_join;
+	}
 	/* Blocked before the forks: no signal is lost before the signalfd. */
 	sigprocmask(SIG_BLOCK, &set, &saved.mask);
 	sigaction(SIGCHLD, &dfl, &saved.chld);
@@ -293,24 +358,39 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	}
 
 	/* The first child of the new PID namespace is its PID 1. */
-	w.init = sb_pid_init_start(alive[0]);
+	w.init = sb_pid_init_start(&(struct sb_init_args){
+	    .alive_fd = alive[0], .join_fd = join_pair[1], .ns_flags = join.ns_flags});
 	if (w.init < 0) {
 		r = sb_error(reterr, w.init, "cannot start the PID namespace's init: %s",
 			     strerror(-w.init));
 		w.init = -1;
 		goto out;
 	}
+	/* An unreaped child: its pid cannot name another process. */
+	join.init_pidfd = (int)syscall(SYS_pidfd_open, w.init, 0);
+	if (join.init_pidfd < 0) {
+		r = sb_error(reterr, -errno, "cannot open the init's pidfd: %s", strerror(errno));
+		goto out;
+	}
+	/* The init's end only: its exit is then end-of-file. */
+	close(join_pair[1]);
+	join_pair[1] = -1;
 	w.program = fork();
 	if (w.program < 0) {
 		r = sb_error(reterr, -errno, "cannot start the sandbox's process: %s",
 			     strerror(errno));
 		goto out;
 	}
+	/* The program's end only: its exit lets the init go on. */
+	if (w.program > 0) {
+		close(join_pair[0]);
+		join_pair[0] = -1;
+	}
 	if (w.program == 0) {
 		close(alive[1]);
 		close(w.sfd);
 		sb_netns_helper_forget(helper);
-		return program_setup(c, &saved, alive[0], reterr);
+		return program_setup(c, &saved, alive[0], &join, reterr);
 	}
 	close(alive[0]);
 	alive[0] = -1;
@@ -345,6 +425,12 @@ out:
 	}
 	sigaction(SIGCHLD, &saved.chld, NULL);
 	sigprocmask(SIG_SETMASK, &saved.mask, NULL);
+out_join:
+	for (size_t i = 0; i < ELEMENTSOF(join_pair); i++)
+		if (join_pair[i] >= 0)
+			close(join_pair[i]);
+	if (join.init_pidfd >= 0)
+		close(join.init_pidfd);
 	if (r < 0)
 		return r;
 	*ret_status = w.program_status;
@@ -370,7 +456,8 @@ int sb_ns_run(const struct sb_ns_config *c, int *ret_status, char **reterr)
 			goto out;
 	}
 	r = create_namespaces(c, reterr);
-	/* The pivot moves the processes whose directory is the old root. */
+	/* The pivot moves the processes whose directory is the old root: the
+	 * init's, made from ours when it makes the mount namespace. */
 	if (r >= 0 && chdir("/") < 0)
 		r = sb_error(reterr, -errno, "cannot enter /: %s", strerror(errno));
 	/* Without net= rules the seccomp filter refuses every Internet socket:

@@ -15,5 +15,19 @@
  * Where raw system calls are written here (x86_64, aarch64) and no sanitizer
  * runs, it shares the caller's memory instead of copying it (clone(CLONE_VM),
  * no fork): it runs on a stack of its own and makes no libc call that could
- * touch the caller's thread-local state (errno). Returns its pid, or -errno. */
-pid_t sb_pid_init_start(int alive_fd);
+ * touch the caller's thread-local state (errno).
+ *
+ * With a join_fd (a socket), it first makes for itself the namespaces
+ * ns_flags names, CLONE_NEWNS then CLONE_NEWNET, each reported on join_fd as
+ * an int (0 or -errno) once made: the program's process joins them (setns()
+ * on the init's pidfd), the mount namespace before it builds the root, the
+ * network namespace (the costliest to make) after, so that the two run side
+ * by side; then it writes a byte or closes its end. Until then the init stays
+ * dumpable, which the join needs. Returns its pid, or -errno. */
+struct sb_init_args {
+	int alive_fd;
+	int join_fd;  /* -1: no namespace of its own */
+	int ns_flags; /* CLONE_NEWNS, CLONE_NEWNET */
+};
+
+pid_t sb_pid_init_start(const struct sb_init_args *a);
