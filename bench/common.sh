@@ -282,8 +282,12 @@ bench_hooked() {
     [[ -f $(dirname -- "$sb")/python-sb-hook.so ]] && command -v patchelf >/dev/null || return 0
     hook_dir=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-hooked.XXXXXX")
     bench_cleanup_dirs+=("$hook_dir")
-    mkdir -p "$hook_dir/bin" "$hook_dir/lib"
+    mkdir -p "$hook_dir/bin" "$hook_dir/lib" "$hook_dir/libexec/py-sandboxes"
     cp -- "$(dirname -- "$sb")/python-sb-hook.so" "$hook_dir/lib/"
+    # The timeout supervisor where an install has it (src/kernel/supervise-exec.h).
+    if [[ -x $(dirname -- "$sb")/python-sb-supervise ]]; then
+        cp -- "$(dirname -- "$sb")/python-sb-supervise" "$hook_dir/libexec/py-sandboxes/"
+    fi
     # shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader
     "$bench_srcdir/scripts/install-hook.sh" "$hook_dir/bin/python-sb" '$ORIGIN/../lib' ||
         die "cannot make the hooked copy"

@@ -59,20 +59,8 @@ bench_out_dir python3
 # In the profile directory: the cwd, granted by the landlock profiles' expose-ro.
 cp -- "$bench_here/workload-small.py" "$profile_dir/workload-small.py"
 
-# The hooked copy, as meson install makes it (scripts/install-hook.sh), in a
-# directory of its own beside the build's library.
-hooked=${PYTHON_SB_HOOKED:-}
-if [[ -z $hooked && -f $(dirname -- "$sb")/python-sb-hook.so ]] && command -v patchelf >/dev/null; then
-    hook_dir=$(mktemp -d "${TMPDIR:-/tmp}/py-sandboxes-hooked.XXXXXX")
-    bench_cleanup_dirs+=("$hook_dir")
-    mkdir -p "$hook_dir/bin" "$hook_dir/lib" "$hook_dir/libexec/py-sandboxes"
-    cp -- "$(dirname -- "$sb")/python-sb-hook.so" "$hook_dir/lib/"
-    # The timeout supervisor where an install has it (src/kernel/supervise-exec.h).
-    cp -- "$(dirname -- "$sb")/python-sb-supervise" "$hook_dir/libexec/py-sandboxes/"
-    "$bench_srcdir/scripts/install-hook.sh" "$hook_dir/bin/python-sb" '$ORIGIN/../lib' ||
-        die "cannot make the hooked copy"
-    hooked=$hook_dir/bin/python-sb
-fi
+# The hooked copy, as meson install makes it (common.sh).
+bench_hooked
 
 cfg() { printf '%s --pysandboxes-config %s' "${2:-$sb}" "$profile_dir/$1.py-sandboxes"; }
 variants=(
