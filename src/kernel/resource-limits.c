@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -138,12 +139,41 @@ struct sb_saved_state {
 	struct sigaction sigchld;
 	struct sigaction sigpipe;
 	int subreaper;
+	cpu_set_t affinity;
+	bool pinned; /* to this CPU until the program's process exists */
 };
 
 static void sb_restore_signals(const struct sb_saved_state *saved)
 {
 	sigaction(SIGCHLD, &saved->sigchld, NULL);
 	sigprocmask(SIG_SETMASK, &saved->mask, NULL);
+}
+
+/* The kernel starts a new process on the idlest CPU it may use: the other
+ * one, as this one is busy starting it. There the program's start finds
+ * cold caches (and, in a virtual machine, maybe a halted virtual CPU), and
+ * costs more CPU time than on the CPU that has run python-sb so far
+ * (bench/README.md, issue 19). Both processes stay on this CPU until the
+ * program's has started; then each gets the caller's affinity back, and
+ * the scheduler is free again. */
+static void sb_pin_here(struct sb_saved_state *saved)
+{
+	int cpu = sched_getcpu();
+	cpu_set_t one;
+
+	saved->pinned = false;
+	if (cpu < 0 || sched_getaffinity(0, sizeof(saved->affinity), &saved->affinity) < 0 ||
+	    CPU_COUNT(&saved->affinity) < 2 || !CPU_ISSET(cpu, &saved->affinity))
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	saved->pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+}
+
+static void sb_unpin(const struct sb_saved_state *saved)
+{
+	if (saved->pinned)
+		(void)sched_setaffinity(0, sizeof(saved->affinity), &saved->affinity);
 }
 
 static void sb_restore_state(const struct sb_saved_state *saved)
@@ -178,6 +208,7 @@ static void sb_child_setup(const struct sb_saved_state *saved, struct sb_supervi
 	 * its own orphans unless it asks to); the blocked mask and the SIGCHLD
 	 * disposition are, and the program must see the caller's. */
 	sb_restore_signals(saved);
+	sb_unpin(saved);
 }
 
 /* Preconditions, which python-sb's main() meets: the caller is single-threaded
@@ -257,6 +288,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	}
 
 	s.self = getpid();
+	sb_pin_here(&saved);
 	start = sb_monotonic_ns();
 	deadline = sb_supervisor_deadline(start, o->timeout_ms);
 
@@ -269,6 +301,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 					  .deadline_ns = deadline,
 					  .timeout_ms = o->timeout_ms,
 					  .relay = s.relay,
+					  .affinity = saved.pinned ? &saved.affinity : NULL,
 				      },
 				      reterr);
 		if (r == 0) {
@@ -280,6 +313,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 		if (r != -EOPNOTSUPP) {
 			close(s.sfd);
 			sb_restore_state(&saved);
+			sb_unpin(&saved);
 			goto fail_early;
 		}
 	}
@@ -290,6 +324,8 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 	 * continues it together with us, and it can read the terminal
 	 * without SIGTTIN. The tree is found through parent links instead. */
 	s.child = fork();
+	if (s.child != 0)
+		sb_unpin(&saved);
 	if (s.child < 0) {
 		r = -errno;
 		close(s.sfd);

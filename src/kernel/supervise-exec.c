@@ -116,6 +116,8 @@ static int become_supervisor(const char *exe, const struct sb_supervise_exec_arg
 		argv[argc++] = relay[i];
 	}
 	argv[argc] = NULL;
+	if (a->affinity)
+		(void)sched_setaffinity(0, sizeof(*a->affinity), a->affinity);
 	if (r >= 0) {
 		execve(exe, argv, envp);
 		r = -errno;

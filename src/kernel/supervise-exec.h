@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <sched.h>
 #include <stdint.h>
 
 #include "output-relay.h"
@@ -25,6 +26,7 @@ struct sb_supervise_exec_args {
 	uint64_t deadline_ns;	       /* CLOCK_MONOTONIC, UINT64_MAX: none */
 	unsigned long long timeout_ms; /* for the supervisor's message */
 	const struct sb_relay *relay;  /* limit-output=, or NULL */
+	const cpu_set_t *affinity;     /* the supervisor's, or NULL: leave it */
 };
 
 /* In the program's process: returns 0 (it is this process's child, with

@@ -136,3 +136,24 @@ def test_the_supervisor_refuses_another_command_line(sb):
         r = subprocess.run([str(exe)] + args, capture_output=True, text=True, timeout=30)
         assert r.returncode == EXIT_CONFIG, (args, r)
         assert "started by python-sb only" in r.stderr, (args, r)
+
+
+@pytest.mark.parametrize("cpus", ["all", "one"])
+def test_the_program_gets_the_callers_cpu_affinity(box, cpus):
+    """The program's process starts on the CPU python-sb ran on (a warm
+    cache, bench/README.md), then gets the caller's affinity back: the
+    program sees what python would have seen, and so does its supervisor."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one CPU: nothing to pin")
+    want = allowed if cpus == "all" else allowed[-1:]
+    box.profile(PROFILE)
+    s = box.script('import os\nprint(sorted(os.sched_getaffinity(0)))\n'
+                   'print(sorted(os.sched_getaffinity(os.getppid())))\n')
+    env = box.env()
+    env.update(SANITIZER_ENV)
+    r = subprocess.run(box.prefix + [box.binary, str(s)], cwd=str(box.root), env=env,
+                       capture_output=True, text=True, timeout=60,
+                       preexec_fn=lambda: os.sched_setaffinity(0, want))
+    assert r.returncode == 0, r
+    assert r.stdout.split("\n")[:2] == [str(want), str(want)], r
