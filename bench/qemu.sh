@@ -13,7 +13,10 @@
 # Usage: bench/qemu.sh [PYTHON_SB]   (default: $PYTHON_SB, else build-test/python-sb)
 #
 # Environment: RUNS (default 7), QEMU_ARGS (more profile lines, e.g.
-# "qemu.memory=512").
+# "qemu.memory=512"), PYSANDBOXES_QEMU_KERNEL (passed on: e.g. Debian's
+# /boot/vmlinuz-<release> instead of python-sb's own kernel; the kernel booted
+# is printed), COMPARE_KERNEL (a second kernel: then both are measured
+# round-robin by bench/interleave.py, python-sb's own or Debian's first).
 #
 # Exit status: 0; 2 on a setup error. It gates nothing: the time depends on the
 # machine's load far more than on python-sb (bench/README.md).
@@ -38,6 +41,8 @@ import os, re, resource, statistics, subprocess, time
 
 sb, runs = os.environ["SB"], int(os.environ["RUNS"])
 env = {"PATH": "/usr/bin:/bin", "HOME": os.getcwd(), "LC_ALL": "C.UTF-8"}
+if os.environ.get("PYSANDBOXES_QEMU_KERNEL"):
+    env["PYSANDBOXES_QEMU_KERNEL"] = os.environ["PYSANDBOXES_QEMU_KERNEL"]
 
 
 def children_cpu():
@@ -56,6 +61,10 @@ def one(args):
 
 
 print(f"python-sb: {sb}")
+explained = subprocess.run([sb, "--explain", "-c", "pass"], env=env, capture_output=True,
+                           text=True).stdout
+kernel = re.search(r"-kernel (\S+)", explained)
+print(f"kernel: {kernel.group(1) if kernel else '?'}")
 print(f"load average before: {open('/proc/loadavg').read().split()[:3]}, "
       f"{os.cpu_count()} CPUs")
 one(["-c", "pass"])  # the first run unpacks the kernel into the cache
@@ -80,3 +89,15 @@ for line in (p.stdout + p.stderr).splitlines():
     if line.startswith("python-sb-qemu-init: ") or line.startswith("program: "):
         print("  " + line.replace("python-sb-qemu-init: ", ""))
 PY
+
+if [[ -n ${COMPARE_KERNEL:-} ]]; then
+	echo
+	echo "round-robin: the kernel above against $COMPARE_KERNEL (bench/interleave.py)"
+	first=${PYSANDBOXES_QEMU_KERNEL:+PYSANDBOXES_QEMU_KERNEL=$PYSANDBOXES_QEMU_KERNEL}
+	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	env -i PATH=/usr/bin:/bin HOME="$dir" LC_ALL=C.UTF-8 /usr/bin/python3 "$here/interleave.py" \
+		--runs "${RUNS:-7}" --warmup 1 \
+		"first=env ${first:-PYSANDBOXES_QEMU_KERNEL_UNSET=1} $sb -c pass" \
+		"second=env PYSANDBOXES_QEMU_KERNEL=$COMPARE_KERNEL $sb -c pass"
+	echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi

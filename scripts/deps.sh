@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the project needs; does nothing when they are
-# already there (so repeated runs and CI stay fast). Usage: deps.sh [build|test]
+# already there (so repeated runs and CI stay fast). Usage: deps.sh [build|test|kernel]
 set -euo pipefail
+
+# os-sandbox=qemu's own guest kernel (scripts/qemu-kernel.sh): Debian's Linux
+# source and what its build needs (objtool wants libelf).
+kernel_packages=(linux-source-6.1 make gcc flex bison bc libelf-dev)
 
 # libmicrohttpd and jansson: python-sb serve and the run report; libhiredis:
 # serve --queue redis:// (docs/serve-queue.md); musl-tools: the timeout
@@ -19,9 +23,12 @@ test)
 		nftables bubblewrap firejail)
 	# os-sandbox=qemu: qemu's x86 machines, a kernel with 9p (the cloud kernel
 	# has none) and xz to unpack it once (at run time too: python-sb names them).
-	packages+=(qemu-system-x86 linux-image-amd64 xz-utils)
+	packages+=(qemu-system-x86 linux-image-amd64 xz-utils "${kernel_packages[@]}")
 	# redis-server (and redis-cli): the tests of serve --queue start their own.
 	packages+=(redis-server redis-tools)
+	;;
+kernel)
+	packages+=("${kernel_packages[@]}")
 	;;
 bench)
 	# bench/serve.sh: the load generators, and bwrap for the baseline.

@@ -24,8 +24,12 @@ setup() { # dir, meson options...
 	fi
 }
 
+echo "== os-sandbox=qemu's guest kernel (built once per source and configuration)"
+qemu_kernel=$(bash scripts/qemu-kernel.sh)
+echo "$qemu_kernel"
+
 echo "== build and unit tests (gcc)"
-setup build-test --buildtype=debugoptimized -Dplayground=enabled
+setup build-test --buildtype=debugoptimized -Dplayground=enabled -Dqemu_kernel="$qemu_kernel"
 meson compile -C build-test
 meson test -C build-test --print-errorlogs --no-suite integration
 
@@ -35,7 +39,7 @@ meson compile -C build-release-check
 
 echo "== build and unit tests (clang, ASan + UBSan)"
 CC=clang setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-	-Dplayground=enabled
+	-Dplayground=enabled -Dqemu_kernel="$qemu_kernel"
 meson compile -C build-asan
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --print-errorlogs \
 	--no-suite integration

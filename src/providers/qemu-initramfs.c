@@ -115,27 +115,40 @@ static int add_module(struct sb_qemu_kernel *k, const char *deps, const char *mo
 	return r;
 }
 
-int sb_qemu_kernel_find(const char *override, struct sb_qemu_kernel *ret, char **reterr)
+/* A kernel with everything built in (python-sb's own): no modules. The
+ * release names it by its time, for the KVM verdict kept per kernel. */
+static int self_contained(const char *image, struct sb_qemu_kernel *ret)
 {
-	_cleanup_(sb_qemu_kernel_done) struct sb_qemu_kernel k = {0};
+	struct stat st;
+
+	if (stat(image, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
+	if (asprintf(&ret->release, "own-%lld-%lld", (long long)st.st_size,
+		     (long long)st.st_mtime) < 0) {
+		ret->release = NULL;
+		return -ENOMEM;
+	}
+	ret->image = strdup(image);
+	return ret->image ? 0 : -ENOMEM;
+}
+
+/* Debian's kernel release (its image given, or the newest in /boot) with
+ * the modules the guest needs. */
+static int debian_kernel(const char *image, const char *release, struct sb_qemu_kernel *k,
+			 char **reterr)
+{
 	_cleanup_free_ char *deps = NULL;
 	char path[PATH_MAX];
 	size_t len;
 	int r;
 
-	if (override) {
-		const char *base = strrchr(override, '/');
-		const char *release = startswith(base ? base + 1 : override, "vmlinuz-");
-
-		if (!release || access(override, R_OK) < 0)
-			return sb_error(reterr, -ENOENT,
-					"PYSANDBOXES_QEMU_KERNEL=%s: no readable kernel image "
-					"named vmlinuz-<release>",
-					override);
-		k.release = strdup(release);
-		k.image = strdup(override);
+	if (release) {
+		k->release = strdup(release);
+		k->image = strdup(image);
 	} else {
-		r = newest_kernel(&k.release);
+		r = newest_kernel(&k->release);
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0)
@@ -144,28 +157,63 @@ int sb_qemu_kernel_find(const char *override, struct sb_qemu_kernel *ret, char *
 					" (the cloud kernel has none): install the Debian package "
 					"%s (apt-get install %s)",
 					SB_QEMU_KERNEL_PACKAGE, SB_QEMU_KERNEL_PACKAGE);
-		if (asprintf(&k.image, BOOT_DIR "/vmlinuz-%s", k.release) < 0)
-			k.image = NULL;
+		if (asprintf(&k->image, BOOT_DIR "/vmlinuz-%s", k->release) < 0)
+			k->image = NULL;
 	}
-	if (!k.release || !k.image)
+	if (!k->release || !k->image)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), MODULES_DIR "/%s/modules.dep", k.release);
+	snprintf(path, sizeof(path), MODULES_DIR "/%s/modules.dep", k->release);
 	r = sb_read_file(path, 64u << 20, &deps, &len);
 	if (r < 0)
 		return sb_error(reterr, -ENOENT,
 				"%s: %s (the kernel %s has no modules here: install the Debian "
 				"package %s)",
-				path, strerror(-r), k.image, SB_QEMU_KERNEL_PACKAGE);
+				path, strerror(-r), k->image, SB_QEMU_KERNEL_PACKAGE);
 	for (size_t i = 0; i < ELEMENTSOF(wanted_modules); i++) {
-		r = add_module(&k, deps, wanted_modules[i]);
+		r = add_module(k, deps, wanted_modules[i]);
 		if (r == -ENOENT)
 			return sb_error(reterr, r,
 					"the kernel %s has no module %s: os-sandbox=qemu needs "
 					"Debian's %s",
-					k.image, wanted_modules[i], SB_QEMU_KERNEL_PACKAGE);
+					k->image, wanted_modules[i], SB_QEMU_KERNEL_PACKAGE);
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+int sb_qemu_kernel_find(const char *override, const char *own, struct sb_qemu_kernel *ret,
+			char **reterr)
+{
+	_cleanup_(sb_qemu_kernel_done) struct sb_qemu_kernel k = {0};
+	int r;
+
+	if (override) {
+		const char *base = strrchr(override, '/');
+		const char *release = startswith(base ? base + 1 : override, "vmlinuz-");
+
+		if (access(override, R_OK) < 0)
+			return sb_error(reterr, -ENOENT,
+					"PYSANDBOXES_QEMU_KERNEL=%s: no readable kernel image "
+					"(a Debian vmlinuz-<release> with its modules, or a "
+					"kernel with everything built in)",
+					override);
+		r = release ? debian_kernel(override, release, &k, reterr)
+			    : self_contained(override, &k);
+		if (r < 0 && r != -ENOMEM && !(reterr && *reterr))
+			return sb_error(reterr, r, "PYSANDBOXES_QEMU_KERNEL=%s: %s", override,
+					strerror(-r));
+	} else {
+		/* python-sb's own where it was installed; a broken one is
+		 * passed over for Debian's. */
+		r = own && access(own, R_OK) == 0 ? self_contained(own, &k) : -ENOENT;
+		if (r < 0 && r != -ENOMEM) {
+			sb_qemu_kernel_done(&k);
+			r = debian_kernel(NULL, NULL, &k, reterr);
+		}
+	}
+	if (r < 0)
+		return r;
 	*ret = k;
 	k = (struct sb_qemu_kernel){0};
 	return 0;

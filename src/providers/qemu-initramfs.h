@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* os-sandbox=qemu's guest: the kernel it boots (Debian's, with the modules
- * of virtio-mmio, the console ports and 9p beside it) and the initramfs
+/* os-sandbox=qemu's guest: the kernel it boots (python-sb's own when it was
+ * built and installed, scripts/qemu-kernel.sh: everything built in; else
+ * Debian's, with the modules of virtio-mmio, the console ports and 9p beside
+ * it) and the initramfs
  * written per run into a memfd: the guest's init (src/qemu-guest/init.c),
  * those modules in load order, the run's configuration and the handover
  * record (wrap.h). Uncompressed: the kernel unpacks it in a few milliseconds
@@ -15,15 +17,19 @@
 #define SB_QEMU_KERNEL_PACKAGE "linux-image-amd64"
 
 struct sb_qemu_kernel {
-	char *image;	/* /boot/vmlinuz-<release> */
-	char *release;	/* its /lib/modules directory's name */
+	char *image;	/* /boot/vmlinuz-<release>, or python-sb's own vmlinux */
+	char *release;	/* its /lib/modules directory's name ("own-<mtime>": ours) */
 	char **modules; /* the .ko files the guest loads, dependencies first */
 };
 
-/* The kernel named by override (a vmlinuz-<release> path; NULL: the newest
- * /boot/vmlinuz-* whose modules have 9p), with the modules the guest needs.
- * 0, or -ENOENT with *reterr naming the Debian package. */
-int sb_qemu_kernel_find(const char *override, struct sb_qemu_kernel *ret, char **reterr);
+/* The kernel to boot: the one override names (a Debian vmlinuz-<release>,
+ * with its modules; any other name: a kernel with everything built in, as
+ * python-sb's own), else own (python-sb's own kernel, where installed; may
+ * be NULL), else the newest /boot/vmlinuz-* whose modules have 9p, with the
+ * modules the guest needs. 0, or -ENOENT with *reterr naming the Debian
+ * package. */
+int sb_qemu_kernel_find(const char *override, const char *own, struct sb_qemu_kernel *ret,
+			char **reterr);
 void sb_qemu_kernel_done(struct sb_qemu_kernel *k);
 
 /* The kernel as qemu should load it: Debian compresses its kernel with xz,

@@ -48,6 +48,7 @@
 #define QEMU_BINARY  "qemu-system-x86_64"
 #define QEMU_PACKAGE "qemu-system-x86"
 #define INIT_NAME    "python-sb-qemu-init"
+#define KERNEL_NAME  "python-sb-qemu-kernel"
 
 static const char *const virtfs_modes[] = {"auto", "on", "off", NULL};
 static const char *const security_models[] = {"passthrough", "mapped-xattr", "mapped-file", "none",
@@ -92,14 +93,23 @@ static unsigned long long memory_mib(const char *v)
 	return mib;
 }
 
+static int find_own_kernel(const char *self, char **ret);
+
 static int probe(char **reterr)
 {
 	_cleanup_(sb_qemu_kernel_done) struct sb_qemu_kernel k = {0};
+	_cleanup_free_ char *own = NULL;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int r = sb_wrap_probe_binary(QEMU_BINARY, QEMU_PACKAGE, reterr);
 
 	if (r < 0)
 		return r;
-	return sb_qemu_kernel_find(getenv("PYSANDBOXES_QEMU_KERNEL"), &k, reterr);
+	self[n > 0 ? n : 0] = '\0';
+	r = find_own_kernel(self, &own);
+	if (r < 0)
+		return r;
+	return sb_qemu_kernel_find(getenv("PYSANDBOXES_QEMU_KERNEL"), own, &k, reterr);
 }
 
 static int prepare(struct sb_boundary *b, const struct sb_profile *p,
@@ -461,6 +471,12 @@ static int kernel_command_line(bool console, bool kvm, char **ret)
 			    "i8042.nopnp cryptomgr.notests");
 	if (r >= 0)
 		r = sb_buf_puts(&b, console ? " console=ttyS0 loglevel=7" : " quiet loglevel=0");
+	/* The guest's random pool seeded from the CPU's RDRAND (qemu's comes
+	 * from the host's generator), as Debian's kernel does by default:
+	 * otherwise the interpreter's first read of /dev/urandom waits for
+	 * the kernel to gather entropy, seconds under emulation. */
+	if (r >= 0)
+		r = sb_buf_puts(&b, " random.trust_cpu=on");
 	/* TCG executes nothing speculatively: the guest kernel's mitigations
 	 * would only slow the emulation down. */
 	if (r >= 0 && !kvm)
@@ -482,7 +498,7 @@ static bool param_true(const struct sb_profile *p, const char *key)
 	return sb_wrap_param_true(sb_wrap_param(p, SB_OS_QEMU, key));
 }
 
-/* The guest's init: beside python-sb in a build tree, in libexec installed. */
+/* The guest's init. */
 static int find_init(const char *self, char **ret, char **reterr)
 {
 	int r =
@@ -494,6 +510,18 @@ static int find_init(const char *self, char **ret, char **reterr)
 				"python-sb",
 				SB_QEMU_INIT_PATH);
 	return r;
+}
+
+/* python-sb's own kernel (scripts/qemu-kernel.sh, meson's qemu_kernel
+ * option), NULL where none was installed: Debian's is booted then. */
+static int find_own_kernel(const char *self, char **ret)
+{
+	int r = sb_libexec_find(self, KERNEL_NAME, SB_QEMU_KERNEL_RELATIVE, SB_QEMU_KERNEL_PATH,
+				R_OK, ret);
+
+	if (r == -ENOENT)
+		*ret = NULL;
+	return r == -ENOENT ? 0 : r;
 }
 
 /* The handover record the launching side wrote (the inner python-sb's
@@ -570,20 +598,24 @@ static int write_initramfs(const struct sb_qemu_kernel *k, const char *init,
 	return 0;
 }
 
-/* Whether KVM runs this kernel here: a guest that powers off from its
- * init, booted under KVM with nothing else. Nested KVM may abort (a CPU model
- * its host cannot set up) or stall with no error at all, so anything but a
- * power-off within the time is a no: no -no-reboot (a reset loops rather
- * than end qemu as a power-off would), panic=0 (a panic hangs). The verdict
- * is kept in the cache directory, per kernel and qemu binary. */
-#define KVM_PROBE_MS 10000
+/* Whether KVM runs this kernel here: a guest whose init says so on the
+ * serial console and ends the machine, booted under KVM with nothing else.
+ * Nested KVM may abort (a CPU model its host cannot set up), stall with no
+ * error at all or reset, so anything but the init's line within the time is
+ * a no. The verdict is kept in the cache directory, per kernel and qemu
+ * binary. */
+#define KVM_PROBE_MS   10000
+#define KVM_PROBE_SAID INIT_NAME ": probe: the guest runs"
 
 static bool kvm_probe_run(const char *qemu, const char *kernel, const struct sb_qemu_kernel *k,
 			  const char *init)
 {
 	static const char config[] = "probe=1";
 	_cleanup_close_ int initrd = memfd_create("python-sb-kvm-probe", 0);
+	_cleanup_close_ int console = memfd_create("python-sb-kvm-probe-console", MFD_CLOEXEC);
 	_cleanup_close_ int pidfd = -1;
+	char said[4096];
+	ssize_t n;
 	struct sb_qemu_kernel bare = {.image = k->image, .release = k->release};
 	posix_spawn_file_actions_t fa;
 	char path[64];
@@ -602,21 +634,22 @@ static bool kvm_probe_run(const char *qemu, const char *kernel, const struct sb_
 			"-no-user-config",
 			"-display",
 			"none",
+			"-no-reboot",
 			"-serial",
-			"none",
+			"stdio",
 			"-kernel",
 			(char *)kernel,
 			"-initrd",
 			path,
 			"-append",
-			"rdinit=/init panic=0 quiet",
+			"rdinit=/init panic=-1 reboot=t console=ttyS0 quiet",
 			NULL};
 	char *envp[] = {NULL};
 	struct pollfd pfd;
 	pid_t pid;
 	int status, r;
 
-	if (initrd < 0 ||
+	if (initrd < 0 || console < 0 ||
 	    sb_qemu_initramfs_write(initrd,
 				    &(struct sb_qemu_initramfs){.init = init,
 								.kernel = &bare,
@@ -628,8 +661,9 @@ static bool kvm_probe_run(const char *qemu, const char *kernel, const struct sb_
 		return false;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", initrd);
 	posix_spawn_file_actions_init(&fa);
-	for (int fd = 0; fd < 3; fd++)
-		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, console, STDOUT_FILENO);
+	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
 	r = posix_spawn(&pid, qemu, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	if (r != 0)
@@ -641,7 +675,9 @@ static bool kvm_probe_run(const char *qemu, const char *kernel, const struct sb_
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return false;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	n = pread(console, said, sizeof(said) - 1, 0);
+	said[n > 0 ? n : 0] = '\0';
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(said, KVM_PROBE_SAID);
 }
 
 static bool kvm_works(const char *qemu, const char *kernel, const struct sb_qemu_kernel *k,
@@ -700,7 +736,7 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	_cleanup_(sb_qemu_kernel_done) struct sb_qemu_kernel k = {0};
 	_cleanup_free_ char *qemu = NULL, *setpriv = NULL, *init = NULL, *record = NULL,
 			    *cmdline = NULL, *initrd = NULL, *memory = NULL, *kernel = NULL,
-			    *cache = cache_dir(req->host_env);
+			    *own_kernel = NULL, *cache = cache_dir(req->host_env);
 	const char *path_env = sb_strv_env_get(req->host_env, "PATH");
 	const struct sb_net_rule *allow = sb_wrap_first_allow_rule(p);
 	const char *mem = sb_wrap_param(p, SB_OS_QEMU, "memory");
@@ -723,8 +759,10 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 				allow->origin.line);
 	r = sb_wrap_find_binary(QEMU_BINARY, QEMU_PACKAGE, path_env, &qemu, reterr);
 	if (r >= 0)
+		r = find_own_kernel(req->argv[0], &own_kernel);
+	if (r >= 0)
 		r = sb_qemu_kernel_find(sb_strv_env_get(req->host_env, "PYSANDBOXES_QEMU_KERNEL"),
-					&k, reterr);
+					own_kernel, &k, reterr);
 	if (r >= 0)
 		r = sb_qemu_kernel_unpack(&k, cache, path_env, &kernel, reterr);
 	if (r >= 0)

@@ -66,11 +66,12 @@ static void say(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A reset, which -no-reboot makes qemu's end: python-sb's own kernel has no
+ * ACPI, and there a power-off would halt the machine and leave qemu
+ * running. */
 static _Noreturn void power_off(void)
 {
 	sync();
-	reboot(RB_POWER_OFF);
-	/* -no-reboot: a reset ends qemu too. */
 	reboot(RB_AUTOBOOT);
 	for (;;)
 		pause();
@@ -407,9 +408,12 @@ int main(void)
 		else if (strcmp(e, "verbose=1") == 0)
 			verbose = true;
 		/* The host's probe of its accelerator (qemu.c): a guest that
-		 * got here runs. */
-		else if (strcmp(e, "probe=1") == 0)
+		 * got here runs, and says so (a reset alone could be a
+		 * crash's). */
+		else if (strcmp(e, "probe=1") == 0) {
+			say("probe: the guest runs");
 			power_off();
+		}
 	}
 	if (verbose)
 		say("init at %ld ms", now_ms());

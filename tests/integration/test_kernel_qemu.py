@@ -103,6 +103,46 @@ def test_kernel_confines_a_hostile_program(anyuser):
     assert o["socket"] == "EPERM", r
 
 
+def own_kernel(binary):
+    """python-sb's own guest kernel where it was installed (meson's
+    qemu_kernel option: beside python-sb in a build tree, in libexec
+    installed), else None."""
+    here = os.path.dirname(os.path.realpath(binary))
+    for path in (os.path.join(here, "python-sb-qemu-kernel"),
+                 os.path.join(here, "..", "libexec", "py-sandboxes", "python-sb-qemu-kernel")):
+        if os.path.exists(path):
+            return os.path.realpath(path)
+    return None
+
+
+def test_own_kernel_is_booted_where_installed(sb):
+    """scripts/test.sh builds python-sb's own kernel (scripts/qemu-kernel.sh)
+    and installs it: every boot of this suite uses it, Debian's kernel being
+    the fallback (next test)."""
+    kernel = own_kernel(sb.binary)
+    if kernel is None:
+        pytest.skip("python-sb's own guest kernel is not installed (meson -Dqemu_kernel=)")
+    sb.profile(BASE)
+    r = sb.run("--explain", "-c", "pass")
+    assert r.returncode == 0, r
+    booted = r.stdout.split("-kernel ", 1)[1].split()[0]
+    assert os.path.realpath(booted) == kernel, r.stdout
+
+
+def test_debian_kernel_with_its_modules_still_boots(sb):
+    """PYSANDBOXES_QEMU_KERNEL=/boot/vmlinuz-<release>: Debian's kernel, its
+    modules loaded from the initramfs, the machine ended by a reset all the
+    same."""
+    kernel = "/boot/" + sorted(KERNELS)[-1]
+    r = sb.run_code(BASE + "python-import=sys\n", """\
+        import sys
+        print("out:" + sys.stdin.read().strip())
+        raise SystemExit(3)
+        """, input="via debian\n", env={"PYSANDBOXES_QEMU_KERNEL": kernel},
+                    timeout=VM_TIMEOUT)
+    assert r.returncode == 3 and r.stdout == "out:via debian\n", r
+
+
 def test_use_kvm_runs_or_falls_back_to_emulation(sb):
     """qemu.use_kvm=true: KVM where a probe boot shows that it runs a guest,
     else a warning and TCG (nested KVM aborts or stalls: on CI's machines

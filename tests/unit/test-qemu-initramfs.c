@@ -131,13 +131,32 @@ static void test_kernel_lookup(void)
 	char path[PATH_MAX], *err = NULL, *unpacked = NULL;
 	int fd, r;
 
-	snprintf(path, sizeof(path), "%s/bzImage", dir);
+	snprintf(path, sizeof(path), "%s/missing-vmlinux", dir);
+	r = sb_qemu_kernel_find(path, NULL, &k, &err);
+	tap_ok(r == -ENOENT && err && strstr(err, "no readable kernel image"),
+	       "a missing kernel is refused (%s)", err ? err : "(none)");
+	free(err);
+	err = NULL;
+
+	/* Any other name: a kernel with everything built in (python-sb's
+	 * own), booted without modules. */
+	snprintf(path, sizeof(path), "%s/vmlinux", dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	close(fd);
-	r = sb_qemu_kernel_find(path, &k, &err);
-	tap_ok(r == -ENOENT && err &&
-		   strstr(err, "no readable kernel image named vmlinuz-<release>"),
-	       "a kernel not named vmlinuz-<release> is refused (%s)", err ? err : "(none)");
+	r = sb_qemu_kernel_find(path, NULL, &k, &err);
+	tap_ok(r == 0 && k.image && strcmp(k.image, path) == 0 && !k.modules && k.release &&
+		   strncmp(k.release, "own-", 4) == 0,
+	       "a kernel not named vmlinuz-<release> is booted without modules (%s)",
+	       k.release ? k.release : "(none)");
+	sb_qemu_kernel_done(&k);
+	free(err);
+	err = NULL;
+
+	/* python-sb's own kernel, where installed, before /boot's. */
+	r = sb_qemu_kernel_find(NULL, path, &k, &err);
+	tap_ok(r == 0 && k.image && strcmp(k.image, path) == 0 && !k.modules,
+	       "python-sb's own kernel is taken over /boot's");
+	sb_qemu_kernel_done(&k);
 	free(err);
 	err = NULL;
 
@@ -145,7 +164,7 @@ static void test_kernel_lookup(void)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	tap_ok(fd >= 0 && write(fd, "not a kernel", 12) == 12, "a fake kernel written");
 	close(fd);
-	r = sb_qemu_kernel_find(path, &k, &err);
+	r = sb_qemu_kernel_find(path, NULL, &k, &err);
 	tap_ok(r == -ENOENT && err &&
 		   strstr(err, "install the Debian package " SB_QEMU_KERNEL_PACKAGE),
 	       "a kernel without its modules fails closed, naming the package (%s)",
