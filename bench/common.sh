@@ -293,3 +293,17 @@ bench_hooked() {
         die "cannot make the hooked copy"
     hooked=$hook_dir/bin/python-sb
 }
+
+# bench_use_hooked WHAT: runs bench_hooked, keeps the static binary in
+# $static, and makes $sb the hooked copy when there is one (a warning that
+# WHAT is the static binary otherwise).
+bench_use_hooked() {
+    bench_hooked
+    static=$sb
+    if [[ -n $hooked ]]; then
+        sb=$hooked
+    else
+        echo "$bench_name: warning: no hooked copy (no python-sb-hook.so or patchelf):" \
+            "$1 is the static binary" >&2
+    fi
+}

@@ -35,14 +35,7 @@ command -v unshare >/dev/null || die "unshare(1) not found (Debian: util-linux)"
 
 bench_setup "$@"
 bench_out_dir unshare
-bench_hooked
-static=$sb
-if [[ -n $hooked ]]; then
-    sb=$hooked
-else
-    echo "$bench_name: warning: no hooked copy (no python-sb-hook.so or patchelf):" \
-        "python-sb-unshare is the static binary" >&2
-fi
+bench_use_hooked python-sb-unshare
 
 # The same limits and grant as kernel.sh's landlock profile, so that the two
 # providers are compared on one policy.

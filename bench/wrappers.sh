@@ -38,14 +38,7 @@ done
 
 bench_setup "$@"
 bench_out_dir wrappers
-bench_hooked
-static=$sb
-if [[ -n $hooked ]]; then
-    sb=$hooked
-else
-    echo "$bench_name: warning: no hooked copy (no python-sb-hook.so or patchelf):" \
-        "python-sb is the static binary" >&2
-fi
+bench_use_hooked python-sb
 bench_write_profile "$profile_dir/bwrap.py-sandboxes" os-sandbox=bwrap
 bench_write_profile "$profile_dir/firejail.py-sandboxes" os-sandbox=firejail
 # For the breakdown: python-sb run by hand inside bwrap's sandbox (no
