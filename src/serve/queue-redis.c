@@ -538,3 +538,43 @@ int sb_queue_drop(struct sb_queue_conn *c, const char *stream, const char *entry
 	del = command(c, reterr, &r, "XDEL %s %s", s, entry_id);
 	return del ? 0 : r;
 }
+
+/* XINFO CONSUMERS and XGROUP DELCONSUMER in one script: no entry can be
+ * delivered to a consumer between the check of its pending count and its
+ * removal. */
+static const char forget_script[] =
+    "local gone = 0\n"
+    "for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do\n"
+    "  local f = {}\n"
+    "  for i = 1, #c, 2 do f[c[i]] = c[i + 1] end\n"
+    "  if f['pending'] == 0 and (f['name'] == ARGV[2] or\n"
+    "      (ARGV[2] == '' and f['idle'] >= tonumber(ARGV[3]))) then\n"
+    "    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], f['name'])\n"
+    "    gone = gone + 1\n"
+    "  end\n"
+    "end\n"
+    "return gone\n";
+
+int sb_queue_forget_consumers(struct sb_queue_conn *c, const char *stream, const char *consumer,
+			      uint64_t min_idle_ms, unsigned *ret_n, char **reterr)
+{
+	_cleanup_free_ char *s = key(stream, NULL, NULL);
+	_cleanup_reply_ redisReply *reply = NULL;
+	char idle[32];
+	int r = 0;
+
+	if (!s)
+		return -ENOMEM;
+	snprintf(idle, sizeof(idle), "%llu", (unsigned long long)min_idle_ms);
+	reply = command(c, reterr, &r, "EVAL %s 1 %s %s %s %s", forget_script, s, SB_QUEUE_GROUP,
+			consumer ? consumer : "", idle);
+	if (!reply)
+		return r;
+	if (reply->type != REDIS_REPLY_INTEGER || reply->integer < 0)
+		return sb_error(reterr, -EPROTO,
+				"Redis at %s: unexpected reply to the removal of consumers",
+				c->where);
+	if (ret_n)
+		*ret_n = (unsigned)reply->integer;
+	return 0;
+}

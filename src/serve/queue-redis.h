@@ -105,3 +105,12 @@ int sb_queue_complete(struct sb_queue_conn *c, const char *stream, const char *e
 /* Acknowledges and deletes an entry without a result (one that is not a job
  * at all: no id to answer). */
 int sb_queue_drop(struct sb_queue_conn *c, const char *stream, const char *entry_id, char **reterr);
+
+/* Forgets, in one script, the consumers of the group that hold no pending
+ * entry and are either named CONSUMER or (CONSUMER NULL) idle for at least
+ * MIN_IDLE_MS: a worker's own at its clean exit, dead workers' once their
+ * entries have been claimed. A consumer with a pending entry is never
+ * forgotten: XGROUP DELCONSUMER drops its entries, which would then never be
+ * claimed again. *ret_n: how many were forgotten. */
+int sb_queue_forget_consumers(struct sb_queue_conn *c, const char *stream, const char *consumer,
+			      uint64_t min_idle_ms, unsigned *ret_n, char **reterr);

@@ -36,6 +36,7 @@ struct thread_state {
 	struct sb_queue_conn *conn;
 	struct sb_queue_backoff backoff;
 	uint64_t next_claim_ns;
+	uint64_t next_forget_ns;
 };
 
 static void event(struct sb_queue_worker *w, const char *fmt, ...) _printf_(2, 3);
@@ -255,6 +256,46 @@ static bool runner_ready(struct thread_state *t)
 	return false;
 }
 
+/* Consumers of workers that are gone stay in the group, each with an entry
+ * in XINFO CONSUMERS, forever: once their entries have been claimed they
+ * hold none, and one idle for twice the visibility timeout has not asked
+ * for work in that time (a live thread asks every READ_BLOCK_MS, or holds
+ * the entry it runs). Even a live one forgotten by mistake loses nothing:
+ * only consumers without a pending entry go, and its next read makes it
+ * again. One thread of each worker looks, once per visibility timeout. */
+static void forget_gone_consumers(struct thread_state *t)
+{
+	struct sb_queue_worker *w = t->w;
+	_cleanup_free_ char *err = NULL;
+	unsigned n = 0;
+
+	if (t->index != 0 || sb_monotonic_ns() < t->next_forget_ns)
+		return;
+	t->next_forget_ns = sb_monotonic_ns() + w->cfg.visibility_ms * 1000000ULL;
+	if (sb_queue_forget_consumers(t->conn, w->cfg.addr->stream, NULL, 2 * w->cfg.visibility_ms,
+				      &n, &err) < 0) {
+		/* No stream or group yet (or Redis restarted empty): no consumer either. */
+		if (!err || (!strstr(err, "NOGROUP") && !strstr(err, "no such key")))
+			event(w, "cannot remove the consumers of workers gone: %s",
+			      err ? err : "?");
+	} else if (n > 0)
+		event(w, "removed %u consumer%s of workers gone (nothing pending, idle %llu s)", n,
+		      n == 1 ? "" : "s", (unsigned long long)(2 * w->cfg.visibility_ms / 1000));
+}
+
+/* At a clean exit: this thread's consumer, unless it holds an entry (a job
+ * left pending for another attempt, which must stay claimable). */
+static void forget_own_consumer(struct thread_state *t)
+{
+	_cleanup_free_ char *err = NULL;
+
+	if (!t->conn || sb_queue_conn_broken(t->conn))
+		return;
+	if (sb_queue_forget_consumers(t->conn, t->w->cfg.addr->stream, t->consumer, 0, NULL, &err) <
+	    0)
+		event(t->w, "consumer %s: cannot remove it: %s", t->consumer, err ? err : "?");
+}
+
 static void *thread_main(void *data)
 {
 	struct thread_state *t = data;
@@ -269,6 +310,7 @@ static void *thread_main(void *data)
 			continue;
 		if (ensure_conn(t) < 0)
 			continue;
+		forget_gone_consumers(t);
 		if (sb_monotonic_ns() >= t->next_claim_ns) {
 			r = sb_queue_claim_stale(t->conn, w->cfg.addr->stream, t->consumer,
 						 w->cfg.visibility_ms, &e, &err);
@@ -302,6 +344,7 @@ static void *thread_main(void *data)
 			process(t, &e);
 		sb_queue_entry_done(&e);
 	}
+	forget_own_consumer(t);
 	drop_conn(t);
 	free(t);
 	return NULL;

@@ -9,6 +9,7 @@ loopback."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -354,6 +355,78 @@ def test_worker_sigterm_finishes_its_run(sb_bin):
         # Written before the worker exited: no other worker is running.
         status, _, data = srv.request("GET", f"/v1/runs/{run_id}")
         assert status == 200 and json.loads(data)["stdout"] == "finished\n"
+        # Its consumer went with it: nothing pending, nothing to claim.
+        assert redis.cli("XINFO", "CONSUMERS", "{term}", "python-sb") == ""
+
+
+def test_consumers_of_workers_gone_are_removed_not_those_with_work(sb_bin, quick_profile):
+    """A worker removes the consumers of workers gone (idle for twice the
+    visibility timeout, nothing pending), never one holding an entry: its job
+    must stay claimable."""
+    with Redis() as redis, front(sb_bin, redis.url("gone"), "--profile", quick_profile) as srv:
+        run_id = submit(srv, "print('ran')")
+        # "dead-busy" took the job and died; "dead-idle" never got one.
+        redis.cli("XREADGROUP", "GROUP", "python-sb", "dead-busy", "COUNT", "1", "STREAMS",
+                  "{gone}", ">")
+        redis.cli("XGROUP", "CREATECONSUMER", "{gone}", "python-sb", "dead-idle")
+
+        def consumers():
+            out = redis.cli("XINFO", "CONSUMERS", "{gone}", "python-sb").split("\n")
+            return {out[i + 1]: int(out[i + 3]) for i, v in enumerate(out) if v == "name"}
+
+        assert consumers() == {"dead-busy": 1, "dead-idle": 0}
+        # A visibility timeout of 30 s: nothing is claimed during the test, and
+        # nothing is idle long enough (60 s) to go either.
+        with Worker(sb_bin, redis.url("gone"), "--workers", "1", "--profile", quick_profile,
+                    "--visibility-timeout", "30") as worker:
+            # Its first look is at its start; a few reads (1 s each) more.
+            time.sleep(2.5)
+            assert worker.proc.poll() is None, "".join(worker.log)
+            assert consumers() == {"dead-busy": 1, "dead-idle": 0}
+            assert worker.stop() == 0, "".join(worker.log)
+            assert "consumer" not in "".join(worker.log)
+        assert set(consumers()) == {"dead-busy", "dead-idle"}
+        # A worker with a visibility timeout of 7 s: it claims the job of
+        # "dead-busy" (pending for 7 s) and runs it; both dead consumers go
+        # once idle for 14 s with nothing pending, and only its own is left.
+        with Worker(sb_bin, redis.url("gone"), "--workers", "1", "--profile", quick_profile,
+                    "--visibility-timeout", VISIBILITY) as worker:
+            status, body = poll(srv, run_id)
+            assert status == 200 and body["stdout"] == "ran\n", body
+            wait_for(lambda: not {"dead-busy", "dead-idle"} & set(consumers()), 40,
+                     "the dead consumers were not removed")
+            assert consumers() == {worker.consumers() + "0": 0}
+            log = "".join(worker.log)
+            assert re.search(r"removed [12] consumers? of workers gone \(nothing pending, "
+                             r"idle 14 s\)", log), log
+        assert redis.stats("gone") == {"results": 1}
+
+
+def test_worker_stopped_with_a_job_left_pending_keeps_its_consumer(sb_bin, quick_profile):
+    """A job the worker could not run stays pending under its consumer, which
+    the worker's clean exit must not remove (XGROUP DELCONSUMER would drop
+    the entry: never claimed, never answered)."""
+    with Redis() as redis, front(sb_bin, redis.url("kept"), "--profile", quick_profile) as srv:
+        with Worker(sb_bin, redis.url("kept"), "--workers", "1", "--profile", quick_profile,
+                    "--visibility-timeout", VISIBILITY) as worker:
+            run_id = submit(srv, "import time\ntime.sleep(0.5)\nprint('second worker')\n")
+            wait_for(lambda: redis.cli("XPENDING", "{kept}", "python-sb").startswith("1"), 15,
+                     "the job did not start")
+            zygotes = [pid for pid in proc_children().get(worker.pid, [])
+                       if b"--pysandboxes-zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+            assert len(zygotes) == 1
+            os.kill(zygotes[0], signal.SIGKILL)
+            wait_for(lambda: "left pending for another attempt" in "".join(worker.log), 15,
+                     "the job was not left pending")
+            owner = worker.consumers() + "0"
+            assert worker.stop() == 0, "".join(worker.log)
+        pending = redis.cli("XPENDING", "{kept}", "python-sb", "-", "+", "10")
+        assert owner in pending, pending
+        with Worker(sb_bin, redis.url("kept"), "--workers", "1", "--profile", quick_profile,
+                    "--visibility-timeout", VISIBILITY):
+            status, body = poll(srv, run_id, timeout=60)
+            assert status == 200 and body["stdout"] == "second worker\n", body
+        assert redis.stats("kept") == {"results": 1}
 
 
 def test_redis_restarted_mid_load(sb_bin, quick_profile):
@@ -406,8 +479,9 @@ def test_redis_restarted_mid_load(sb_bin, quick_profile):
 
 # The ACL of docs/serve-queue.md's Security: the commands python-sb sends (the
 # scripts' too), on the stream's keys only.
-ACL = ("~{nb}* +eval +xadd +xlen +xgroup|create +xreadgroup +xautoclaim +xpending +xack "
-       "+xdel +set +get +exists +del +rpush +blpop +expire +hincrby")
+ACL = ("~{nb}* +eval +xadd +xlen +xgroup|create +xgroup|delconsumer +xinfo|consumers "
+       "+xreadgroup +xautoclaim +xpending +xack +xdel +set +get +exists +del +rpush +blpop "
+       "+expire +hincrby")
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
@@ -420,7 +494,7 @@ def test_front_end_and_worker_as_nobody_with_acl_user(sb_bin):
         front_url = redis.url("nb").replace("redis://", "redis://sb:@")
         worker_url = redis.url("nb").replace("redis://", "redis://sb:s3cret@")
         with front(sb_bin, front_url, prefix=NOBODY, env=env) as srv, \
-                Worker(sb_bin, worker_url, "--workers", "1", prefix=NOBODY):
+                Worker(sb_bin, worker_url, "--workers", "1", prefix=NOBODY) as worker:
             status, body = srv.run("import os\nprint(os.getuid())\n")
             assert status == 200 and body["stdout"] == "65534\n"
             run_id = submit(srv, "print('polled')")
@@ -432,6 +506,10 @@ def test_front_end_and_worker_as_nobody_with_acl_user(sb_bin):
             for key in keys:
                 if ":result:" in key:
                     assert "s3cret" not in redis.cli("GET", key)
+            assert worker.stop() == 0, "".join(worker.log)
+        # The ACL lets the worker remove consumers (its own at its exit).
+        assert "cannot remove" not in "".join(worker.log), worker.log
+        assert redis.cli("XINFO", "CONSUMERS", "{nb}", "python-sb") == ""
         # Without the environment: no AUTH, refused.
         with front(sb_bin, front_url) as srv:
             status, _, body = srv.post_json({"source": "print(1)"})
