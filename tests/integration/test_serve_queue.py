@@ -324,6 +324,16 @@ def test_poison_job_is_failed_not_retried(sb_bin, quick_profile):
         assert redis.cli("XLEN", "{poison}") == "0"
 
 
+def kill_fork_server_mid_run(redis, stream, worker):
+    """SIGKILLs the worker's fork server once its job has started."""
+    wait_for(lambda: redis.cli("XPENDING", stream, "python-sb").startswith("1"), 15,
+             "the job did not start")
+    zygotes = [pid for pid in proc_children().get(worker.pid, [])
+               if b"--pysandboxes-zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(zygotes) == 1
+    os.kill(zygotes[0], signal.SIGKILL)
+
+
 def test_fork_server_killed_mid_run_job_is_run_again(sb_bin, quick_profile):
     """The local service answers 503 when its fork server dies during a run;
     a worker leaves the job pending instead, and it is run again after the
@@ -332,12 +342,7 @@ def test_fork_server_killed_mid_run_job_is_run_again(sb_bin, quick_profile):
             Worker(sb_bin, redis.url("fs"), "--workers", "1", "--profile", quick_profile,
                    "--visibility-timeout", VISIBILITY) as worker:
         run_id = submit(srv, "import time\ntime.sleep(0.5)\nprint('second time')\n")
-        wait_for(lambda: redis.cli("XPENDING", "{fs}", "python-sb").startswith("1"), 15,
-                 "the job did not start")
-        zygotes = [pid for pid in proc_children().get(worker.pid, [])
-                   if b"--pysandboxes-zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-        assert len(zygotes) == 1
-        os.kill(zygotes[0], signal.SIGKILL)
+        kill_fork_server_mid_run(redis, "{fs}", worker)
         status, body = poll(srv, run_id, timeout=60)
         assert status == 200 and body["stdout"] == "second time\n", body
         log = "".join(worker.log)
@@ -410,12 +415,7 @@ def test_worker_stopped_with_a_job_left_pending_keeps_its_consumer(sb_bin, quick
         with Worker(sb_bin, redis.url("kept"), "--workers", "1", "--profile", quick_profile,
                     "--visibility-timeout", VISIBILITY) as worker:
             run_id = submit(srv, "import time\ntime.sleep(0.5)\nprint('second worker')\n")
-            wait_for(lambda: redis.cli("XPENDING", "{kept}", "python-sb").startswith("1"), 15,
-                     "the job did not start")
-            zygotes = [pid for pid in proc_children().get(worker.pid, [])
-                       if b"--pysandboxes-zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-            assert len(zygotes) == 1
-            os.kill(zygotes[0], signal.SIGKILL)
+            kill_fork_server_mid_run(redis, "{kept}", worker)
             wait_for(lambda: "left pending for another attempt" in "".join(worker.log), 15,
                      "the job was not left pending")
             owner = worker.consumers() + "0"
