@@ -87,7 +87,8 @@ def qemu_argv(job, mem, extra=()):
     for n, name in enumerate(["sb.stdin", "sb.stdout", "sb.stderr", "sb.status"]):
         argv += ["-chardev", f"null,id=c{n}",
                  "-device", f"virtserialport,chardev=c{n},name={name},nr={n + 1}"]
-    argv += ["-initrd", "initrd-exec" if job == "exec" else "initrd-python", "-append", f"{cmdline} sbjob={job}", *extra]
+    argv += ["-initrd", "initrd-exec" if job == "exec" else "initrd-python",
+             "-append", f"{cmdline} sbjob={job}", *extra]
     return argv
 
 
@@ -116,18 +117,38 @@ def job_line(job):
     return b"2 pass\n" if job == "python" else b"2\n"
 
 
-def run(job, mem, snapshot=None):
+def ram_file(path, mem, share):
+    """The guest's RAM in a file: the template's, mapped shared when it is made
+    (x-ignore-shared leaves it out of the stream), privately (copy on write)
+    when it is restored, so that no run changes it."""
+    return ["-object", f"memory-backend-file,id=ram,size={mem}M,mem-path={path},share={share}",
+            "-machine", "memory-backend=ram"]
+
+
+IGNORE_SHARED = (b'{"execute": "migrate-set-capabilities", "arguments": {"capabilities": '
+                 b'[{"capability": "x-ignore-shared", "state": true}]}}\n')
+
+
+def run(job, mem, snapshot=None, mapped=False):
     """One run: qemu started, (cold) READY awaited, the job's line sent, DONE
-    awaited, qemu's exit. Returns wall, CPU, ready (guest ns), job times (ns)."""
-    qmp_path = f"{here}/qmp-run"
+    awaited, qemu's exit. Returns wall, CPU, ready (guest ns), job times (ns).
+    mapped: the template's RAM mapped from its file, the stream only the
+    devices' state."""
+    qmp_path, before = f"{here}/qmp-run", b""
     extra = ["-incoming", f"exec:cat {snapshot}", "-qmp",
              f"unix:{qmp_path},server=on,wait=off"] if snapshot else []
+    if mapped:
+        extra = ram_file(f"{snapshot}.ram", mem, "off") + [
+            "-incoming", "defer", "-qmp", f"unix:{qmp_path},server=on,wait=off"]
+        before = IGNORE_SHARED + json.dumps(
+            {"execute": "migrate-incoming", "arguments": {"uri": f"exec:cat {snapshot}"}}
+        ).encode() + b"\n"
     t0, ready = time.monotonic(), None
     p = subprocess.Popen(qemu_argv(job, mem, extra), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = t0 + 120
     if snapshot:
-        wait_running(qmp_path, deadline)
+        wait_running(qmp_path, deadline, before=before)
     else:
         line, _ = read_line(p, "READY", deadline)
         ready = int(line.split()[1])
@@ -153,10 +174,10 @@ def qmp(sock, cmd, **args):
             return msg["return"]
 
 
-def wait_running(path, deadline, then=b""):
+def wait_running(path, deadline, then=b"", before=b""):
     """Until the restored machine runs: what the serial line receives while the
-    migration loads is lost (the device's state is overwritten). Then sends
-    then (QMP commands)."""
+    migration loads is lost (the device's state is overwritten). before: QMP
+    commands sent first (the incoming migration's); then: sent after."""
     s = socket.socket(socket.AF_UNIX)
     while True:
         try:
@@ -169,7 +190,8 @@ def wait_running(path, deadline, then=b""):
     with s:
         f = s.makefile("rb")
         f.readline()  # the greeting
-        s.sendall(b'{"execute": "qmp_capabilities"}\n{"execute": "query-status"}\n')
+        s.sendall(b'{"execute": "qmp_capabilities"}\n' + before +
+                  b'{"execute": "query-status"}\n')
         while True:
             msg = json.loads(f.readline())
             if msg.get("event") == "RESUME" or msg.get("return", {}).get("running"):
@@ -180,10 +202,14 @@ def wait_running(path, deadline, then=b""):
                 pass
 
 
-def template(job, mem):
-    """The machine booted to READY, stopped and saved: the snapshot's path."""
-    path, qmp_path = f"{here}/snap-{job}-{mem}", f"{here}/qmp-{job}-{mem}"
-    p = subprocess.Popen(qemu_argv(job, mem, ["-qmp", f"unix:{qmp_path},server=on,wait=off"]),
+def template(job, mem, mapped=False):
+    """The machine booted to READY and saved: the snapshot's path (mapped: its
+    RAM in path.ram, the stream only the devices' state)."""
+    path = f"{here}/snap-{job}-{mem}" + ("-mapped" if mapped else "")
+    qmp_path = f"{path}.qmp"
+    extra = ram_file(f"{path}.ram", mem, "on") if mapped else []
+    extra += ["-qmp", f"unix:{qmp_path},server=on,wait=off"]
+    p = subprocess.Popen(qemu_argv(job, mem, extra),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     line, _ = read_line(p, "READY", time.monotonic() + 120)
     time.sleep(0.5)  # the guest settled in its read (its last output drained)
@@ -193,6 +219,9 @@ def template(job, mem):
     qmp(s, "qmp_capabilities")
     # Not stopped first: a migration of a paused machine restores it paused.
     qmp(s, "migrate-set-parameters", **{"max-bandwidth": 1 << 40})
+    if mapped:
+        qmp(s, "migrate-set-capabilities",
+            capabilities=[{"capability": "x-ignore-shared", "state": True}])
     qmp(s, "migrate", uri=f"exec:cat > {path}")
     while (st := qmp(s, "query-migrate").get("status")) not in ("completed", "failed"):
         time.sleep(0.05)
@@ -220,7 +249,8 @@ def qemu_start():
 def restore_only():
     """A restore alone: the template restored, running, told to quit over QMP."""
     t0, qmp_path = time.monotonic(), f"{here}/qmp-run"
-    p = subprocess.Popen(qemu_argv("exec", 2048, ["-incoming", f"exec:cat {snaps['exec', 2048]}",
+    snapshot = snaps["exec", 2048, False]
+    p = subprocess.Popen(qemu_argv("exec", 2048, ["-incoming", f"exec:cat {snapshot}",
                                                   "-qmp", f"unix:{qmp_path},server=on,wait=off"]),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_running(qmp_path, t0 + 120, b'{"execute": "quit"}\n')
@@ -244,29 +274,34 @@ def load():
 
 
 print(f"kernel: {kernel}\ndirectory: {here}")
-print(f"qemu: {subprocess.run(['qemu-system-x86_64', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}")
+version = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True)
+print(f"qemu: {version.stdout.splitlines()[0]}")
 size_exec = initramfs("initrd-exec", False)
 size_python = initramfs("initrd-python", True)
 print(f"initramfs: exec {size_exec / 1e6:.1f} MB, python {size_python / 1e6:.1f} MB of files")
 snaps = {}
-for job, mem in [("exec", 2048), ("exec", 128), ("pystart", 2048), ("python", 2048)]:
+for job, mem, mapped in [("exec", 2048, False), ("exec", 128, False), ("exec", 2048, True),
+                         ("pystart", 2048, False), ("python", 2048, False)]:
     t0 = time.monotonic()
-    snaps[job, mem] = template(job, mem)
-    print(f"template {job} -m {mem}: {os.path.getsize(snaps[job, mem]) / 1e6:.1f} MB, "
-          f"made in {time.monotonic() - t0:.2f} s")
+    snaps[job, mem, mapped] = path = template(job, mem, mapped)
+    ram = (f", its RAM file {os.stat(path + '.ram').st_blocks * 512 / 1e6:.1f} MB on disk"
+           if mapped else "")
+    print(f"template {job} -m {mem}{' mapped' if mapped else ''}: "
+          f"{os.path.getsize(path) / 1e6:.1f} MB{ram}, made in {time.monotonic() - t0:.2f} s")
 if sb:
     with open(".py-sandboxes", "w") as f:
         f.write("learn=false\nos-sandbox=qemu\nqemu.use_kvm=false\n")
 
 variants = {
     "cold-exec": lambda: run("exec", 2048),
-    "snap-exec": lambda: run("exec", 2048, snaps["exec", 2048]),
-    "snap-exec-m128": lambda: run("exec", 128, snaps["exec", 128]),
+    "snap-exec": lambda: run("exec", 2048, snaps["exec", 2048, False]),
+    "snap-exec-m128": lambda: run("exec", 128, snaps["exec", 128, False]),
+    "snap-exec-mapped": lambda: run("exec", 2048, snaps["exec", 2048, True], mapped=True),
     "snap-restore": restore_only,
     "cold-pystart": lambda: run("pystart", 2048),
-    "snap-pystart": lambda: run("pystart", 2048, snaps["pystart", 2048]),
+    "snap-pystart": lambda: run("pystart", 2048, snaps["pystart", 2048, False]),
     "cold-python": lambda: run("python", 2048),
-    "snap-python": lambda: run("python", 2048, snaps["python", 2048]),
+    "snap-python": lambda: run("python", 2048, snaps["python", 2048, False]),
     "qemu-start": qemu_start,
 }
 if sb:

@@ -23,6 +23,10 @@
 #   cold-exec    boot, READY, fork+execve a static "hello" twice, reset
 #   snap-exec    the same restored from the template (taken at -m 2048)
 #   snap-exec-m128  the same with -m 128 (what restoring the RAM costs)
+#   snap-exec-mapped  the same at -m 2048 with the template's RAM in a file
+#                (memory-backend-file, made shared, restored private: copy
+#                on write) left out of the stream (x-ignore-shared): the RAM
+#                mapped, not copied
 #   snap-restore the template restored and told to quit over QMP once it
 #                runs: the restore alone, no job
 #   cold-pystart boot, READY, `python3 -I -S -c pass` started twice (its
