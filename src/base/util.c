@@ -61,6 +61,55 @@ int sb_strv_pushf(char ***v, const char *fmt, ...)
 	return n < 0 ? -ENOMEM : sb_strv_consume(v, s);
 }
 
+int sb_strvb_consume(struct sb_strv_builder *b, char *s)
+{
+	if (!s)
+		return -ENOMEM;
+	if (b->n + 2 > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		char **nv = realloc(b->v, cap * sizeof(char *));
+
+		if (!nv) {
+			free(s);
+			return -ENOMEM;
+		}
+		b->v = nv;
+		b->cap = cap;
+	}
+	b->v[b->n++] = s;
+	b->v[b->n] = NULL;
+	return 0;
+}
+
+int sb_strvb_push(struct sb_strv_builder *b, const char *s)
+{
+	return sb_strvb_consume(b, strdup(s));
+}
+
+int sb_strvb_pushf(struct sb_strv_builder *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? -ENOMEM : sb_strvb_consume(b, s);
+}
+
+int sb_strvb_add(struct sb_strv_builder *b, ...)
+{
+	va_list ap;
+	int r = 0;
+
+	va_start(ap, b);
+	for (const char *s; r >= 0 && (s = va_arg(ap, const char *));)
+		r = sb_strvb_push(b, s);
+	va_end(ap);
+	return r;
+}
+
 bool sb_strv_contains(char *const *v, const char *s)
 {
 	if (v)

@@ -111,6 +111,20 @@ int sb_strv_push(char ***v, const char *s);
 int sb_strv_consume(char ***v, char *s);
 /* Appends the formatted text; 0 or -ENOMEM. */
 int sb_strv_pushf(char ***v, const char *fmt, ...) _printf_(2, 3);
+/* A string vector built by many appends (a wrapper's command line: hundreds
+ * of words), its length and capacity kept, where sb_strv_push() counts the
+ * vector on every append. v is NULL or NULL-terminated throughout; the
+ * owner frees it with sb_strv_free(b.v) or takes it. */
+struct sb_strv_builder {
+	char **v;
+	size_t n, cap;
+};
+/* As sb_strv_consume(), sb_strv_push(), sb_strv_pushf(); 0 or -ENOMEM. */
+int sb_strvb_consume(struct sb_strv_builder *b, char *s);
+int sb_strvb_push(struct sb_strv_builder *b, const char *s);
+int sb_strvb_pushf(struct sb_strv_builder *b, const char *fmt, ...) _printf_(2, 3);
+/* Appends a copy of each argument up to NULL; 0 or -ENOMEM. */
+int sb_strvb_add(struct sb_strv_builder *b, ...) __attribute__((sentinel));
 /* Appends each non-empty entry of a colon-separated list (PATH, PYTHONPATH;
  * NULL: none); 0 or -ENOMEM. */
 int sb_strv_push_split(char ***v, const char *list);

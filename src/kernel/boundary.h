@@ -72,6 +72,10 @@ struct sb_boundary {
 	 * provider that cannot hide it: the boundary cannot be entered, and
 	 * --explain says why. */
 	char *rule_file_conflict;
+	/* python-sb-supervise, for a provider that leaves this process outside
+	 * while the program runs (SB_PROVIDER_CHILD_PROCESS): it becomes that
+	 * program instead of waiting as python-sb; NULL: it waits. Not owned. */
+	const char *supervisor_exe;
 };
 
 /* Learning (mode SB_MODE_LEARN) gets a seccomp filter that refuses nothing

@@ -17,6 +17,8 @@
 
 #include "landlock-compat.h"
 #include "pid-init.h"
+#include "supervise-exec.h"
+#include "supervisor.h"
 
 /* The launcher's. The mount and network namespaces are the init's
  * (pid-init.h), which the program's process joins: the network namespace,
@@ -26,13 +28,6 @@
  * rules the launcher makes the network namespace itself, since slirp4netns
  * joins the launcher's. */
 #define SB_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
-
-/* What the caller passes on to the program: the signals `python` would get
- * from whoever knows its pid. Not SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT: the
- * caller stops and continues with the terminal's job like the program does
- * (both are in the foreground process group). */
-static const int forwarded[] = {SIGHUP,	 SIGINT,  SIGQUIT, SIGUSR1,
-				SIGUSR2, SIGALRM, SIGTERM, SIGWINCH};
 
 /* ------------------------------------------------------------------------ */
 /* Creating the namespaces */
@@ -331,13 +326,15 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	struct saved_signals saved;
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	int alive[2], join_pair[2] = {-1, -1}; /* [0] the program's end, [1] the init's */
+	/* The program's process gets the launcher's memory, and the launcher
+	 * becomes python-sb-supervise (supervise-exec.h), where it can: not
+	 * with net= rules (the launcher then stops slirp4netns at the end). */
+	const char *supervisor = c->net->outside ? NULL : c->supervisor_exe;
 	sigset_t set;
 	int r;
 
-	sigemptyset(&set);
-	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
-		sigaddset(&set, forwarded[i]);
-	sigaddset(&set, SIGCHLD);
+	/* What the caller passes on to the program, as python-sb-supervise. */
+	sb_supervisor_sigset(&set, true);
 	if (stat("/proc/self/ns/mnt", &join.host_mnt) < 0 ||
 	    stat("/proc/self/ns/net", &join.host_net) < 0)
 		return sb_error(reterr, -errno, "cannot read the namespaces: %s", strerror(errno));
@@ -358,8 +355,10 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	}
 
 	/* The first child of the new PID namespace is its PID 1. */
-	w.init = sb_pid_init_start(&(struct sb_init_args){
-	    .alive_fd = alive[0], .join_fd = join_pair[1], .ns_flags = join.ns_flags});
+	w.init = sb_pid_init_start(&(struct sb_init_args){.alive_fd = alive[0],
+							  .join_fd = join_pair[1],
+							  .ns_flags = join.ns_flags,
+							  .exec_path = supervisor});
 	if (w.init < 0) {
 		r = sb_error(reterr, w.init, "cannot start the PID namespace's init: %s",
 			     strerror(-w.init));
@@ -375,6 +374,24 @@ static int run_processes(const struct sb_ns_config *c, struct sb_netns_helper *h
 	/* The init's end only: its exit is then end-of-file. */
 	close(join_pair[1]);
 	join_pair[1] = -1;
+	if (supervisor) {
+		/* Returns in the program's process only, or fails with it
+		 * gone; -EOPNOTSUPP: not here, before anything happened. */
+		r = sb_supervise_exec(supervisor,
+				      &(struct sb_supervise_exec_args){
+					  .deadline_ns = UINT64_MAX,
+					  .ns_init = w.init,
+					  .keep_fd = alive[1],
+				      },
+				      reterr);
+		if (r == 0) {
+			close(alive[1]);
+			close(w.sfd);
+			return program_setup(c, &saved, alive[0], &join, reterr);
+		}
+		if (r != -EOPNOTSUPP)
+			goto out;
+	}
 	w.program = fork();
 	if (w.program < 0) {
 		r = sb_error(reterr, -errno, "cannot start the sandbox's process: %s",

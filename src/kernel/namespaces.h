@@ -11,19 +11,29 @@
  * PID, network, IPC, UTS and cgroup namespaces (no unshare(1) runs), maps
  * one uid and one gid, and runs the program in them:
  *
- *   python-sb (the caller: the pid its parent knows; in the new user, mount
- *   |          and network namespaces, outside the PID namespace; runs no
- *   |          program code: waits, forwards signals, reports the status)
- *   +- init   (PID 1 of the new PID namespace: reaps orphans, holds the
- *   |          namespace; no capability, not dumpable)
- *   +- the program (PID 2: builds the new root, pivots into it, drops every
- *              capability, then returns to the launcher, which goes on with
- *              seccomp, the limits and the interpreter)
+ *   python-sb (the caller: the pid its parent knows; in the new user
+ *   |          namespace, outside the PID namespace; runs no program code:
+ *   |          waits, forwards signals, reports the status, kills the init
+ *   |          at the end)
+ *   +- init   (PID 1 of the new PID namespace: makes the mount and network
+ *   |          namespaces, reaps orphans, holds the namespace; no
+ *   |          capability, not dumpable)
+ *   +- the program (PID 2: joins the init's namespaces, builds the new
+ *              root, pivots into it, drops every capability, then returns
+ *              to the launcher, which goes on with seccomp, the limits and
+ *              the interpreter)
+ *
+ * Where it can (supervisor_exe, no net= rules, supervise-exec.h), the
+ * program's process is not a fork but a clone(CLONE_VM) that gets the
+ * launcher's memory (no copy-on-write faults), and the launcher's process
+ * execs python-sb-supervise, which does the waiting (same pid, same
+ * statuses); the init then execs python-sb-supervise's init mode first
+ * (pid-init.h), so that no process outside the program's seccomp filter
+ * shares its memory. Otherwise python-sb forks the program and waits.
  *
  * Python cannot be PID 1 itself: the init of a PID namespace ignores every
  * signal it has no handler for, so os.kill(os.getpid(), SIGTERM) would do
- * nothing and the program could never die of a signal as `python` does. The
- * price is one more fork of the launcher before the interpreter exists.
+ * nothing and the program could never die of a signal as `python` does.
  *
  * When PID 1 ends, the kernel kills everything left in the namespace: what
  * the program leaves running in the background dies with it. */
@@ -35,6 +45,9 @@ struct sb_ns_config {
 	gid_t inner_gid;
 	const struct sb_root_plan *root;
 	const struct sb_netns_plan *net; /* pinned (not symbolic) */
+	/* python-sb-supervise, or NULL: the launcher forks the program's
+	 * process and waits itself. */
+	const char *supervisor_exe;
 };
 
 /* Returns 0 in the process that goes on to run the program, inside every

@@ -23,11 +23,23 @@
  * on the init's pidfd), the mount namespace before it builds the root, the
  * network namespace (the costliest to make) after, so that the two run side
  * by side; then it writes a byte or closes its end. Until then the init stays
- * dumpable, which the join needs. Returns its pid, or -errno. */
+ * dumpable, which the join needs. Returns its pid, or -errno.
+ *
+ * With exec_path (python-sb-supervise) and a join_fd, an init that shares the
+ * caller's memory first execs it in its init mode (sb_pid_init_run()), so
+ * that it shares nothing with a program's process that gets the caller's
+ * memory too (namespaces.c): its first report on join_fd comes from the new
+ * image, or is the exec's failure. */
 struct sb_init_args {
 	int alive_fd;
 	int join_fd;  /* -1: no namespace of its own */
 	int ns_flags; /* CLONE_NEWNS, CLONE_NEWNET */
+	const char *exec_path;
 };
 
 pid_t sb_pid_init_start(const struct sb_init_args *a);
+
+/* The init's life in python-sb-supervise's init mode, started as
+ *   python-sb-supervise SB_INIT_PROTOCOL ALIVE_FD JOIN_FD NS_FLAGS */
+#define SB_INIT_PROTOCOL "init-1"
+_Noreturn void sb_pid_init_run(const struct sb_init_args *a);

@@ -246,7 +246,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 			goto fail_early;
 		s.relay = &relay;
 	}
-	sb_supervisor_sigset(&set);
+	sb_supervisor_sigset(&set, false);
 
 	if (prctl(PR_GET_CHILD_SUBREAPER, &saved.subreaper, 0, 0, 0) < 0) {
 		r = sb_error(reterr, -errno, "supervisor: cannot read the subreaper flag: %s",
@@ -302,6 +302,7 @@ int sb_supervise_run(const struct sb_supervise_options *o, bool *ret_is_child,
 					  .timeout_ms = o->timeout_ms,
 					  .relay = s.relay,
 					  .affinity = saved.pinned ? &saved.affinity : NULL,
+					  .keep_fd = -1,
 				      },
 				      reterr);
 		if (r == 0) {

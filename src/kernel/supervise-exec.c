@@ -28,8 +28,8 @@
  * the launcher does not unwind before its exec. */
 struct resume {
 	sigjmp_buf where;
-	int exec_pipe[2]; /* close-on-exec: end of file when the exec is done */
-	pid_t supervisor;
+	int exec_pipe[2];  /* close-on-exec: end of file when the exec is done */
+	pid_t supervisor;  /* as the program's process sees it: 0 from a PID namespace below */
 	int *tid_address;  /* glibc's copy of the thread id (PR_GET_TID_ADDRESS) */
 	void *robust_head; /* glibc's robust mutex list (get_robust_list) */
 	size_t robust_len;
@@ -61,7 +61,9 @@ static int program_side(void *arg)
 		n = sb_raw_syscall(SYS_read, rs->exec_pipe[0], (long)&byte, 1, 0, 0);
 	while (n == -EINTR);
 	/* End of file and still the launcher's child: it is the supervisor.
-	 * A failed exec kills us instead; a launcher that died re-parented us. */
+	 * A failed exec kills us instead; a launcher that died re-parented us
+	 * (to a subreaper, or to the init of our PID namespace: pid 1 there,
+	 * where the launcher's is 0). */
 	if (n != 0 || sb_raw_syscall(SYS_getppid, 0, 0, 0, 0, 0) != rs->supervisor)
 		die_now();
 	sb_raw_syscall(SYS_close, rs->exec_pipe[0], 0, 0, 0, 0);
@@ -91,18 +93,21 @@ static int become_supervisor(const char *exe, const struct sb_supervise_exec_arg
 			     char **reterr)
 {
 	char numbers[5][32], relay[2][48];
-	char *argv[5 + 2 + 2] = {(char *)"python-sb-supervise", (char *)SB_SUPERVISE_PROTOCOL};
+	char *argv[6 + 2 + 2] = {(char *)"python-sb-supervise", (char *)SB_SUPERVISE_PROTOCOL};
 	char *envp[] = {NULL};
 	size_t argc = 2;
 	int r = 0, status;
 
 	snprintf(numbers[0], sizeof(numbers[0]), "%d", (int)child);
-	snprintf(numbers[1], sizeof(numbers[1]), "%llu", (unsigned long long)a->deadline_ns);
-	snprintf(numbers[2], sizeof(numbers[2]), "%llu", a->timeout_ms);
-	snprintf(numbers[3], sizeof(numbers[3]), "%llu", a->relay ? a->relay->limit : 0ULL);
-	for (size_t i = 0; i < 4; i++)
+	snprintf(numbers[1], sizeof(numbers[1]), "%d", (int)a->ns_init);
+	snprintf(numbers[2], sizeof(numbers[2]), "%llu", (unsigned long long)a->deadline_ns);
+	snprintf(numbers[3], sizeof(numbers[3]), "%llu", a->timeout_ms);
+	snprintf(numbers[4], sizeof(numbers[4]), "%llu", a->relay ? a->relay->limit : 0ULL);
+	for (size_t i = 0; i < 5; i++)
 		argv[argc++] = numbers[i];
-	for (size_t i = 0; a->relay && i < a->relay->n; i++) {
+	if (a->keep_fd >= 0 && fcntl(a->keep_fd, F_SETFD, 0) < 0)
+		r = -errno;
+	for (size_t i = 0; r >= 0 && a->relay && i < a->relay->n; i++) {
 		const struct sb_relay_stream *st = &a->relay->s[i];
 
 		/* Our end of the program's pipe goes with the exec; its end,
@@ -127,6 +132,8 @@ static int become_supervisor(const char *exe, const struct sb_supervise_exec_arg
 		;
 	for (size_t i = 0; a->relay && i < a->relay->n; i++)
 		(void)fcntl(a->relay->s[i].from, F_SETFD, FD_CLOEXEC);
+	if (a->keep_fd >= 0)
+		(void)fcntl(a->keep_fd, F_SETFD, FD_CLOEXEC);
 	return sb_error(reterr, r, "cannot start the supervisor (%s): %s", exe, strerror(-r));
 }
 
@@ -144,7 +151,7 @@ int sb_supervise_exec(const char *supervisor_exe, const struct sb_supervise_exec
 	/* Short of descriptors: the fork has its own way to fail, or not. */
 	if (pipe2(rs.exec_pipe, O_CLOEXEC) < 0)
 		return -EOPNOTSUPP;
-	rs.supervisor = getpid();
+	rs.supervisor = a->ns_init > 0 ? 0 : getpid();
 
 	/* The program's process resumes here, once the launcher's process is
 	 * python-sb-supervise: this frame and those above it are as they were

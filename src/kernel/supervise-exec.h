@@ -27,6 +27,14 @@ struct sb_supervise_exec_args {
 	unsigned long long timeout_ms; /* for the supervisor's message */
 	const struct sb_relay *relay;  /* limit-output=, or NULL */
 	const cpu_set_t *affinity;     /* the supervisor's, or NULL: leave it */
+	/* os-sandbox=unshare (namespaces.c): the PID namespace's init, which
+	 * python-sb-supervise kills once the program has ended (then every
+	 * process left in the namespace dies), and whose signals it forwards
+	 * (sb_supervisor_sigset()); the program's process is in that PID
+	 * namespace, where its parent has no pid; keep_fd stays open in
+	 * python-sb-supervise (the init's alive pipe). 0 and -1: none. */
+	pid_t ns_init;
+	int keep_fd;
 };
 
 /* In the program's process: returns 0 (it is this process's child, with
@@ -41,7 +49,8 @@ struct sb_supervise_exec_args {
 int sb_supervise_exec(const char *supervisor_exe, const struct sb_supervise_exec_args *a,
 		      char **reterr);
 
-/* python-sb-supervise's command line, version 1:
- *   python-sb-supervise 1 PID DEADLINE_NS TIMEOUT_MS OUTPUT_LIMIT [FROM:TO:BOTH]...
- * FROM:TO:BOTH per relay stream (output-relay.h). */
-#define SB_SUPERVISE_PROTOCOL "1"
+/* python-sb-supervise's command line, version 2:
+ *   python-sb-supervise 2 PID INIT DEADLINE_NS TIMEOUT_MS OUTPUT_LIMIT [FROM:TO:BOTH]...
+ * INIT: the PID namespace's init, or 0; FROM:TO:BOTH per relay stream
+ * (output-relay.h). */
+#define SB_SUPERVISE_PROTOCOL "2"

@@ -26,6 +26,14 @@
  * (the program, or an orphan re-parented to us) changed state; the others are
  * forwarded to the program. */
 static const int sb_forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+/* And under os-sandbox=unshare: the signals `python` would get from whoever
+ * knows its pid, and SIGIO, which a partial mode worker's channel sends to
+ * the process that set it up before the namespaces (the launcher's pid: the
+ * worker's handler, in the program, checks for its parent's end). Not
+ * SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT: the caller stops and continues with the
+ * terminal's job like the program does (both are in the foreground process
+ * group). */
+static const int sb_namespace_signals[] = {SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGIO};
 
 static struct timespec sb_ns_to_timespec(uint64_t ns)
 {
@@ -50,6 +58,8 @@ static int sb_reap(struct sb_supervisor *s)
 			if (pid == s->child) {
 				s->child_reaped = true;
 				s->child_status = status;
+			} else if (pid == s->init) {
+				s->init = 0; /* the namespace is gone: so is the program, soon */
 			}
 			continue;
 		}
@@ -284,6 +294,31 @@ static int sb_wait_signal(struct sb_supervisor *s, uint64_t deadline_ns)
 	return 0;
 }
 
+/* os-sandbox=unshare's end: SIGKILL to the init, whose death kills every
+ * process left in the PID namespace (the program too, if the watch ended
+ * otherwise); the program reaped, the init not waited for (its exit tears
+ * the namespaces down, on nobody's critical path). */
+static int sb_kill_namespace(struct sb_supervisor *s)
+{
+	int status;
+
+	if (!s->child_reaped)
+		kill(s->child, SIGKILL); /* unreaped: the pid is still ours */
+	if (s->init > 0)
+		kill(s->init, SIGKILL);
+	while (!s->child_reaped) {
+		pid_t pid = waitpid(s->child, &status, 0);
+
+		if (pid == s->child) {
+			s->child_reaped = true;
+			s->child_status = status;
+		} else if (pid < 0 && errno != EINTR) {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
 /* SIGKILL to the program and every descendant, repeated until there are no
  * children left: a process may fork between the scan and the kill, but a
  * process with SIGKILL pending cannot fork any more, so each round can only
@@ -314,11 +349,13 @@ static int sb_kill_tree(struct sb_supervisor *s)
 	}
 }
 
-void sb_supervisor_sigset(sigset_t *set)
+void sb_supervisor_sigset(sigset_t *set, bool namespace)
 {
 	sigemptyset(set);
 	for (size_t i = 0; i < ELEMENTSOF(sb_forwarded_signals); i++)
 		sigaddset(set, sb_forwarded_signals[i]);
+	for (size_t i = 0; namespace && i < ELEMENTSOF(sb_namespace_signals); i++)
+		sigaddset(set, sb_namespace_signals[i]);
 	sigaddset(set, SIGCHLD);
 }
 
@@ -332,7 +369,7 @@ uint64_t sb_supervisor_deadline(uint64_t start_ns, unsigned long long timeout_ms
 int sb_supervisor_watch(struct sb_supervisor *s, uint64_t deadline_ns,
 			struct sb_supervise_result *ret, char **reterr)
 {
-	bool timed_out = false;
+	bool timed_out = false, namespace = s->init > 0;
 	int r = 0;
 
 	*ret = (struct sb_supervise_result){0};
@@ -362,11 +399,17 @@ int sb_supervisor_watch(struct sb_supervisor *s, uint64_t deadline_ns,
 	/* At the deadline or past limit-output, the program and all it
 	 * started; after its exit, whatever it left running in the
 	 * background; after a failure here, everything too (fail closed:
-	 * nothing runs unsupervised). */
-	if (r >= 0)
+	 * nothing runs unsupervised). In a PID namespace, all that is its
+	 * init's death. */
+	if (namespace) {
+		int k = sb_kill_namespace(s);
+
+		r = r < 0 ? r : k;
+	} else if (r >= 0) {
 		r = sb_kill_tree(s);
-	else
+	} else {
 		(void)sb_kill_tree(s);
+	}
 	/* What the pipes still hold, once every writer is gone: until the
 	 * deadline, or briefly when the program was killed. */
 	if (s->relay) {

@@ -30,6 +30,11 @@ struct sb_supervise_result {
 struct sb_supervisor {
 	pid_t self;
 	pid_t child;
+	/* os-sandbox=unshare: the PID namespace's init (0: none, or reaped).
+	 * The end is then its death, not a scan of the tree: the kernel kills
+	 * every process of the namespace with it, and nobody waits for the
+	 * namespaces' teardown. */
+	pid_t init;
 	bool child_reaped;
 	int child_status;
 	int sfd;		/* a signalfd for sb_supervisor_sigset()'s signals */
@@ -37,8 +42,10 @@ struct sb_supervisor {
 };
 
 /* SIGCHLD and the termination signals passed on to the program: blocked before
- * the program's process exists (no signal lost), read from the signalfd. */
-void sb_supervisor_sigset(sigset_t *set);
+ * the program's process exists (no signal lost), read from the signalfd. With
+ * namespace (os-sandbox=unshare, whose program cannot be reached by its pid
+ * from outside): also SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH and SIGIO. */
+void sb_supervisor_sigset(sigset_t *set, bool namespace);
 
 /* Until the program exits, deadline_ns (CLOCK_MONOTONIC; UINT64_MAX: none) or
  * limit-output; then kills the program and every descendant (the caller is a

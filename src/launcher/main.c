@@ -266,6 +266,7 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	_cleanup_(sb_interp_paths_done) struct sb_interp_paths paths = {0};
 	_cleanup_strv_free_ char **kernel_warnings = NULL;
 	_cleanup_free_ char *err = NULL;
+	_cleanup_free_ char *child_supervisor = NULL;
 	struct sb_embed_state *state = NULL;
 	struct sb_supervise_options supervise;
 	struct sb_supervise_result res;
@@ -384,6 +385,12 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		sb_embed_discard(state);
 		return fail("cannot start learning mode", err, r);
 	}
+	/* A provider that runs the program in a child: this process becomes
+	 * python-sb-supervise rather than wait as python-sb (supervise-exec.h). */
+	if ((boundary.provider->flags & SB_PROVIDER_CHILD_PROCESS) &&
+	    sb_libexec_find(e->self_exe, "python-sb-supervise", SB_SUPERVISE_RELATIVE,
+			    SB_SUPERVISE_PATH, X_OK, &child_supervisor) == 0)
+		boundary.supervisor_exe = child_supervisor;
 	/* Under a wrapper that gets its network from the launching side: not
 	 * before it is filtered (the wait as late as this, so that the start-up
 	 * above ran meanwhile). */

@@ -82,9 +82,20 @@ static bool wants_identity(const struct sb_boundary *b)
 	return b->user.set && (b->user.uid != 0 || b->user.gid != 0);
 }
 
+/* A path a walk found to be no symbolic link (mirror_links()): the grants
+ * share their first components (/usr, /usr/lib, /usr/lib/python3.11...),
+ * which the next walks then stat no more. */
+struct plain_path {
+	struct plain_path *next;
+	char path[];
+};
+
+#define PLAIN_BUCKETS 256
+
 /* The command line under construction. */
 struct builder {
-	char **argv;
+	struct sb_strv_builder argv;
+	struct plain_path *plain[PLAIN_BUCKETS];
 	char **links; /* symbolic links already made in the new root */
 	char **dirs;  /* directories made in the new root (ensure_parents) */
 	char **binds; /* paths already bound, with their right in rights */
@@ -94,11 +105,31 @@ struct builder {
 
 static void builder_done(struct builder *bd)
 {
-	sb_strv_free(bd->argv);
+	for (size_t i = 0; i < PLAIN_BUCKETS; i++)
+		for (struct plain_path *e = bd->plain[i], *next; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+	sb_strv_free(bd->argv.v);
 	sb_strv_free(bd->links);
 	sb_strv_free(bd->dirs);
 	sb_strv_free(bd->binds);
 	free(bd->rights);
+}
+
+/* out = a, b and c one after the other, or -ENAMETOOLONG. Not snprintf(),
+ * whose formatting costs about a thousand instructions a call: the walks
+ * below make a few hundred. */
+static int path_cat(char out[PATH_MAX], const char *a, size_t alen, const char *b, size_t blen,
+		    const char *c, size_t clen)
+{
+	if (alen + blen + clen >= PATH_MAX)
+		return -ENAMETOOLONG;
+	memmove(out, a, alen);
+	memmove(out + alen, b, blen);
+	memmove(out + alen + blen, c, clen);
+	out[alen + blen + clen] = '\0';
+	return 0;
 }
 
 static bool under_bind(const struct builder *bd, const char *path)
@@ -117,19 +148,50 @@ static int ensure_parents(struct builder *bd, const char *path)
 	char dir[PATH_MAX];
 	int r = 0;
 
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+	if (path_cat(dir, "", 0, "", 0, path, strlen(path)) < 0)
 		return -ENAMETOOLONG;
 	for (char *slash = strchr(dir + 1, '/'); r >= 0 && slash; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		if (!under_bind(bd, dir) && !sb_strv_contains(bd->dirs, dir) &&
 		    !sb_strv_contains(bd->links, dir)) {
-			r = sb_argv_add(&bd->argv, "--perms", "0755", "--dir", dir, NULL);
+			r = sb_strvb_add(&bd->argv, "--perms", "0755", "--dir", dir, NULL);
 			if (r >= 0)
 				r = sb_strv_push(&bd->dirs, dir);
 		}
 		*slash = '/';
 	}
 	return r;
+}
+
+static struct plain_path **plain_bucket(struct builder *bd, const char *path)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		h = (h ^ *c) * 16777619u;
+	return &bd->plain[h % PLAIN_BUCKETS];
+}
+
+static bool plain_known(struct builder *bd, const char *path)
+{
+	for (struct plain_path *e = *plain_bucket(bd, path); e; e = e->next)
+		if (streq(e->path, path))
+			return true;
+	return false;
+}
+
+/* Remembered or not (out of memory), the walk goes on. */
+static void plain_add(struct builder *bd, const char *path)
+{
+	struct plain_path **bucket = plain_bucket(bd, path);
+	size_t len = strlen(path) + 1;
+	struct plain_path *e = malloc(sizeof(*e) + len);
+
+	if (!e)
+		return;
+	memcpy(e->path, path, len);
+	e->next = *bucket;
+	*bucket = e;
 }
 
 /* Resolves path as the host does, recreating in the new root each symbolic
@@ -142,7 +204,7 @@ static int mirror_links(struct builder *bd, const char *path, char out[PATH_MAX]
 	char rest[PATH_MAX], cur[PATH_MAX] = "";
 	int hops = 0, r;
 
-	if (snprintf(rest, sizeof(rest), "%s", path) >= (int)sizeof(rest))
+	if (path_cat(rest, "", 0, "", 0, path, strlen(path)) < 0)
 		return -ENAMETOOLONG;
 	for (char *p = rest; *p;) {
 		char cand[PATH_MAX], target[PATH_MAX], next[PATH_MAX];
@@ -155,15 +217,20 @@ static int mirror_links(struct builder *bd, const char *path, char out[PATH_MAX]
 		if (!*p)
 			break;
 		len = strcspn(p, "/");
-		if (snprintf(cand, sizeof(cand), "%s/%.*s", cur, (int)len, p) >= (int)sizeof(cand))
+		if (path_cat(cand, cur, strlen(cur), "/", 1, p, len) < 0)
 			return -ENAMETOOLONG;
 		p += len;
+		if (plain_known(bd, cand)) {
+			memcpy(cur, cand, strlen(cand) + 1);
+			continue;
+		}
 		if (lstat(cand, &st) < 0) {
-			if (snprintf(out, PATH_MAX, "%s%s", cand, p) >= PATH_MAX)
+			if (path_cat(out, cand, strlen(cand), "", 0, p, strlen(p)) < 0)
 				return -ENAMETOOLONG;
 			return 0;
 		}
 		if (!S_ISLNK(st.st_mode)) {
+			plain_add(bd, cand);
 			memcpy(cur, cand, strlen(cand) + 1);
 			continue;
 		}
@@ -176,7 +243,7 @@ static int mirror_links(struct builder *bd, const char *path, char out[PATH_MAX]
 		if (!sb_strv_contains(bd->links, cand)) {
 			r = ensure_parents(bd, cand);
 			if (r >= 0)
-				r = sb_argv_add(&bd->argv, "--symlink", target, cand, NULL);
+				r = sb_strvb_add(&bd->argv, "--symlink", target, cand, NULL);
 			if (r >= 0)
 				r = sb_strv_push(&bd->links, cand);
 			if (r < 0)
@@ -190,7 +257,7 @@ static int mirror_links(struct builder *bd, const char *path, char out[PATH_MAX]
 		p = rest;
 		cur[0] = '\0';
 	}
-	if (snprintf(out, PATH_MAX, "%s", cur[0] ? cur : "/") >= PATH_MAX)
+	if (path_cat(out, "", 0, "", 0, cur[0] ? cur : "/", cur[0] ? strlen(cur) : 1) < 0)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -229,10 +296,10 @@ static int add_bind(struct builder *bd, const struct bind *bi)
 	r = ensure_parents(bd, bi->path);
 	if (r < 0)
 		return r;
-	r = sb_argv_add(&bd->argv,
-			bi->writable ? (bi->optional ? "--bind-try" : "--bind")
-				     : (bi->optional ? "--ro-bind-try" : "--ro-bind"),
-			bi->path, bi->path, NULL);
+	r = sb_strvb_add(&bd->argv,
+			 bi->writable ? (bi->optional ? "--bind-try" : "--bind")
+				      : (bi->optional ? "--ro-bind-try" : "--ro-bind"),
+			 bi->path, bi->path, NULL);
 	if (r < 0)
 		return r;
 	rights = realloc(bd->rights, (bd->n_binds + 1) * sizeof(*rights));
@@ -269,7 +336,7 @@ static int build_root_links(struct builder *bd)
 		target[n] = '\0';
 		if (!startswith(target, "usr/") && !startswith(target, "/usr/"))
 			continue;
-		r = sb_argv_add(&bd->argv, "--symlink", target, path, NULL);
+		r = sb_strvb_add(&bd->argv, "--symlink", target, path, NULL);
 		if (r >= 0)
 			r = sb_strv_push(&bd->links, path);
 	}
@@ -348,10 +415,10 @@ static int build_masks(struct builder *bd, const struct sb_boundary *b, const st
 
 	r = sb_wrap_collect_ignored(b, p, &set, reterr);
 	for (size_t i = 0; r >= 0 && i < set.n; i++)
-		r = set.items[i].dir ? sb_argv_add(&bd->argv, "--tmpfs", set.items[i].path,
-						   "--remount-ro", set.items[i].path, NULL)
-				     : sb_argv_add(&bd->argv, "--dev-bind", "/dev/null",
-						   set.items[i].path, NULL);
+		r = set.items[i].dir ? sb_strvb_add(&bd->argv, "--tmpfs", set.items[i].path,
+						    "--remount-ro", set.items[i].path, NULL)
+				     : sb_strvb_add(&bd->argv, "--dev-bind", "/dev/null",
+						    set.items[i].path, NULL);
 	return r;
 }
 
@@ -364,7 +431,7 @@ static int build_net(struct builder *bd, const struct sb_profile *p,
 
 	if (shares_net(p))
 		return 0;
-	r = sb_argv_add(&bd->argv, "--unshare-net", NULL);
+	r = sb_strvb_add(&bd->argv, "--unshare-net", NULL);
 	if (r < 0 || !sb_wrap_net_wanted(p))
 		return r;
 	return sb_wrap_net_prepare(p, req->explain, req->net, reterr);
@@ -380,7 +447,7 @@ static int build_hosts(struct builder *bd, const struct sb_wrap_request *req)
 		return 0;
 	r = ensure_parents(bd, "/etc/hosts");
 	snprintf(fd, sizeof(fd), "%d", req->net->hosts_fd);
-	return r < 0 ? r : sb_argv_add(&bd->argv, "--ro-bind-data", fd, "/etc/hosts", NULL);
+	return r < 0 ? r : sb_strvb_add(&bd->argv, "--ro-bind-data", fd, "/etc/hosts", NULL);
 }
 
 /* bwrap.<key>=<value> lines that python-sb does not know: --key, then the
@@ -401,13 +468,13 @@ static int build_pass_through(struct builder *bd, const struct sb_profile *p)
 			documented = documented || streq(d->key, prm->key);
 		if (documented)
 			continue;
-		r = sb_strv_pushf(&bd->argv, "--%s", prm->key);
+		r = sb_strvb_pushf(&bd->argv, "--%s", prm->key);
 		words = strdup(prm->value);
 		if (!words)
 			return -ENOMEM;
 		for (char *w = strtok_r(words, " \t", &save); r >= 0 && w;
 		     w = strtok_r(NULL, " \t", &save))
-			r = sb_strv_push(&bd->argv, w);
+			r = sb_strvb_push(&bd->argv, w);
 	}
 	return r;
 }
@@ -423,30 +490,30 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 				&bwrap, reterr);
 	if (r < 0)
 		return r;
-	r = sb_argv_add(&bd.argv, bwrap,
-			/* Every namespace bwrap knows, the network below (cgroup
-			 * where the kernel has it). */
-			"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
-			"--die-with-parent", "--cap-drop", "ALL",
-			/* No --clearenv: bwrap gets no environment of the host's
-			 * (the inner python-sb reads it from the handover record)
-			 * but a sanitizer build's options. */
-			"--proc", "/proc", "--dev", "/dev", NULL);
+	r = sb_strvb_add(&bd.argv, bwrap,
+			 /* Every namespace bwrap knows, the network below (cgroup
+			  * where the kernel has it). */
+			 "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+			 "--die-with-parent", "--cap-drop", "ALL",
+			 /* No --clearenv: bwrap gets no environment of the host's
+			  * (the inner python-sb reads it from the handover record)
+			  * but a sanitizer build's options. */
+			 "--proc", "/proc", "--dev", "/dev", NULL);
 	/* A user namespace for an unprivileged caller (bwrap needs one to
 	 * mount). For root it changes nothing (root inside is the host's uid 0
 	 * either way, its capabilities dropped; bwrap covers /proc/sys and the
 	 * like read-only) and costs a few hundred microseconds. */
 	if (r >= 0 && geteuid() != 0)
-		r = sb_argv_add(&bd.argv, "--unshare-user", NULL);
+		r = sb_strvb_add(&bd.argv, "--unshare-user", NULL);
 	/* Root: the inner python-sb empties the bounding set and locks the
 	 * securebits, as python-sb started as root does under any provider
 	 * (bwrap leaves the bounding set full), and with user= changes its
 	 * identity (privileges.c); then it clears every set. */
 	else if (r >= 0)
 		r = wants_identity(b)
-			? sb_argv_add(&bd.argv, "--cap-add", "CAP_SETPCAP", "--cap-add",
-				      "CAP_SETUID", "--cap-add", "CAP_SETGID", NULL)
-			: sb_argv_add(&bd.argv, "--cap-add", "CAP_SETPCAP", NULL);
+			? sb_strvb_add(&bd.argv, "--cap-add", "CAP_SETPCAP", "--cap-add",
+				       "CAP_SETUID", "--cap-add", "CAP_SETGID", NULL)
+			: sb_strvb_add(&bd.argv, "--cap-add", "CAP_SETPCAP", NULL);
 	if (r >= 0)
 		r = build_net(&bd, p, req, reterr);
 	if (r >= 0)
@@ -461,20 +528,20 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	if (r >= 0)
 		r = ensure_parents(&bd, req->cwd);
 	if (r >= 0)
-		r = sb_argv_add(&bd.argv, "--perms", "0755", "--dir", req->cwd, "--chdir", req->cwd,
-				NULL);
+		r = sb_strvb_add(&bd.argv, "--perms", "0755", "--dir", req->cwd, "--chdir",
+				 req->cwd, NULL);
 	/* Nothing but the grants is writable: not the new root, not /dev. */
 	if (r >= 0)
-		r = sb_argv_add(&bd.argv, "--remount-ro", "/dev", "--remount-ro", "/", NULL);
+		r = sb_strvb_add(&bd.argv, "--remount-ro", "/dev", "--remount-ro", "/", NULL);
 	if (r >= 0)
 		r = build_pass_through(&bd, p);
 	if (r >= 0)
-		r = sb_strv_push(&bd.argv, "--");
+		r = sb_strvb_push(&bd.argv, "--");
 	for (char *const *a = req->argv; r >= 0 && *a; a++)
-		r = sb_strv_push(&bd.argv, *a);
+		r = sb_strvb_push(&bd.argv, *a);
 	if (r < 0)
 		return r;
-	*ret_argv = TAKE_PTR(bd.argv);
+	*ret_argv = TAKE_PTR(bd.argv.v);
 	return 0;
 }
 

@@ -502,7 +502,8 @@ static int enter(const struct sb_boundary *b, char ***warnings, int *ret_status,
 		c = (struct sb_ns_config){.inner_uid = d->inner_uid,
 					  .inner_gid = d->inner_gid,
 					  .root = &d->root,
-					  .net = &net};
+					  .net = &net,
+					  .supervisor_exe = b->supervisor_exe};
 		r = sb_ns_run(&c, ret_status, reterr);
 	}
 	sb_netns_plan_done(&net);
@@ -524,7 +525,8 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 			  "#   namespaces: user, mount, PID, network, IPC, UTS, cgroup (created by "
 			  "python-sb; no unshare(1))\n"
 			  "#   ids inside: uid %u, gid %u (%s); no capability\n"
-			  "#   processes: python-sb outside (waits, forwards signals), its init as "
+			  "#   processes: python-sb outside (waits, forwards signals; as "
+			  "python-sb-supervise where it can), its init as "
 			  "PID 1, the program as PID 2\n"
 			  "#   signals: %s\n",
 			  (unsigned)d->inner_uid, (unsigned)d->inner_gid,

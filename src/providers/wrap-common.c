@@ -12,12 +12,43 @@
 /* Where Debian installs bubblewrap and firejail, when PATH is unset. */
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
+/* The last binary found: the provider's probe and its command line look for
+ * the same one in the same PATH, one after the other. */
+static struct {
+	char *name, *path_env, *found;
+} last_found;
+
+static void remember_found(const char *name, const char *path_env, const char *found)
+{
+	free(last_found.name);
+	free(last_found.path_env);
+	free(last_found.found);
+	last_found.name = strdup(name);
+	last_found.path_env = strdup(path_env);
+	last_found.found = strdup(found);
+	if (!last_found.name || !last_found.path_env || !last_found.found) {
+		free(last_found.name);
+		free(last_found.path_env);
+		free(last_found.found);
+		last_found.name = last_found.path_env = last_found.found = NULL;
+	}
+}
+
 int sb_wrap_find_binary(const char *name, const char *package, const char *path_env, char **ret,
 			char **reterr)
 {
-	_cleanup_free_ char *dirs = strdup(path_env && *path_env ? path_env : DEFAULT_PATH);
+	_cleanup_free_ char *dirs = NULL;
 	char *save = NULL;
 
+	if (!path_env || !*path_env)
+		path_env = DEFAULT_PATH;
+	/* Still there, as a moment ago (a removed binary: searched again). */
+	if (last_found.found && streq(last_found.name, name) &&
+	    streq(last_found.path_env, path_env) && access(last_found.found, X_OK) == 0) {
+		*ret = strdup(last_found.found);
+		return *ret ? 0 : -ENOMEM;
+	}
+	dirs = strdup(path_env);
 	if (!dirs)
 		return -ENOMEM;
 	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
@@ -32,6 +63,7 @@ int sb_wrap_find_binary(const char *name, const char *package, const char *path_
 			return -ENOMEM;
 		if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
 		    access(candidate, X_OK) == 0) {
+			remember_found(name, path_env, candidate);
 			*ret = TAKE_PTR(candidate);
 			return 0;
 		}
@@ -39,7 +71,7 @@ int sb_wrap_find_binary(const char *name, const char *package, const char *path_
 	return sb_error(reterr, -ENOENT,
 			"%s is not installed (not found in %s): install the Debian package %s "
 			"(apt-get install %s)",
-			name, path_env && *path_env ? path_env : DEFAULT_PATH, package, package);
+			name, path_env, package, package);
 }
 
 int sb_wrap_probe_binary(const char *name, const char *package, char **reterr)

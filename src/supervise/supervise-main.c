@@ -15,13 +15,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "pid-init.h"
 #include "supervise-exec.h"
 #include "supervise-outcome.h"
 #include "supervisor.h"
 #include "util.h"
 
 struct args {
-	pid_t child;
+	pid_t child, init;
 	uint64_t deadline_ns;
 	unsigned long long timeout_ms, output_bytes;
 	struct sb_relay relay;
@@ -55,30 +56,55 @@ static int parse_stream(const char *s, struct sb_relay_stream *ret)
 
 static int parse_args(int argc, char **argv, struct args *ret)
 {
-	unsigned long long pid, deadline;
+	unsigned long long pid, init, deadline;
 	int r;
 
-	if (argc < 6 || argc > 8 || strcmp(argv[1], SB_SUPERVISE_PROTOCOL) != 0)
+	if (argc < 7 || argc > 9 || strcmp(argv[1], SB_SUPERVISE_PROTOCOL) != 0)
 		return -EINVAL;
 	r = parse_number(argv[2], INT32_MAX, &pid);
 	if (r >= 0)
-		r = parse_number(argv[3], UINT64_MAX, &deadline);
+		r = parse_number(argv[3], INT32_MAX, &init);
 	if (r >= 0)
-		r = parse_number(argv[4], ULLONG_MAX, &ret->timeout_ms);
+		r = parse_number(argv[4], UINT64_MAX, &deadline);
 	if (r >= 0)
-		r = parse_number(argv[5], ULLONG_MAX, &ret->output_bytes);
+		r = parse_number(argv[5], ULLONG_MAX, &ret->timeout_ms);
+	if (r >= 0)
+		r = parse_number(argv[6], ULLONG_MAX, &ret->output_bytes);
 	if (r < 0 || pid == 0)
 		return r < 0 ? r : -EINVAL;
 	ret->child = (pid_t)pid;
+	ret->init = (pid_t)init;
 	ret->deadline_ns = deadline;
 	ret->relay = (struct sb_relay){.limit = ret->output_bytes};
-	for (int i = 6; i < argc; i++) {
+	for (int i = 7; i < argc; i++) {
 		r = parse_stream(argv[i], &ret->relay.s[ret->relay.n]);
 		if (r < 0)
 			return r;
 		ret->relay.n++;
 	}
 	return 0;
+}
+
+/* The init of os-sandbox=unshare's PID namespace, exec'd by itself
+ * (pid-init.h): ALIVE_FD JOIN_FD NS_FLAGS. */
+static int init_main(int argc, char **argv)
+{
+	unsigned long long alive, join, flags;
+	int r = argc == 5 ? 0 : -EINVAL;
+
+	if (r >= 0)
+		r = parse_number(argv[2], INT32_MAX, &alive);
+	if (r >= 0)
+		r = parse_number(argv[3], INT32_MAX, &join);
+	if (r >= 0)
+		r = parse_number(argv[4], INT32_MAX, &flags);
+	if (r < 0) {
+		fprintf(stderr, "python-sb-supervise: started by python-sb only: %s\n",
+			strerror(-r));
+		return SB_EXIT_CONFIG;
+	}
+	sb_pid_init_run(&(struct sb_init_args){
+	    .alive_fd = (int)alive, .join_fd = (int)join, .ns_flags = (int)flags});
 }
 
 int main(int argc, char **argv)
@@ -91,6 +117,8 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int r;
 
+	if (argc > 1 && strcmp(argv[1], SB_INIT_PROTOCOL) == 0)
+		return init_main(argc, argv);
 	/* Only python-sb starts this, with the program as its child: the
 	 * program dies with us (its PR_SET_PDEATHSIG) whatever happens here. */
 	r = parse_args(argc, argv, &a);
@@ -103,7 +131,7 @@ int main(int argc, char **argv)
 	}
 	/* python-sb blocked these before the program's process existed, and
 	 * the mask survived the exec: nothing sent since is lost. */
-	sb_supervisor_sigset(&set);
+	sb_supervisor_sigset(&set, a.init > 0);
 	s.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s.sfd < 0 || sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
 		fprintf(stderr, "python-sb: supervisor: cannot create a signalfd: %s\n",
@@ -120,6 +148,7 @@ int main(int argc, char **argv)
 	}
 	s.self = getpid();
 	s.child = a.child;
+	s.init = a.init;
 	r = sb_supervisor_watch(&s, a.deadline_ns, &res, &err);
 	if (s.relay)
 		sb_relay_close(s.relay);

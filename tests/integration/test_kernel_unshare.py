@@ -190,6 +190,118 @@ def test_background_processes_end_with_the_program(anyuser):
     assert not marker.exists()
 
 
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def exe_name(pid):
+    return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+
+
+def alive(pid):
+    """Running, not gone and not a zombie waiting for its new parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_the_launcher_becomes_python_sb_supervise_or_waits(anyuser):
+    """Where it can (not the instrumented build, not with net= rules), the
+    program's process gets the launcher's memory (no fork, no copy on
+    write) and python-sb's process becomes python-sb-supervise, whose init
+    mode is the PID namespace's init too (it shares no memory with the
+    program); else python-sb forks the program and waits itself. Either
+    way: the same pid for the caller, the init and the program its two
+    children, nothing left at the end."""
+    sb = anyuser
+    p = start(sb, '''
+        import time
+        print("ready", flush=True)
+        while True:
+            time.sleep(0.05)
+        ''')
+    try:
+        assert p.stdout.readline() == "ready\n"
+        # setpriv execs: p.pid is python-sb's own process, whoever runs it.
+        kids = children(p.pid)
+        assert len(kids) == 2, kids
+        names = sorted(exe_name(k) for k in kids)
+        if IS_ASAN:
+            assert exe_name(p.pid) == os.path.basename(os.path.realpath(sb.binary)), p.pid
+        else:
+            assert exe_name(p.pid) == "python-sb-supervise", exe_name(p.pid)
+            assert names == sorted(["python-sb-supervise", os.path.basename(sb.binary)]), names
+        inits = [k for k in kids if open(f"/proc/{k}/comm").read().strip() == "python-sb-init"]
+        assert len(inits) == 1, kids
+        # The ambient capability the init kept across its exec is gone with
+        # the others.
+        status = open(f"/proc/{inits[0]}/status").read().splitlines()
+        for key in ("CapEff", "CapPrm", "CapInh", "CapAmb"):
+            assert [l.split()[1] for l in status if l.startswith(key + ":")] == \
+                ["0000000000000000"], (key, status)
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=TIMEOUT)
+        assert p.returncode == -signal.SIGTERM, p.returncode
+        deadline = time.monotonic() + TIMEOUT
+        while any(alive(k) for k in kids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(k) for k in kids), kids
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_every_forwarded_signal_reaches_the_program(anyuser):
+    """The signals `python` would get from whoever knows its pid, through
+    python-sb-supervise (or the waiting launcher) to the program; the
+    program's death by one is the caller's."""
+    p = start(anyuser, '''
+        import os, signal, time
+        names = ["SIGHUP", "SIGINT", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGWINCH"]
+        def handler(sig, frame):
+            os.write(1, f"got {signal.Signals(sig).name}\\n".encode())
+        for n in names:
+            signal.signal(getattr(signal, n), handler)
+        print("ready", flush=True)
+        while True:
+            time.sleep(0.05)
+        ''')
+    assert p.stdout.readline() == "ready\n"
+    for name in ("SIGHUP", "SIGINT", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGWINCH"):
+        p.send_signal(getattr(signal, name))
+        assert p.stdout.readline() == f"got {name}\n", name
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=TIMEOUT)
+    assert p.returncode == -signal.SIGTERM, (p.returncode, err)
+
+
+def test_killing_the_launcher_kills_the_init_and_the_program(anyuser):
+    p = start(anyuser, '''
+        import time
+        print("ready", flush=True)
+        time.sleep(60)
+        ''')
+    try:
+        assert p.stdout.readline() == "ready\n"
+        kids = children(p.pid)
+        assert len(kids) == 2, kids
+        p.kill()
+        p.wait(timeout=TIMEOUT)
+        deadline = time.monotonic() + TIMEOUT
+        while any(alive(k) for k in kids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(k) for k in kids), kids
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_process_group_signals_stay_inside(anyuser):
     """The program shares its process group with the launcher (so that the
     terminal's ^C and ^Z reach it) and with whatever the caller runs in it:

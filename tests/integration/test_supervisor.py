@@ -132,7 +132,11 @@ def test_the_supervisor_refuses_another_command_line(sb):
         pytest.skip("the instrumented build forks: no python-sb-supervise runs")
     exe = supervise_binary(sb)
     for args in (["0", "1", "2", "3", "4"], ["1", "x", "2", "3", "4"], ["1"],
-                 ["1", "99999999", "1", "0", "0", "3:9:0"]):
+                 ["1", "99999999", "1", "0", "0", "3:9:0"],
+                 # version 1's command line, and the init mode's without its
+                 # descriptors (pid-init.h)
+                 ["1", "99999999", "1", "0", "0"], ["init-1", "3", "4"],
+                 ["init-1", "x", "4", "0"]):
         r = subprocess.run([str(exe)] + args, capture_output=True, text=True, timeout=30)
         assert r.returncode == EXIT_CONFIG, (args, r)
         assert "started by python-sb only" in r.stderr, (args, r)

@@ -344,6 +344,47 @@ static void test_missing_tool(void)
 	tap_ok(err && strstr(err, "install the Debian package bubblewrap"), "names the package");
 }
 
+/* The probe and the command line look for the tool one after the other: the
+ * second search is the first's answer, unless that binary went away. */
+static void test_found_tool_remembered(void)
+{
+	_cleanup_free_ char *err = NULL, *first = NULL, *again = NULL, *after = NULL;
+	char dirs[2 * PATH_MAX + 2], a[PATH_MAX], b[PATH_MAX];
+
+	snprintf(a, sizeof(a), "%s/bin-a", root);
+	snprintf(b, sizeof(b), "%s/bin-b", root);
+	snprintf(dirs, sizeof(dirs), "%s:%s", a, b);
+	mkdir(a, 0755);
+	mkdir(b, 0755);
+	put("bin-a/sb-tool");
+	put("bin-b/sb-tool");
+	snprintf(a, sizeof(a), "%s/bin-a/sb-tool", root);
+	snprintf(b, sizeof(b), "%s/bin-b/sb-tool", root);
+	chmod(a, 0755);
+	chmod(b, 0755);
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &first, &err), 0, "found");
+	TAP_IS_STR(first, a, "the first on PATH");
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &again, &err), 0, "found again");
+	TAP_IS_STR(again, a, "the same");
+	unlink(a);
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &after, &err), 0, "found after");
+	TAP_IS_STR(after, b, "a removed binary is searched again");
+}
+
+static void test_strv_builder(void)
+{
+	struct sb_strv_builder v = {0};
+	int r = 0;
+
+	for (int i = 0; r >= 0 && i < 1000; i++)
+		r = i % 2 ? sb_strvb_pushf(&v, "w%d", i) : sb_strvb_add(&v, "x", NULL);
+	TAP_IS_INT(r, 0, "1000 appends");
+	TAP_IS_INT((int)sb_strv_length(v.v), 1000, "the vector's length");
+	TAP_IS_STR(v.v[999], "w999", "in order");
+	tap_ok(v.v[1000] == NULL, "NULL-terminated");
+	sb_strv_free(v.v);
+}
+
 static void cleanup(void)
 {
 	char cmd[PATH_MAX + 16];
@@ -363,6 +404,8 @@ int main(void)
 	test_bwrap_argv();
 	test_firejail_argv();
 	test_missing_tool();
+	test_found_tool_remembered();
+	test_strv_builder();
 	sb_wrap_net_done(&net);
 	cleanup();
 	return tap_done();
