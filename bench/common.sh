@@ -67,7 +67,13 @@ bench_binaries() {
                 "or python-sb does not link the static libpython (see meson's messages)"
         fi
         echo "== building python-sb and bench/python-ref in $builddir" >&2
-        meson compile -C "$builddir" python-sb python-sb-supervise bench/python-ref >/dev/null ||
+        # python-sb-hook: the hooked copy (bench_hooked) is what users run; a
+        # build without it would measure the static binary with a warning.
+        local hook=()
+        if meson introspect --targets "$builddir" | grep -q '"name": "python-sb-hook"'; then
+            hook=(python-sb-hook)
+        fi
+        meson compile -C "$builddir" python-sb python-sb-supervise "${hook[@]}" bench/python-ref >/dev/null ||
             die "build failed (run: meson compile -C $builddir)"
         sb=$builddir/python-sb
         ref=$builddir/bench/python-ref
