@@ -49,16 +49,29 @@ int sb_strv_push(char ***v, const char *s)
 	return sb_strv_consume(v, strdup(s));
 }
 
+/* vasprintf()'s string, or NULL, which the *_consume() functions take as
+ * -ENOMEM. */
+static char *format_va(const char *fmt, va_list ap)
+{
+	char *s;
+
+	return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
+int sb_strv_vpushf(char ***v, const char *fmt, va_list ap)
+{
+	return sb_strv_consume(v, format_va(fmt, ap));
+}
+
 int sb_strv_pushf(char ***v, const char *fmt, ...)
 {
 	va_list ap;
-	char *s;
-	int n;
+	int r;
 
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	r = sb_strv_vpushf(v, fmt, ap);
 	va_end(ap);
-	return n < 0 ? -ENOMEM : sb_strv_consume(v, s);
+	return r;
 }
 
 int sb_strvb_consume(struct sb_strv_builder *b, char *s)
@@ -90,12 +103,11 @@ int sb_strvb_pushf(struct sb_strv_builder *b, const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
-	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	s = format_va(fmt, ap);
 	va_end(ap);
-	return n < 0 ? -ENOMEM : sb_strvb_consume(b, s);
+	return sb_strvb_consume(b, s);
 }
 
 int sb_strvb_add(struct sb_strv_builder *b, ...)

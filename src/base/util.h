@@ -2,6 +2,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,6 +112,7 @@ int sb_strv_push(char ***v, const char *s);
 int sb_strv_consume(char ***v, char *s);
 /* Appends the formatted text; 0 or -ENOMEM. */
 int sb_strv_pushf(char ***v, const char *fmt, ...) _printf_(2, 3);
+int sb_strv_vpushf(char ***v, const char *fmt, va_list ap) _printf_(2, 0);
 /* A string vector built by many appends (a wrapper's command line: hundreds
  * of words), its length and capacity kept, where sb_strv_push() counts the
  * vector on every append. v is NULL or NULL-terminated throughout; the

@@ -682,13 +682,12 @@ static int strv_addf(char ***v, const char *fmt, ...) _printf_(2, 3);
 static int strv_addf(char ***v, const char *fmt, ...)
 {
 	va_list ap;
-	char *s;
-	int n;
+	int r;
 
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	r = sb_strv_vpushf(v, fmt, ap);
 	va_end(ap);
-	if (n < 0 || sb_strv_consume(v, s) < 0) {
+	if (r < 0) {
 		PyErr_NoMemory();
 		return -1;
 	}

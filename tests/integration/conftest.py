@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -231,6 +232,24 @@ class Sandbox:
         s = self.script(code)
         return self.run(s, *args, **kw)
 
+
+
+def process_alive(pid):
+    """Running, not gone and not a zombie waiting for its new parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def still_alive_after(pids, timeout):
+    """The processes of pids still running after waiting up to timeout
+    seconds for them to end."""
+    deadline = time.monotonic() + timeout
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if process_alive(p)]
 
 @pytest.fixture
 def sb(sb_bin, tmp_path):

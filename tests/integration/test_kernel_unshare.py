@@ -14,13 +14,12 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 
 import pytest
 
 from conftest import (EXIT_CONFIG, IS_ASAN, SANITIZER_ENV, TIMEOUT, needs_userns,
-                      not_under_asan, run_native)
+                      not_under_asan, run_native, still_alive_after)
 
 pytestmark = needs_userns
 
@@ -202,15 +201,6 @@ def exe_name(pid):
     return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
 
 
-def alive(pid):
-    """Running, not gone and not a zombie waiting for its new parent."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-
-
 def test_the_launcher_becomes_python_sb_supervise_or_waits(anyuser):
     """Where it can (not the instrumented build, not with net= rules), the
     program's process gets the launcher's memory (no fork, no copy on
@@ -248,10 +238,7 @@ def test_the_launcher_becomes_python_sb_supervise_or_waits(anyuser):
         p.send_signal(signal.SIGTERM)
         p.communicate(timeout=TIMEOUT)
         assert p.returncode == -signal.SIGTERM, p.returncode
-        deadline = time.monotonic() + TIMEOUT
-        while any(alive(k) for k in kids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(alive(k) for k in kids), kids
+        assert still_alive_after(kids, TIMEOUT) == [], kids
     finally:
         p.kill()
         p.wait()
@@ -293,10 +280,7 @@ def test_killing_the_launcher_kills_the_init_and_the_program(anyuser):
         assert len(kids) == 2, kids
         p.kill()
         p.wait(timeout=TIMEOUT)
-        deadline = time.monotonic() + TIMEOUT
-        while any(alive(k) for k in kids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(alive(k) for k in kids), kids
+        assert still_alive_after(kids, TIMEOUT) == [], kids
     finally:
         p.kill()
         p.wait()

@@ -12,12 +12,11 @@ outlive the other."""
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import EXIT_CONFIG, HANG_BOUND, IS_ASAN, SANITIZER_ENV
+from conftest import EXIT_CONFIG, HANG_BOUND, IS_ASAN, SANITIZER_ENV, still_alive_after
 
 EXEC_WAY = not IS_ASAN
 PROFILE = "os-sandbox=none\npy-sandbox=false\ntimeout=60s\n"
@@ -26,15 +25,6 @@ PROFILE = "os-sandbox=none\npy-sandbox=false\ntimeout=60s\n"
 @pytest.fixture(params=["root", "nobody"])
 def box(request):
     return request.getfixturevalue("sb" if request.param == "root" else "sb_nobody")
-
-
-def alive(pid):
-    """Running, not gone and not a zombie waiting for its new parent."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def supervise_binary(sb):
@@ -116,10 +106,8 @@ def test_the_program_dies_with_its_supervisor(box):
         # setpriv execs: p.pid is python-sb's own process, whoever runs it.
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=HANG_BOUND)
-        deadline = time.monotonic() + HANG_BOUND
-        while alive(program) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not alive(program), f"the program {program} outlived its supervisor"
+        assert still_alive_after([program], HANG_BOUND) == [], \
+            f"the program {program} outlived its supervisor"
     finally:
         p.kill()
         p.wait()
