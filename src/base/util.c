@@ -51,6 +51,7 @@ int sb_strv_push(char ***v, const char *s)
 
 /* vasprintf()'s string, or NULL, which the *_consume() functions take as
  * -ENOMEM. */
+static char *format_va(const char *fmt, va_list ap) _printf_(1, 0);
 static char *format_va(const char *fmt, va_list ap)
 {
 	char *s;
