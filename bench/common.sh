@@ -233,7 +233,8 @@ EOF
 # bench_kernel_profiles: the profiles of the kernel-boundary benchmark, in
 # $profile_dir (same python-import and env= rules as .py-sandboxes):
 #   landlock.py-sandboxes          Landlock + seccomp + resource limits
-#   landlock-timeout.py-sandboxes  the same + timeout=10s (a supervisor fork)
+#   landlock-timeout.py-sandboxes  the same + timeout=10s (held by the watchdog:
+#                                  the program cannot start processes)
 #   none.py-sandboxes              os-sandbox=none: the launcher and the Python
 #                                  guard, no kernel layer at all
 # Checks with --explain that each gets the provider it names, that the

@@ -101,6 +101,13 @@ static inline uint64_t sb_monotonic_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
+static inline struct timespec sb_ns_to_timespec(uint64_t ns)
+{
+	return (struct timespec){
+	    .tv_sec = (time_t)(ns / 1000000000ULL),
+	    .tv_nsec = (long)(ns % 1000000000ULL),
+	};
+}
 static inline uint64_t sb_monotonic_ms(void)
 {
 	return sb_monotonic_ns() / 1000000;

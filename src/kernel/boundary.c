@@ -187,6 +187,7 @@ int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_st
 {
 	const struct sb_provider *provider = b->provider;
 	struct sb_privileges_report privileges;
+	struct sb_seccomp_self self = {.n_timers = 0};
 	int r;
 
 	/* A wrapper confines the program it runs, not this process: only
@@ -206,8 +207,15 @@ int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_st
 	r = sb_privileges_drop(&b->user, b->drop_capabilities, &privileges, reterr);
 	if (r < 0)
 		return r;
+	/* Before seccomp, which protects its timers. */
+	if (b->watchdog.deadline_ns) {
+		r = sb_watchdog_arm(&b->watchdog, self.timers, reterr);
+		if (r < 0)
+			return r;
+		self.n_timers = 2;
+	}
 	if (b->use_seccomp) {
-		r = sb_seccomp_apply(&b->seccomp, reterr);
+		r = sb_seccomp_apply(&b->seccomp, &self, reterr);
 		if (r < 0)
 			return r;
 	}
@@ -283,11 +291,42 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 		    b->cgroup_parent || b->cgroup_note ? ")" : "",
 		    b->use_seccomp ? "; memfd_create and System V shared memory refused by seccomp"
 				   : "");
+	if (r >= 0 && b->limits.timeout_ms && b->watchdog_held)
+		r = sb_buf_printf(
+		    out,
+		    "#   timeout holds by: two timers of the program's own process (it "
+		    "cannot start processes): at the deadline a signal whose handler "
+		    "ends it with status 124, %u ms later SIGKILL; seccomp keeps the "
+		    "program from changing them\n",
+		    SB_WATCHDOG_GRACE_MS);
+	else if (r >= 0 && b->limits.timeout_ms)
+		r = sb_buf_puts(out, "#   timeout holds by: a supervisor process, which kills the "
+				     "program and every process it started at the deadline (status "
+				     "124)\n");
 	if (r >= 0 && b->limits.output_bytes)
 		r = sb_buf_puts(out, "#   limit-output holds by: the supervisor counts what the "
 				     "program and its children write to stdout and stderr (pipes), "
 				     "and kills them all at the first byte past it (status 125)\n");
 	return r;
+}
+
+bool sb_boundary_use_watchdog(struct sb_boundary *b, uint64_t start_ns)
+{
+	uint64_t deadline = sb_supervisor_deadline(start_ns, b->limits.timeout_ms);
+
+	/* Every process the program could start would outlive its timers,
+	 * and only a supervisor can kill them. */
+	if (!b->limits.timeout_ms || b->limits.output_bytes || b->cgroup_parent ||
+	    !b->use_seccomp || b->seccomp.allow_fork || b->seccomp.allow_exec ||
+	    (b->provider->flags & SB_PROVIDER_CHILD_PROCESS))
+		return false;
+	/* An absurd timeout (> 500 years) is none. */
+	b->watchdog = (struct sb_watchdog){
+	    .deadline_ns = deadline == UINT64_MAX ? 0 : deadline,
+	    .timeout_ms = b->limits.timeout_ms,
+	};
+	b->watchdog_held = true;
+	return true;
 }
 
 bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret)
@@ -298,5 +337,5 @@ bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_opti
 	    .memory_bytes = b->limits.memory_bytes,
 	    .cgroup_parent = b->cgroup_parent,
 	};
-	return ret->timeout_ms || ret->output_bytes || ret->cgroup_parent;
+	return (ret->timeout_ms && !b->watchdog_held) || ret->output_bytes || ret->cgroup_parent;
 }

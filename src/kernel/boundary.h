@@ -8,6 +8,7 @@
 #include "profile.h"
 #include "resource-limits.h"
 #include "seccomp-filter.h"
+#include "watchdog.h"
 
 /* The kernel side of a policy: what the provider makes the kernel enforce
  * (its file grants and TCP ports), what seccomp refuses, which resource limits
@@ -64,6 +65,11 @@ struct sb_boundary {
 	struct sb_seccomp_policy seccomp_profile;
 	bool drop_capabilities;	 /* SB_PROVIDER_PRIVILEGES */
 	struct sb_limits limits; /* SB_PROVIDER_LIMITS */
+	/* timeout= held in the program's own process (sb_boundary_use_watchdog()):
+	 * no supervisor for it; its timers are armed on entering (deadline 0:
+	 * none needed, the timeout being absurd). */
+	bool watchdog_held;
+	struct sb_watchdog watchdog;
 	struct sb_identity user; /* user=: the identity to run the program as */
 	/* limit-memory: where the program's cgroup v2 goes (cgroup.h), or NULL
 	 * and why not, for --explain. */
@@ -116,8 +122,16 @@ int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable,
 int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_status,
 		      char **reterr);
 
-/* Whether a supervisor process must run the program (timeout=, limit-output=,
- * limit-memory= with a cgroup), and its options. */
+/* Whether timeout= can be held without a supervisor (watchdog.h): the only
+ * thing to supervise, and the program cannot start processes (this
+ * boundary's seccomp filter refuses them) nor run in a child of this process
+ * (SB_PROVIDER_CHILD_PROCESS). If so, sets b->watchdog, with the deadline
+ * counted from start_ns (CLOCK_MONOTONIC, as a supervisor started now would),
+ * and returns true. */
+bool sb_boundary_use_watchdog(struct sb_boundary *b, uint64_t start_ns);
+
+/* Whether a supervisor process must run the program (timeout= without the
+ * watchdog, limit-output=, limit-memory= with a cgroup), and its options. */
 bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret);
 
 /* Appends the kernel side of the policy to --explain's output. */

@@ -190,10 +190,8 @@ static const struct allowed {
     {"setitimer", K_TIME, G_BASE},
     {"alarm", K_TIME, G_BASE},
     {"timer_create", K_TIME, G_BASE},
-    {"timer_settime", K_TIME, G_BASE},
     {"timer_gettime", K_TIME, G_BASE},
     {"timer_getoverrun", K_TIME, G_BASE},
-    {"timer_delete", K_TIME, G_BASE},
     {"timerfd_create", K_TIME, G_BASE},
     {"timerfd_settime", K_TIME, G_BASE},
     {"timerfd_gettime", K_TIME, G_BASE},
@@ -606,6 +604,7 @@ static int resolve(const char *name)
 struct build_ctx {
 	scmp_filter_ctx ctx;
 	uint64_t self;		    /* the pid, or SB_SECCOMP_SELF_PID */
+	uint64_t timers[2];	    /* watchdog.h's, SB_SECCOMP_TIMER_*, or _NO_TIMER */
 	const char *const *observe; /* learning: notified whatever the rules say */
 	char **reterr;
 };
@@ -795,6 +794,30 @@ static int add_self_pid_calls(struct build_ctx *b)
 	return r;
 }
 
+/* timer_settime, timer_delete: any timer of the process but timeout='s two
+ * (watchdog.h), which fail with EINVAL, as timers it does not have. The id
+ * is an int: compared on the low 32 bits the kernel reads, and an id with
+ * high bits set is refused. */
+static int add_timers(struct build_ctx *b)
+{
+	static const char *const changes[] = {"timer_settime", "timer_delete"};
+	const struct scmp_arg_cmp an_int = SCMP_A0(SCMP_CMP_MASKED_EQ, ~(uint64_t)MASK32, 0);
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(changes); i++) {
+		for (size_t t = 0; r >= 0 && t < ELEMENTSOF(b->timers); t++) {
+			const struct scmp_arg_cmp timer =
+			    SCMP_A0(SCMP_CMP_MASKED_EQ, MASK32, b->timers[t]);
+
+			if (t == 0 || b->timers[t] != b->timers[0])
+				r = rule(b, SCMP_ACT_ERRNO(EINVAL), changes[i], 1, &timer);
+		}
+		if (r >= 0)
+			r = allow(b, changes[i], 1, &an_int);
+	}
+	return r;
+}
+
 static int add_ioctl_fcntl_prctl(struct build_ctx *b)
 {
 	int r = 0;
@@ -945,11 +968,17 @@ static int set_attr(scmp_filter_ctx ctx, enum scmp_filter_attr attr, uint32_t va
 
 /* The libseccomp context of a policy, ready to load or export; `refuse` is
  * what happens to everything the list does not allow. */
-static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid, uint32_t refuse,
-		 const char *const *observe, scmp_filter_ctx *ret, char **reterr)
+static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid,
+		 const uint32_t timers[2], uint32_t refuse, const char *const *observe,
+		 scmp_filter_ctx *ret, char **reterr)
 {
 	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
-	struct build_ctx b = {.self = self_pid, .observe = observe, .reterr = reterr};
+	struct build_ctx b = {
+	    .self = self_pid,
+	    .timers = {timers[0], timers[1]},
+	    .observe = observe,
+	    .reterr = reterr,
+	};
 	int r;
 
 	if (!policy)
@@ -996,6 +1025,8 @@ static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid, uint
 	if (r >= 0)
 		r = add_self_pid_calls(&b);
 	if (r >= 0)
+		r = add_timers(&b);
+	if (r >= 0)
 		r = add_ioctl_fcntl_prctl(&b);
 	if (r >= 0)
 		r = add_sockets(&b, policy);
@@ -1009,12 +1040,24 @@ static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid, uint
 	return 0;
 }
 
-int sb_seccomp_apply_dynamic(const struct sb_seccomp_policy *policy, char **reterr)
+/* The ids of the timers to protect, SB_SECCOMP_NO_TIMER for the others. */
+static void protected_timers(const struct sb_seccomp_self *self, uint32_t ret[2])
+{
+	for (unsigned i = 0; i < 2; i++)
+		ret[i] = self && i < self->n_timers && self->timers[i] >= 0
+			     ? (uint32_t)self->timers[i]
+			     : SB_SECCOMP_NO_TIMER;
+}
+
+int sb_seccomp_apply_dynamic(const struct sb_seccomp_policy *policy,
+			     const struct sb_seccomp_self *self, char **reterr)
 {
 	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
+	uint32_t timers[2];
 	int r;
 
-	r = build(policy, (uint32_t)getpid(), SCMP_ACT_ERRNO(EPERM), NULL, &ctx, reterr);
+	protected_timers(self, timers);
+	r = build(policy, (uint32_t)getpid(), timers, SCMP_ACT_ERRNO(EPERM), NULL, &ctx, reterr);
 	if (r < 0)
 		return r;
 	r = seccomp_load(ctx);
@@ -1029,7 +1072,9 @@ int sb_seccomp_apply_notify(const struct sb_seccomp_policy *policy, const char *
 	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
 	int r, fd;
 
-	r = build(policy, (uint32_t)getpid(), SCMP_ACT_NOTIFY, observe, &ctx, reterr);
+	r = build(policy, (uint32_t)getpid(),
+		  (const uint32_t[2]){SB_SECCOMP_NO_TIMER, SB_SECCOMP_NO_TIMER}, SCMP_ACT_NOTIFY,
+		  observe, &ctx, reterr);
 	if (r < 0)
 		return r;
 	r = seccomp_load(ctx);
@@ -1049,7 +1094,9 @@ int sb_seccomp_export(const struct sb_seccomp_policy *policy, int fd, char **ret
 	_cleanup_(sb_scmp_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
 
-	r = build(policy, SB_SECCOMP_SELF_PID, SCMP_ACT_ERRNO(EPERM), NULL, &ctx, reterr);
+	r = build(policy, SB_SECCOMP_SELF_PID,
+		  (const uint32_t[2]){SB_SECCOMP_TIMER_0, SB_SECCOMP_TIMER_1},
+		  SCMP_ACT_ERRNO(EPERM), NULL, &ctx, reterr);
 	if (r < 0)
 		return r;
 	r = seccomp_export_bpf(ctx, fd);
@@ -1068,6 +1115,24 @@ size_t sb_seccomp_patch_self_pid(void *insns, size_t n_insns, uint32_t pid)
 			f[i].k = pid;
 			n++;
 		}
+	return n;
+}
+
+size_t sb_seccomp_patch_timers(void *insns, size_t n_insns, const struct sb_seccomp_self *self)
+{
+	const uint32_t placeholders[2] = {SB_SECCOMP_TIMER_0, SB_SECCOMP_TIMER_1};
+	struct sock_filter *f = insns;
+	uint32_t timers[2];
+	size_t n = 0;
+
+	protected_timers(self, timers);
+	for (size_t i = 0; i < n_insns; i++)
+		for (size_t t = 0; t < ELEMENTSOF(placeholders); t++)
+			if (f[i].code == (BPF_JMP | BPF_JEQ | BPF_K) && f[i].k == placeholders[t]) {
+				f[i].k = timers[t];
+				n++;
+				break;
+			}
 	return n;
 }
 
@@ -1218,8 +1283,9 @@ int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *o
 		r = sb_buf_puts(out,
 				"sched_setaffinity, sched_setscheduler, sched_setparam, "
 				"sched_setattr, setpriority, prlimit64 with a new limit: this "
-				"process only (pid 0 or its own); personality: PER_LINUX and the "
-				"0xffffffff query\n#   seccomp allows ioctl() ");
+				"process only (pid 0 or its own); timer_settime, timer_delete: "
+				"any timer but timeout='s own two (EINVAL); personality: PER_LINUX "
+				"and the 0xffffffff query\n#   seccomp allows ioctl() ");
 	if (r >= 0)
 		r = NAMES_OF(ioctl_table, name);
 	if (r >= 0)

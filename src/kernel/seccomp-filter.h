@@ -34,15 +34,32 @@ struct sb_seccomp_policy {
  * compares with this value (tests/unit/test-seccomp-programs.c checks). */
 #define SB_SECCOMP_SELF_PID UINT32_C(0x7ffe5eed)
 
+/* The same for timeout='s two timers (watchdog.h), which timer_settime() and
+ * timer_delete() may not touch: the loader puts in the kernel's ids of the
+ * timers, or SB_SECCOMP_NO_TIMER (a timer id is an int >= 0: the kernel would
+ * refuse -1 anyway). */
+#define SB_SECCOMP_TIMER_0  UINT32_C(0x7ffe71a0)
+#define SB_SECCOMP_TIMER_1  UINT32_C(0x7ffe71a1)
+#define SB_SECCOMP_NO_TIMER UINT32_C(0xffffffff)
+
+/* What a filter names besides the policy: this process, and the timers only
+ * python-sb may change (watchdog.h; n_timers 0 when there are none). */
+struct sb_seccomp_self {
+	int timers[2];
+	unsigned n_timers;
+};
+
 /* Loads the filter into the calling process and all its threads (sets
  * no_new_privs first). The filters of every policy are compiled by libseccomp
  * when python-sb is built (seccomp-programs.c): building one at start-up costs
  * about half a millisecond, 5 % of a `-c pass`. 0, or -errno with *reterr. */
-int sb_seccomp_apply(const struct sb_seccomp_policy *policy, char **reterr);
+int sb_seccomp_apply(const struct sb_seccomp_policy *policy, const struct sb_seccomp_self *self,
+		     char **reterr);
 
 /* The same, building the filter with libseccomp now (the fallback, and the
  * reference the tests compare the compiled programs with). */
-int sb_seccomp_apply_dynamic(const struct sb_seccomp_policy *policy, char **reterr);
+int sb_seccomp_apply_dynamic(const struct sb_seccomp_policy *policy,
+			     const struct sb_seccomp_self *self, char **reterr);
 
 /* Learning mode: loads the filter with SECCOMP_RET_USER_NOTIF instead of
  * EPERM for what it refuses, and for the calls named in `observe` (NULL-ended)
@@ -53,7 +70,8 @@ int sb_seccomp_apply_notify(const struct sb_seccomp_policy *policy, const char *
 			    int *ret_fd, char **reterr);
 
 /* Writes the policy's BPF program to fd (seccomp_export_bpf), with
- * SB_SECCOMP_SELF_PID where the pid belongs. */
+ * SB_SECCOMP_SELF_PID where the pid belongs and SB_SECCOMP_TIMER_0 and _1 where
+ * the timers' ids do. */
 int sb_seccomp_export(const struct sb_seccomp_policy *policy, int fd, char **reterr);
 
 /* Policies as small integers (< SB_SECCOMP_N_KEYS), for the compiled table. */
@@ -72,6 +90,9 @@ extern const struct sb_seccomp_program sb_seccomp_programs[SB_SECCOMP_N_KEYS];
 /* Replaces SB_SECCOMP_SELF_PID with pid in a program's comparisons; returns
  * how many instructions it changed. */
 size_t sb_seccomp_patch_self_pid(void *insns, size_t n_insns, uint32_t pid);
+/* Replaces SB_SECCOMP_TIMER_0 and _1 with the protected timers' ids (NULL or
+ * fewer: SB_SECCOMP_NO_TIMER); returns how many comparisons it changed. */
+size_t sb_seccomp_patch_timers(void *insns, size_t n_insns, const struct sb_seccomp_self *self);
 
 /* Appends a human-readable description of the filter (for --explain). */
 int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *out);

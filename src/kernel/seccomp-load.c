@@ -6,7 +6,8 @@
 
 #include "seccomp-filter.h"
 
-int sb_seccomp_apply(const struct sb_seccomp_policy *policy, char **reterr)
+int sb_seccomp_apply(const struct sb_seccomp_policy *policy, const struct sb_seccomp_self *self,
+		     char **reterr)
 {
 	const struct sb_seccomp_program *prog;
 	_cleanup_free_ struct sock_filter *insns = NULL;
@@ -16,15 +17,17 @@ int sb_seccomp_apply(const struct sb_seccomp_policy *policy, char **reterr)
 		return sb_error(reterr, -EINVAL, "sb_seccomp_apply: no policy");
 	prog = &sb_seccomp_programs[sb_seccomp_policy_key(policy)];
 	if (prog->n_insns == 0)
-		return sb_seccomp_apply_dynamic(policy, reterr);
+		return sb_seccomp_apply_dynamic(policy, self, reterr);
 
-	/* The compiled program says "this process" with a placeholder (the
-	 * pid is not known when python-sb is built): a copy gets ours. */
+	/* The compiled program says "this process" and "timeout='s timers"
+	 * with placeholders (neither is known when python-sb is built): a copy
+	 * gets ours. */
 	insns = malloc((size_t)prog->n_insns * sizeof(*insns));
 	if (!insns)
 		return sb_error(reterr, -ENOMEM, "seccomp: out of memory");
 	memcpy(insns, prog->code, (size_t)prog->n_insns * sizeof(*insns));
 	sb_seccomp_patch_self_pid(insns, prog->n_insns, (uint32_t)getpid());
+	sb_seccomp_patch_timers(insns, prog->n_insns, self);
 
 	/* Required to load a filter without CAP_SYS_ADMIN, and keeps a setuid
 	 * binary from running under a filter it did not expect. */

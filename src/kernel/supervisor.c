@@ -35,14 +35,6 @@ static const int sb_forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
  * group). */
 static const int sb_namespace_signals[] = {SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGIO};
 
-static struct timespec sb_ns_to_timespec(uint64_t ns)
-{
-	return (struct timespec){
-	    .tv_sec = (time_t)(ns / 1000000000ULL),
-	    .tv_nsec = (long)(ns % 1000000000ULL),
-	};
-}
-
 /* Reaps every child that has exited: the program and the orphans re-parented
  * to us. Returns 1 while children remain, 0 when there are none left (the
  * whole tree is gone: as a subreaper, any living descendant would have us as

@@ -281,6 +281,12 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	if (r < 0)
 		return fail("cannot set the sandbox environment", NULL, r);
 	wrapper = (e->provider->flags & SB_PROVIDER_WRAPS_EXEC) && !wrapping->inside;
+	/* A timeout alone, for a program that cannot start processes, needs no
+	 * supervisor (watchdog.h). Not with --report, whose supervisor counts
+	 * the run, nor with a wrapper, whose launching side waits for a status
+	 * the inner python-sb reports. */
+	if (!e->report && !e->worker && !wrapper && !wrapping->inside)
+		sb_boundary_use_watchdog(&boundary, sb_monotonic_ns());
 	launch = (struct sb_wrap_launch){
 	    .provider = e->provider,
 	    .boundary = &boundary,

@@ -263,7 +263,7 @@ int sb_learn_activate(char **reterr)
 	/* Without the observer, the relaxed allowlist the boundary would have
 	 * loaded: learning never runs without a filter. */
 	if (learn.seccomp_deferred && !learn.native_armed)
-		return sb_seccomp_apply(&learn.relaxed_seccomp, reterr);
+		return sb_seccomp_apply(&learn.relaxed_seccomp, NULL, reterr);
 	return 0;
 }
 

@@ -52,6 +52,37 @@ int main(void)
 			       "key %u: the pid placeholder in %zu comparisons, %zu elsewhere", key,
 			       jeq, elsewhere);
 		}
+		/* The same for timeout='s timers (timer_settime and timer_delete,
+		 * which libseccomp may share one block of comparisons): each in
+		 * a comparison, and all of them patched. */
+		{
+			_cleanup_free_ struct sock_filter *copy = malloc((size_t)prog->n_insns * 8);
+			const struct sb_seccomp_self self = {.timers = {5, 9}, .n_timers = 2};
+			size_t found[2] = {0, 0}, elsewhere = 0, left = 0, patched;
+
+			if (!tap_ok(copy != NULL, "key %u: a copy", key))
+				continue;
+			memcpy(copy, prog->code, (size_t)prog->n_insns * 8);
+			for (size_t i = 0; i < prog->n_insns; i++)
+				for (unsigned t = 0; t < 2; t++)
+					if (copy[i].k ==
+					    (t ? SB_SECCOMP_TIMER_1 : SB_SECCOMP_TIMER_0)) {
+						if (copy[i].code == (BPF_JMP | BPF_JEQ | BPF_K))
+							found[t]++;
+						else
+							elsewhere++;
+					}
+			patched = sb_seccomp_patch_timers(copy, prog->n_insns, &self);
+			for (size_t i = 0; i < prog->n_insns; i++)
+				if (copy[i].k == SB_SECCOMP_TIMER_0 ||
+				    copy[i].k == SB_SECCOMP_TIMER_1)
+					left++;
+			tap_ok(found[0] > 0 && found[1] > 0 && elsewhere == 0 &&
+				   patched == found[0] + found[1] && left == 0,
+			       "key %u: the timer placeholders in %zu + %zu comparisons, %zu "
+			       "elsewhere; %zu patched, %zu left",
+			       key, found[0], found[1], elsewhere, patched, left);
+		}
 	}
 	return tap_done();
 }

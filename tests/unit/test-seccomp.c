@@ -59,7 +59,7 @@ static int run(const struct sb_seccomp_policy *policy, case_fn fn, const void *a
 		if (policy) {
 			char *err = NULL;
 
-			if (sb_seccomp_apply(policy, &err) < 0) {
+			if (sb_seccomp_apply(policy, NULL, &err) < 0) {
 				(void)fprintf(stderr, "# sb_seccomp_apply: %s\n", err ? err : "?");
 				_exit(APPLY_FAILED);
 			}
@@ -277,7 +277,7 @@ static int do_tsync(const void *arg)
 
 	if (pipe(tsync_pipe) < 0 || pthread_create(&t, NULL, tsync_thread, NULL) != 0)
 		return 98;
-	if (sb_seccomp_apply(policy, &err) < 0)
+	if (sb_seccomp_apply(policy, NULL, &err) < 0)
 		return APPLY_FAILED;
 	if (write(tsync_pipe[1], "x", 1) != 1 || pthread_join(t, &ret) != 0)
 		return 97;
@@ -981,7 +981,7 @@ static void test_api(void)
 	char *err = NULL;
 	int r;
 
-	r = sb_seccomp_apply(NULL, &err);
+	r = sb_seccomp_apply(NULL, NULL, &err);
 	TAP_IS_INT(r, -EINVAL, "sb_seccomp_apply(NULL)");
 	tap_ok(err && strstr(err, "policy"), "error message: %s", err ? err : "(null)");
 	free(err);
