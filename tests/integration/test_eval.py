@@ -11,7 +11,6 @@ the attribute naming the rule (EvalSyntaxRejected.rules, RuleEvalPermissionError
 
 import json
 import re
-import time
 
 import pytest
 

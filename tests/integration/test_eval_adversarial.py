@@ -18,7 +18,6 @@ test (eval-max-leaked-threads).
 """
 
 import json
-import textwrap
 
 import pytest
 

@@ -696,7 +696,7 @@ def test_runtime_tracebacks_and_imports_keep_working(fx):
 
 def test_sys_path_added_later_is_not_a_grant(fx):
     (fx.out / "stolenmod.py").write_text("X = 1\n")
-    res = fx.run("""
+    fx.run("""
         sys.path.insert(0, OUT)
         try:
             import stolenmod

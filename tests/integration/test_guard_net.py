@@ -11,7 +11,6 @@ of item 30 need real remote addresses or a private hosts file: they are unit
 tests (tests/unit/test-net-policy.c).
 """
 
-import os
 import socket
 import threading
 

@@ -12,8 +12,6 @@ so only the filter (and unshare's namespaces) stands between them."""
 
 import errno
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import time

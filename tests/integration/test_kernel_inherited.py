@@ -9,7 +9,6 @@ both kernel providers."""
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 

@@ -16,7 +16,6 @@ import os
 import shutil
 import socket
 import subprocess
-import textwrap
 import time
 
 import pytest

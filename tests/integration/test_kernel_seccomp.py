@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import textwrap
 import time
 
 import pytest

@@ -6,7 +6,6 @@ in a python-sb worker under the provider.
 Each test writes a module and a main script under the sandbox root and runs
 the script with /usr/bin/python3; the worker is $PYTHON_SB."""
 
-import os
 import re
 import shutil
 import signal

@@ -5,7 +5,6 @@ what the user wrote, per-call timeouts, documented caps, concurrent calls,
 generators refused where they are decorated."""
 
 import subprocess
-import textwrap
 
 import pytest
 
