@@ -140,12 +140,15 @@ def test_control_the_scan_finds_what_is_there(sb):
 
 @pytest.mark.parametrize("who", ["caller", "nobody"])
 def test_the_supervisors_environment_is_gone_too(sb, sb_nobody, who):
-    """With timeout=, the supervisor (the program's parent) is forked after
-    the scrub: /proc/<ppid>/environ holds nothing either. Without Landlock
-    the program may open it when both run as the same unprivileged uid (as
-    root, the supervisor keeps capabilities the program lacks: EACCES)."""
+    """With timeout= and the right to start processes, the supervisor (the
+    program's parent; without that right the watchdog holds the timeout and
+    there is no supervisor) is forked after the scrub: /proc/<ppid>/environ
+    holds nothing either. Without Landlock the program may open it when both
+    run as the same unprivileged uid (as root, the supervisor keeps
+    capabilities the program lacks: EACCES)."""
     box = who_box(who, sb, sb_nobody)
-    r, o = run_native(box, "os-sandbox=subprocess\npy-sandbox=false\ntimeout=10s\n", '''
+    r, o = run_native(box, "os-sandbox=subprocess\npy-sandbox=false\ntimeout=10s\n"
+                      "python-api=ALLOW:process-exec\n", '''
         try:
             env = open(f"/proc/{os.getppid()}/environ", "rb").read()
             print("parent environ:", b"PYSBSECRET" in env, sum(1 for c in env if c))

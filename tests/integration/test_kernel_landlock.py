@@ -881,11 +881,14 @@ def test_landlock_failure_on_command_line_fails_closed(box):
 
 
 @not_under_asan
-def test_landlock_failure_under_timeout_fails_closed(box):
-    """The supervisor's child fails to enter the boundary: the status is 255,
-    not the timeout's 124, and nothing ran."""
+@pytest.mark.parametrize("holder", ["watchdog", "supervisor"])
+def test_landlock_failure_under_timeout_fails_closed(box, holder):
+    """The program's process (the watchdog's, or the supervisor's child when
+    the program may start processes) fails to enter the boundary: the status
+    is 255, not the timeout's 124, and nothing ran."""
     marker = box.path("rw/RAN")
-    box.profile(profile(box) + "timeout=5s\n")
+    box.profile(profile(box) + "timeout=5s\n" +
+                ("python-api=ALLOW:process-exec\n" if holder == "supervisor" else ""))
     s = box.write("s.py", f'open({str(marker)!r}, "w")\n')
     r = run_with_parent_fd_limit(box, 4, s)
     assert r.returncode == EXIT_CONFIG, r

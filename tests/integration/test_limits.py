@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """limit-* (hard rlimits set before the interpreter starts) and timeout (a
-supervisor that kills the whole process tree and exits 124), run under
+supervisor that kills the whole process tree and exits 124, or under
+landlock, for a program that cannot start processes, the watchdog's timers:
+test_watchdog.py), run under
 os-sandbox=landlock, unshare, bwrap and firejail (where the inner python-sb
 sets them) with py-sandbox=false so that only the kernel acts."""
 
@@ -152,8 +154,9 @@ def test_cpu_limit_rounds_milliseconds_up(box):
 
 
 def test_cpu_limit_kill_is_mirrored_through_the_timeout_supervisor(box):
-    """With a timeout the program runs in the supervisor's child: its death by
-    SIGKILL is reported the same way, not as a timeout."""
+    """With a timeout the program runs in the supervisor's child (or, under
+    landlock, in python-sb's own process, the watchdog holding the timeout):
+    its death by SIGKILL is reported the same way, not as a timeout."""
     r = run(box, "limit-cpu=1s\ntimeout=20s\n", "while True: pass\n")
     assert r.returncode == -signal.SIGKILL, r
     assert "expired" not in r.stderr
