@@ -291,7 +291,7 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 		    b->cgroup_parent || b->cgroup_note ? ")" : "",
 		    b->use_seccomp ? "; memfd_create and System V shared memory refused by seccomp"
 				   : "");
-	if (r >= 0 && b->limits.timeout_ms && b->watchdog_held)
+	if (r >= 0 && b->watchdog.deadline_ns)
 		r = sb_buf_printf(
 		    out,
 		    "#   timeout holds by: two timers of the program's own process (it "
@@ -310,23 +310,20 @@ int sb_boundary_explain(const struct sb_boundary *b, struct sb_buf *out)
 	return r;
 }
 
-bool sb_boundary_use_watchdog(struct sb_boundary *b, uint64_t start_ns)
+void sb_boundary_use_watchdog(struct sb_boundary *b, uint64_t start_ns)
 {
-	uint64_t deadline = sb_supervisor_deadline(start_ns, b->limits.timeout_ms);
-
 	/* Every process the program could start would outlive its timers,
 	 * and only a supervisor can kill them. */
 	if (!b->limits.timeout_ms || b->limits.output_bytes || b->cgroup_parent ||
 	    !b->use_seccomp || b->seccomp.allow_fork || b->seccomp.allow_exec ||
 	    (b->provider->flags & SB_PROVIDER_CHILD_PROCESS))
-		return false;
-	/* An absurd timeout (> 500 years) is none. */
+		return;
+	/* An absurd timeout (> 500 years) saturates: the kernel holds a
+	 * deadline past its clock's range as "never". */
 	b->watchdog = (struct sb_watchdog){
-	    .deadline_ns = deadline == UINT64_MAX ? 0 : deadline,
+	    .deadline_ns = sb_supervisor_deadline(start_ns, b->limits.timeout_ms),
 	    .timeout_ms = b->limits.timeout_ms,
 	};
-	b->watchdog_held = true;
-	return true;
 }
 
 bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_options *ret)
@@ -337,5 +334,6 @@ bool sb_boundary_supervise(const struct sb_boundary *b, struct sb_supervise_opti
 	    .memory_bytes = b->limits.memory_bytes,
 	    .cgroup_parent = b->cgroup_parent,
 	};
-	return (ret->timeout_ms && !b->watchdog_held) || ret->output_bytes || ret->cgroup_parent;
+	return (ret->timeout_ms && !b->watchdog.deadline_ns) || ret->output_bytes ||
+	       ret->cgroup_parent;
 }

@@ -66,9 +66,8 @@ struct sb_boundary {
 	bool drop_capabilities;	 /* SB_PROVIDER_PRIVILEGES */
 	struct sb_limits limits; /* SB_PROVIDER_LIMITS */
 	/* timeout= held in the program's own process (sb_boundary_use_watchdog()):
-	 * no supervisor for it; its timers are armed on entering (deadline 0:
-	 * none needed, the timeout being absurd). */
-	bool watchdog_held;
+	 * no supervisor for it; its timers are armed on entering. Deadline 0: a
+	 * supervisor holds the timeout, or there is none. */
 	struct sb_watchdog watchdog;
 	struct sb_identity user; /* user=: the identity to run the program as */
 	/* limit-memory: where the program's cgroup v2 goes (cgroup.h), or NULL
@@ -112,7 +111,8 @@ int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable,
 /* The provider's part, then seccomp, then the resource limits (last: building
  * the ruleset and the filter needs memory and descriptors); between the
  * provider's part and seccomp, the identity and the capabilities
- * (privileges.h: seccomp refuses the calls that drop them). Must run before
+ * (privileges.h: seccomp refuses the calls that drop them), then the
+ * watchdog's timers (the filter names them). Must run before
  * any thread exists: Landlock and seccomp only bind the calling thread and
  * what it creates later. What the kernel could not enforce is added to
  * *warnings. 0 in the process that runs the program; 1 in a parent the
@@ -122,13 +122,12 @@ int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable,
 int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_status,
 		      char **reterr);
 
-/* Whether timeout= can be held without a supervisor (watchdog.h): the only
- * thing to supervise, and the program cannot start processes (this
- * boundary's seccomp filter refuses them) nor run in a child of this process
- * (SB_PROVIDER_CHILD_PROCESS). If so, sets b->watchdog, with the deadline
- * counted from start_ns (CLOCK_MONOTONIC, as a supervisor started now would),
- * and returns true. */
-bool sb_boundary_use_watchdog(struct sb_boundary *b, uint64_t start_ns);
+/* Sets b->watchdog when timeout= can be held without a supervisor
+ * (watchdog.h): it is the only thing to supervise, and the program can
+ * neither start processes (this boundary's seccomp filter refuses them) nor
+ * run in a child of this process (SB_PROVIDER_CHILD_PROCESS). The deadline is
+ * counted from start_ns (CLOCK_MONOTONIC, as a supervisor started now would). */
+void sb_boundary_use_watchdog(struct sb_boundary *b, uint64_t start_ns);
 
 /* Whether a supervisor process must run the program (timeout= without the
  * watchdog, limit-output=, limit-memory= with a cgroup), and its options. */

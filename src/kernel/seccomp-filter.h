@@ -42,7 +42,7 @@ struct sb_seccomp_policy {
 #define SB_SECCOMP_TIMER_1  UINT32_C(0x7ffe71a1)
 #define SB_SECCOMP_NO_TIMER UINT32_C(0xffffffff)
 
-/* What a filter names besides the policy: this process, and the timers only
+/* What a filter names besides the policy and the pid: the timers only
  * python-sb may change (watchdog.h; n_timers 0 when there are none). */
 struct sb_seccomp_self {
 	int timers[2];

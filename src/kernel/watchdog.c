@@ -38,11 +38,8 @@ static int timer_new(int signo, int *ret_id)
 
 static int timer_at(int id, uint64_t ns)
 {
-	struct itimerspec at = {.it_value = sb_ns_to_timespec(ns)};
+	const struct itimerspec at = {.it_value = sb_ns_to_timespec(ns)};
 
-	/* 0 would disarm: a deadline at the clock's origin is long past. */
-	if (ns == 0)
-		at.it_value.tv_nsec = 1;
 	return syscall(SYS_timer_settime, id, TIMER_ABSTIME, &at, NULL) < 0 ? -errno : 0;
 }
 

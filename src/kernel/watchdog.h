@@ -25,7 +25,7 @@
 #define SB_WATCHDOG_GRACE_MS 1000u
 
 struct sb_watchdog {
-	uint64_t deadline_ns;	       /* CLOCK_MONOTONIC; 0: no watchdog */
+	uint64_t deadline_ns;	       /* CLOCK_MONOTONIC (> 0); 0: no watchdog */
 	unsigned long long timeout_ms; /* for the message */
 };
 

@@ -973,6 +973,67 @@ static void test_unknown_syscalls(void)
 	TAP_IS_INT(raw(&p_none, SYS_getppid, 0, 0, 0, 0), 0, "getppid works");
 }
 
+/* ---- timeout='s timers (watchdog.h) ---- */
+
+struct timers_case {
+	bool dynamic; /* libseccomp builds the filter now, with the ids */
+};
+
+static int timer_create_raw(int *id)
+{
+	struct sigevent sev = {.sigev_notify = SIGEV_NONE};
+
+	return (int)syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev, id);
+}
+
+/* In the child: two protected timers, one of the program's own; 0 when
+ * changing and deleting the protected ones fails with EINVAL (also with high
+ * bits in the id) and the own one works. */
+static int timers_case(const void *arg)
+{
+	const struct timers_case *c = arg;
+	struct sb_seccomp_self self = {.n_timers = 2};
+	const struct itimerspec later = {.it_value = {.tv_sec = 3600}};
+	char *err = NULL;
+	int own, r;
+
+	if (timer_create_raw(&self.timers[0]) < 0 || timer_create_raw(&self.timers[1]) < 0 ||
+	    timer_create_raw(&own) < 0)
+		return 10;
+	r = c->dynamic ? sb_seccomp_apply_dynamic(&p_none, &self, &err)
+		       : sb_seccomp_apply(&p_none, &self, &err);
+	if (r < 0)
+		return APPLY_FAILED;
+	for (int i = 0; i < 2; i++) {
+		long hi = (long)(1UL << 32 | (unsigned)self.timers[i]);
+
+		if (syscall(SYS_timer_settime, self.timers[i], 0, &later, NULL) == 0 ||
+		    errno != EINVAL)
+			return 20 + i;
+		if (syscall(SYS_timer_delete, self.timers[i]) == 0 || errno != EINVAL)
+			return 30 + i;
+		if (syscall(SYS_timer_delete, hi) == 0)
+			return 40 + i;
+	}
+	if (syscall(SYS_timer_settime, own, 0, &later, NULL) != 0)
+		return 50;
+	if (syscall(SYS_timer_delete, own) != 0)
+		return 51;
+	return 0;
+}
+
+static void test_timers(void)
+{
+	static const struct timers_case compiled = {.dynamic = false}, dynamic = {.dynamic = true};
+
+	TAP_IS_INT(run(NULL, timers_case, &compiled), 0,
+		   "compiled program: the protected timers cannot be changed or deleted, the "
+		   "program's own can");
+	TAP_IS_INT(run(NULL, timers_case, &dynamic), 0,
+		   "program built now: the protected timers cannot be changed or deleted, the "
+		   "program's own can");
+}
+
 /* ---- API ---- */
 
 static void test_api(void)
@@ -1032,5 +1093,6 @@ int main(void)
 	test_personality_ipc();
 	test_abis();
 	test_unknown_syscalls();
+	test_timers();
 	return tap_done();
 }
