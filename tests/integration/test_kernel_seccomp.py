@@ -8,11 +8,12 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import (EXIT_CONFIG, needs_landlock, run_native)
+from conftest import (EXIT_CONFIG, SANITIZER_ENV, TIMEOUT, needs_landlock, run_native)
 
 
 SUBPROCESS = "os-sandbox=subprocess\npy-sandbox=false\n"
@@ -315,3 +316,74 @@ def test_tiny_memory_limit_is_applied_after_the_boundary(sb, provider):
         assert o.get("inet") == "EPERM", r
     else:
         assert r.returncode in (1, EXIT_CONFIG), r
+
+# --------------------------------------------------------------------------
+# The filter is loaded on a thread of its own while the interpreter starts
+# (seccomp-filter.h, sb_seccomp_apply_async): it holds before any Python code
+# runs, and a load that fails stops everything.
+
+START_UP_STATUS = """
+with open("/proc/self/status") as f:
+    d = dict(line.split(":", 1) for line in f.read().splitlines())
+print("start-up:", " ".join(f"{k}={d[k].strip()}"
+                            for k in ("Seccomp", "Seccomp_filters", "NoNewPrivs", "Threads")))
+"""
+
+
+@pytest.mark.parametrize("guard", ["true", "false"])
+@pytest.mark.parametrize("provider", ["subprocess", pytest.param("landlock", marks=needs_landlock)])
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_filter_holds_when_start_up_code_runs(request, who, provider, guard):
+    """sitecustomize, the earliest Python code of a run (imported by site
+    while the interpreter starts), finds the filter in force and the thread
+    that loaded it gone; os-sandbox=none is the control."""
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    site = sb.mkdir("site")
+    sb.write("site/sitecustomize.py", START_UP_STATUS)
+    common = f"python-import=*\nexpose-ro={site}\nenv=PYTHONPATH={site}\n"
+    r = sb.run_code(f"os-sandbox={provider}\npy-sandbox={guard}\n" + common, 'print("RAN")')
+    assert r.returncode == 0, r
+    assert r.stdout == ("start-up: Seccomp=2 Seccomp_filters=1 NoNewPrivs=1 Threads=1\nRAN\n"), r
+    control = sb.run_code("os-sandbox=none\npy-sandbox=false\n" + common, 'print("RAN")')
+    assert control.stdout.startswith("start-up: Seccomp=0 Seccomp_filters=0"), control
+
+
+# Runs argv[1:] under a filter that refuses seccomp() itself, as a container's
+# or another sandbox's may: python-sb's own filter then cannot be loaded.
+REFUSE_SECCOMP = """
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+insn = lambda code, k, jt=0, jf=0: struct.pack("HBBI", code, jt, jf, k)
+prog = b"".join([insn(0x20, 0),                    # A = syscall number
+                 insn(0x15, 317, 0, 1),            # seccomp?
+                 insn(0x06, 0x00050000 | 1),       # ERRNO(EPERM)
+                 insn(0x06, 0x7fff0000)])          # ALLOW
+buf = ctypes.create_string_buffer(prog)
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(prog) // 8, ctypes.addressof(buf))
+if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):
+    sys.exit(f"cannot install the test filter: errno {ctypes.get_errno()}")
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("guard", ["true", "false"])
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_a_filter_that_cannot_be_loaded_stops_the_run(request, who, guard):
+    """Neither start-up code (sitecustomize) nor the program runs: with the
+    guard, the interpreter stops at its first audit event; without it,
+    before it starts. The error names the system call and the errno."""
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    site, rw = sb.mkdir("site"), sb.mkdir("rw")
+    sb.write("site/sitecustomize.py", f"open({str(rw / 'STARTED')!r}, 'w').close()\n")
+    helper = sb.write("refuse_seccomp.py", REFUSE_SECCOMP)
+    sb.profile(f"os-sandbox=subprocess\npy-sandbox={guard}\npython-import=*\n"
+               f"expose-ro={site}\nexpose-rw={rw}\nenv=PYTHONPATH={site}\n")
+    program = sb.write("s.py", f"open({str(rw / 'RAN')!r}, 'w').close()\n")
+    p = subprocess.run(sb.prefix + [sys.executable, str(helper), sb.binary, str(program)],
+                       cwd=str(sb.root), capture_output=True, text=True, timeout=TIMEOUT,
+                       env=dict(sb.env(), **SANITIZER_ENV), stdin=subprocess.DEVNULL)
+    assert p.returncode == EXIT_CONFIG, p
+    assert "seccomp(SECCOMP_SET_MODE_FILTER): Operation not permitted" in p.stderr, p
+    assert sorted(os.listdir(rw)) == [], p

@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1034,6 +1035,87 @@ static void test_timers(void)
 		   "program's own can");
 }
 
+/* ---- the load on a thread of its own ---- */
+
+/* Threads: from /proc/self/status; the loader may take a moment to go after
+ * its exit woke the wait (the kernel clears the id before it reaps). */
+static int threads_after_a_while(void)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+		char line[256];
+		int n = -1;
+
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "Threads: %d", &n) == 1)
+				break;
+		if (n == 1)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+static int async_case(const void *arg _unused_)
+{
+	char *err = NULL;
+
+	if (sb_seccomp_apply_async(&p_none, NULL, &err) < 0)
+		return APPLY_FAILED;
+	if (sb_seccomp_wait(&err) < 0)
+		return 10;
+	/* In force on this thread, which did not load it: personality() with
+	 * a flag is refused (see do_personality). */
+	if (syscall(SYS_personality, (long)ADDR_NO_RANDOMIZE) != -1 || errno != EPERM)
+		return 20;
+	if (!threads_after_a_while())
+		return 30;
+	return sb_seccomp_wait(&err) == 0 ? 0 : 40;
+}
+
+/* A filter of the caller's that refuses seccomp() itself (as a container's
+ * may): the wait reports the failure, every time; the filter is not in force. */
+static int async_refused_case(const void *arg _unused_)
+{
+	struct sock_filter refuse_seccomp[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = {.len = ELEMENTSOF(refuse_seccomp), .filter = refuse_seccomp};
+	char *err = NULL, *again = NULL;
+	bool started;
+	int r;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) < 0)
+		return 10;
+	/* Where the load is made in line (ASan builds), it fails right away. */
+	r = sb_seccomp_apply_async(&p_none, NULL, &err);
+	started = r == 0;
+	if (started)
+		r = sb_seccomp_wait(&err);
+	if (r != -EPERM || !err ||
+	    !strstr(err, "seccomp(SECCOMP_SET_MODE_FILTER): Operation not permitted"))
+		return 30;
+	if (started && (sb_seccomp_wait(&again) != -EPERM || !again || strcmp(err, again) != 0))
+		return 40;
+	/* Not in force: a call only the filter would refuse goes through. */
+	if (syscall(SYS_personality, 0xffffffffL) < 0)
+		return 50;
+	return 0;
+}
+
+static void test_async(void)
+{
+	TAP_IS_INT(run(NULL, async_case, NULL), 0,
+		   "loaded on another thread: in force on the caller's after the wait, the "
+		   "loader gone");
+	TAP_IS_INT(run(NULL, async_refused_case, NULL), 0,
+		   "a load refused on the other thread: the wait says why, at every call");
+}
+
 /* ---- API ---- */
 
 static void test_api(void)
@@ -1094,5 +1176,6 @@ int main(void)
 	test_abis();
 	test_unknown_syscalls();
 	test_timers();
+	test_async();
 	return tap_done();
 }
