@@ -93,6 +93,7 @@ static struct {
 	_Atomic pid_t tid;
 	_Atomic long result; /* seccomp()'s return value */
 	bool pending;	     /* started, not yet waited for */
+	pid_t owner;	     /* the process that started it */
 	int error;	     /* what the wait found: kept for later waits */
 	char *message;
 	struct sock_fprog fprog;
@@ -149,6 +150,7 @@ int sb_seccomp_apply_async(const struct sb_seccomp_policy *policy,
 		return sb_seccomp_apply(policy, self, reterr);
 	}
 	loader.pending = true;
+	loader.owner = getpid();
 	return 0;
 }
 
@@ -157,6 +159,14 @@ int sb_seccomp_wait(char **reterr)
 	pid_t tid;
 	long r;
 
+	/* A child forked meanwhile has no loader thread: its id would never
+	 * be cleared here, and whether the filter came along is not known. */
+	if (loader.pending && loader.owner != getpid()) {
+		loader.pending = false;
+		loader.error = sb_error(&loader.message, -ECHILD,
+					"seccomp: the filter was being loaded when this process "
+					"was forked");
+	}
 	if (loader.pending) {
 		while ((tid = atomic_load_explicit(&loader.tid, memory_order_acquire)) != 0)
 			(void)syscall(SYS_futex, &loader.tid, FUTEX_WAIT, tid, NULL, NULL, 0);

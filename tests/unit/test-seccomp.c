@@ -1073,6 +1073,28 @@ static int async_case(const void *arg _unused_)
 	return sb_seccomp_wait(&err) == 0 ? 0 : 40;
 }
 
+#ifndef SB_HAVE_ASAN /* there the load is made in line: nothing to fork during */
+/* A process forked while the load runs has no loader thread: its wait must
+ * fail at once rather than wait for an exit it will never see. */
+static int async_forked_case(const void *arg _unused_)
+{
+	char *err = NULL;
+	int status;
+	pid_t pid;
+
+	if (sb_seccomp_apply_async(&p_none, NULL, &err) < 0)
+		return APPLY_FAILED;
+	pid = fork();
+	if (pid < 0)
+		return 10;
+	if (pid == 0)
+		_exit(sb_seccomp_wait(&err) == -ECHILD && err && strstr(err, "forked") ? 0 : 1);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return 20;
+	return sb_seccomp_wait(&err) == 0 ? 0 : 30;
+}
+#endif
+
 /* A filter of the caller's that refuses seccomp() itself (as a container's
  * may): the wait reports the failure, every time; the filter is not in force. */
 static int async_refused_case(const void *arg _unused_)
@@ -1112,6 +1134,10 @@ static void test_async(void)
 	TAP_IS_INT(run(NULL, async_case, NULL), 0,
 		   "loaded on another thread: in force on the caller's after the wait, the "
 		   "loader gone");
+#ifndef SB_HAVE_ASAN
+	TAP_IS_INT(run(NULL, async_forked_case, NULL), 0,
+		   "a process forked during the load: its wait fails at once");
+#endif
 	TAP_IS_INT(run(NULL, async_refused_case, NULL), 0,
 		   "a load refused on the other thread: the wait says why, at every call");
 }
