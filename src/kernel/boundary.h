@@ -119,13 +119,12 @@ int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable,
  * (privileges.h: seccomp refuses the calls that drop them), then the
  * watchdog's timers (the filter names them). With seccomp_async the filter
  * may still be loading on return: sb_seccomp_wait() says when it holds, and
- * whether it failed. Must run before
- * any thread exists: Landlock and seccomp only bind the calling thread and
- * what it creates later. What the kernel could not enforce is added to
- * *warnings. 0 in the process that runs the program; 1 in a parent the
- * provider left outside (provider.h, enter), once the program's process has
- * ended, with its wait status in *ret_status; or -errno with *reterr, and
- * after a failure the program must not run. */
+ * whether it failed. Must run before any thread exists: Landlock and seccomp
+ * only bind the calling thread and what it creates later. What the kernel
+ * could not enforce is added to *warnings. 0 in the process that runs the
+ * program; 1 in a parent the provider left outside (provider.h, enter), once
+ * the program's process has ended, with its wait status in *ret_status; or
+ * -errno with *reterr, and after a failure the program must not run. */
 int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_status,
 		      char **reterr);
 
