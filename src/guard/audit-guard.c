@@ -4,6 +4,7 @@
 
 #include "guard-files-check.h"
 #include "guard-observer.h"
+#include "guard-open-code.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
 #include "pysandboxes-module.h"
@@ -269,7 +270,10 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 		*reterr = strdup("cannot register the audit hook");
 		return -EPERM;
 	}
-	return 0;
+	r = sb_open_code_install();
+	if (r < 0)
+		*reterr = strdup("cannot install the open_code hook");
+	return r;
 }
 
 void sb_guard_wait_at_first_event(int (*wait)(char **reterr))
@@ -293,6 +297,11 @@ int sb_guard_activate(char **reterr)
 	r = sb_guard_runtime_activate();
 	if (r < 0)
 		return r;
+	r = sb_open_code_activate();
+	if (r < 0) {
+		*reterr = strdup("cannot find _io.BytesIO for the open_code hook");
+		return r;
+	}
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
 		r = parts[i]->activate(reterr);
 		if (r < 0)
@@ -309,6 +318,7 @@ void sb_guard_release(void)
 		if (parts[i]->release)
 			parts[i]->release();
 	sb_guard_runtime_release();
+	sb_open_code_release();
 	sb_guard_observe(NULL);
 	free(guard.handlers);
 	free(guard.index);

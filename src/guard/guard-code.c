@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api-registry.h"
+#include "guard-open-code.h"
 #include "guard-runtime.h"
 #include "pysandboxes-module.h"
 #include "util.h"
@@ -110,7 +111,8 @@ int sb_code_check_compile(PyObject *source, const char *filename)
 }
 
 /* Whether data is the bytecode cache of the source file `file` (after the
- * 16-byte header), at any optimisation level. */
+ * 16-byte header), at any optimisation level: the bytes the guard itself
+ * read for importlib (guard-open-code.h), or else the file read again. */
 static bool is_cache_of(const char *file, const char *data, size_t len)
 {
 	static const char *const opts[] = {"", ".opt-1", ".opt-2"};
@@ -124,7 +126,8 @@ static bool is_cache_of(const char *file, const char *data, size_t len)
 				 (int)(base - file), file, (int)(dot - base - 1), base + 1,
 				 PY_MAJOR_VERSION, PY_MINOR_VERSION, opts[i]);
 
-		if (n > 0 && (size_t)n < sizeof(path) && file_holds(path, 16, data, len))
+		if (n > 0 && (size_t)n < sizeof(path) &&
+		    (sb_open_code_served(path, 16, data, len) || file_holds(path, 16, data, len)))
 			return true;
 	}
 	return false;

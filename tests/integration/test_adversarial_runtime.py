@@ -352,6 +352,30 @@ attack("marshal-stdlib-name-granted", API, """
     exec(marshal.loads(data.replace(fake.encode(), name.encode())))
 """, api=("ALLOW:dynamic-code", "ALLOW:deserialization"), imports=IMPORTS + ", marshal")
 
+# The guard serves io.open_code() of a standard-library cache and admits
+# the very bytes it read without a second read (guard-open-code.h): the same
+# bytes edited, or the program's reader put where io.BytesIO was before a
+# cache is served, must not pass.
+attack("marshal-served-cache-edited", API, """
+    import io, marshal
+    data = bytearray(io.open_code(STDLIB + '/__pycache__/csv.cpython-311.pyc').read())
+    i = data.index(b'QUOTE_MINIMAL')
+    data[i:i + 13] = b'QUOTE_MAXIMAL'
+    exec(marshal.loads(memoryview(bytes(data))[16:]))
+""", api=("ALLOW:dynamic-code", "ALLOW:deserialization"), imports=IMPORTS + ", marshal, io")
+
+attack("marshal-served-cache-reader-replaced", API, """
+    import _io, io, marshal
+    path = STDLIB + '/__pycache__/csv.cpython-311.pyc'
+    forged = io.open_code(path).read().replace(b'QUOTE_MINIMAL', b'QUOTE_MAXIMAL')
+    class Reader(_io.BytesIO):
+        def read(self, *args):
+            return forged
+    _io.BytesIO = io.BytesIO = Reader
+    marshal.loads(memoryview(io.open_code(path).read())[16:])
+    exec(marshal.loads(memoryview(forged)[16:]))
+""", api=("ALLOW:dynamic-code", "ALLOW:deserialization"), imports=IMPORTS + ", marshal, io, _io")
+
 attack("code-replace-stdlib-name-granted", API, """
     def f():
         import ctypes
