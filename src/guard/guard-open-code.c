@@ -112,13 +112,17 @@ static PyObject *raise_errno(int error, PyObject *path)
 static PyObject *read_all(int fd, PyObject *path)
 {
 	struct stat st;
+	PyThreadState *ts;
 	PyObject *bytes;
 	Py_ssize_t size, got = 0;
 	int r, error = 0;
 
-	Py_BEGIN_ALLOW_THREADS r = fstat(fd, &st);
+	ts = PyEval_SaveThread();
+	r = fstat(fd, &st);
 	error = errno;
-	Py_END_ALLOW_THREADS if (r < 0) return raise_errno(error, path);
+	PyEval_RestoreThread(ts);
+	if (r < 0)
+		return raise_errno(error, path);
 	if (S_ISDIR(st.st_mode))
 		return raise_errno(EISDIR, path);
 	size = S_ISREG(st.st_mode) && st.st_size < PY_SSIZE_T_MAX / 4 ? (Py_ssize_t)st.st_size + 1
@@ -138,11 +142,11 @@ static PyObject *read_all(int fd, PyObject *path)
 			if (_PyBytes_Resize(&bytes, size) < 0)
 				return NULL;
 		}
-		Py_BEGIN_ALLOW_THREADS n =
-		    read(fd, PyBytes_AS_STRING(bytes) + got, (size_t)(size - got));
+		ts = PyEval_SaveThread();
+		n = read(fd, PyBytes_AS_STRING(bytes) + got, (size_t)(size - got));
 		error = errno;
-		Py_END_ALLOW_THREADS if (n > 0)
-		{
+		PyEval_RestoreThread(ts);
+		if (n > 0) {
 			got += n;
 			continue;
 		}
@@ -184,9 +188,13 @@ static PyObject *open_code(PyObject *path, void *userdata _unused_)
 	if (PySys_Audit("open", "Osi", path, "r", O_RDONLY | O_CLOEXEC) < 0)
 		return NULL;
 	for (;;) {
-		Py_BEGIN_ALLOW_THREADS fd = open(p, O_RDONLY | O_CLOEXEC);
+		PyThreadState *ts = PyEval_SaveThread();
+
+		fd = open(p, O_RDONLY | O_CLOEXEC);
 		error = errno;
-		Py_END_ALLOW_THREADS if (fd >= 0) break;
+		PyEval_RestoreThread(ts);
+		if (fd >= 0)
+			break;
 		if (error != EINTR)
 			return raise_errno(error, path);
 		if (PyErr_CheckSignals() < 0)
