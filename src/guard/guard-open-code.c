@@ -221,8 +221,10 @@ int sb_open_code_activate(void)
 {
 	PyObject *name = PyUnicode_FromString("_io");
 
-	/* sys.modules as the interpreter's start left it: no import statement
-	 * (the guard would judge it), no program code has run. */
+	/* From sys.modules, not by an import statement (the guard would judge
+	 * it as the program's). site's .pth files may have run before this:
+	 * nothing rests on the type being genuine, the proof is the buffer's
+	 * address (sb_open_code_served()). */
 	served.io = name ? PyImport_GetModule(name) : NULL;
 	Py_XDECREF(name);
 	if (served.io)

@@ -57,8 +57,9 @@ int sb_seccomp_apply(const struct sb_seccomp_policy *policy, const struct sb_sec
 		     char **reterr);
 
 /* The same, on a thread of its own: the kernel's conversion and JIT of the
- * program (0.1-0.2 ms, about 1 % of a `-c pass`) run on another CPU while
- * this thread goes on starting the interpreter. The filter is in force on
+ * program (0.1-0.2 ms, about 1 % of a `-c pass`) run on another CPU, when the
+ * scheduler puts the thread there, while this one goes on starting the
+ * interpreter. The filter is in force on
  * every thread once sb_seccomp_wait() has returned 0, and the caller calls it
  * before the interpreter runs code from a file (audit-guard.h: at its first
  * audit event); until then the process only runs python-sb's and CPython's

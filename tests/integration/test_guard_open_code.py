@@ -88,6 +88,28 @@ def test_each_stdlib_cache_is_opened_once(request, cache, who, profile):
     assert opens == 1, (opens, r)
 
 
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_the_guard_decides_on_a_served_cache(request, cache, who):
+    # The hook raises the "open" event itself: a cache ignore= hides is never
+    # opened, io.open_code() is refused as io.open() would be, and the import
+    # falls back to the module's source (os-sandbox=none: the guard alone).
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    fd = _inotify()
+    try:
+        r = sb.run_code(PROFILES["guard"] + f"ignore={cache}\n",
+                        f"import io, {MODULE}\nprint('IMPORTED', {MODULE}.__name__)\n"
+                        f"try:\n    io.open_code({cache!r})\n"
+                        "except FileNotFoundError as e:\n    print('REFUSED', type(e).__name__)\n")
+        opens = _opens(fd, os.path.basename(cache))
+    finally:
+        os.close(fd)
+    assert r.returncode == 0, r
+    assert f"IMPORTED {MODULE}" in r.stdout, r
+    assert "REFUSED RuleFileNotFoundError" in r.stdout, r
+    assert f"is ignored by rule 'ignore={cache}'" in r.stderr, r
+    assert opens == 0, (opens, r)
+
+
 OPEN_CODE = """\
 import io, os, sys
 CACHE = {cache!r}
