@@ -10,9 +10,7 @@
 #   2. The time of each step, inside the process and without tracing every
 #      system call: uprobes (perf probe) on python-sb's sb_boundary_build,
 #      sb_boundary_enter and, within it, sb_limits_apply, sb_landlock_apply and
-#      sb_seccomp_apply or sb_seccomp_apply_async (the load on a thread of its
-#      own: then seccomp() runs on that thread, and sb_seccomp_wait is how long
-#      the main one waited for it); RUNS runs per profile, median and mean in µs. Needs
+#      sb_seccomp_apply; RUNS runs per profile, median and mean in µs. Needs
 #      root, perf and a kernel with uprobe events and tracefs mounted; skipped
 #      with a message otherwise. The probes are removed on exit.
 #
@@ -57,8 +55,7 @@ done
 
 echo
 echo "== 2. time of each step (uprobes; $RUNS runs per profile)"
-probes=(sb_boundary_build sb_boundary_enter sb_limits_apply sb_landlock_apply sb_seccomp_apply
-    sb_seccomp_apply_async sb_seccomp_wait)
+probes=(sb_boundary_build sb_boundary_enter sb_limits_apply sb_landlock_apply sb_seccomp_apply)
 if ! command -v perf >/dev/null; then
     echo "skipped: perf not found (Debian: apt-get install linux-perf)"
     exit 0

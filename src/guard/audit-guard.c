@@ -35,9 +35,8 @@ static struct {
 	const struct sb_audit_handler **index; /* by hash of the event name */
 	uint32_t *index_n;		       /* how many handlers the event has */
 	uint32_t index_mask;
-	uint64_t modules_version;		/* sys.modules at the last after-import pass */
-	bool after_import_again;		/* a part asked for another pass */
-	int (*first_event_wait)(char **reterr); /* sb_guard_wait_at_first_event() */
+	uint64_t modules_version; /* sys.modules at the last after-import pass */
+	bool after_import_again;  /* a part asked for another pass */
 } guard;
 
 /* What a runtime section exempts: the import of a module and the globals an
@@ -134,31 +133,11 @@ static int dispatch_prefix(const char *event, PyObject *args)
 	return 0;
 }
 
-/* The interpreter's first event comes before it imports any module through
- * the import system (site, sitecustomize, .pth files, the program's own):
- * until then it runs only its C start-up and the frozen modules built into
- * it. */
-static int wait_at_first_event(void)
-{
-	int (*wait)(char **reterr) = guard.first_event_wait;
-	_cleanup_free_ char *err = NULL;
-
-	guard.first_event_wait = NULL;
-	if (wait(&err) >= 0)
-		return 0;
-	/* The interpreter stops starting; the launcher asks again and says why. */
-	PyErr_Format(PyExc_SystemError, "python-sb: the sandbox cannot be applied: %s",
-		     err ? err : "unknown error");
-	return -1;
-}
-
 static int sb_audit_hook(const char *event, PyObject *args, void *userdata _unused_)
 {
 	const struct sb_audit_handler *h;
 	unsigned n;
 
-	if (__builtin_expect(guard.first_event_wait != NULL, 0) && wait_at_first_event() < 0)
-		return -1;
 	if (!sb_guard_armed()) {
 		if (streq(event, SB_SELFTEST_EVENT))
 			guard.selftest_hits++;
@@ -274,11 +253,6 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 	if (r < 0)
 		*reterr = strdup("cannot install the open_code hook");
 	return r;
-}
-
-void sb_guard_wait_at_first_event(int (*wait)(char **reterr))
-{
-	guard.first_event_wait = wait;
 }
 
 int sb_guard_activate(char **reterr)

@@ -24,15 +24,6 @@ int sb_guard_prepare(const struct sb_profile *profile, const char *profile_path,
 		     const struct sb_interp_paths *interp, const struct sb_guard_observer *observer,
 		     char **reterr);
 
-/* wait runs once, at the interpreter's first audit event: before that event
- * the interpreter has imported no module through the import system, so run
- * no code from a file (only its C start-up and its frozen modules). When it
- * fails (-errno with *reterr) the event is refused, and the interpreter stops
- * starting (the launcher calls wait again to say why). Only when the guard is
- * enabled (py-sandbox=true: the hook is there); set before
- * Py_InitializeFromConfig(). */
-void sb_guard_wait_at_first_event(int (*wait)(char **reterr));
-
 /* Proves the hook fires, activates every part and arms the guard. Needs the
  * GIL. 0, or -errno with *reterr set (the launch must then stop). */
 int sb_guard_activate(char **reterr);

@@ -215,8 +215,7 @@ int sb_boundary_enter(const struct sb_boundary *b, char ***warnings, int *ret_st
 		self.n_timers = 2;
 	}
 	if (b->use_seccomp) {
-		r = b->seccomp_async ? sb_seccomp_apply_async(&b->seccomp, &self, reterr)
-				     : sb_seccomp_apply(&b->seccomp, &self, reterr);
+		r = sb_seccomp_apply(&b->seccomp, &self, reterr);
 		if (r < 0)
 			return r;
 	}

@@ -60,11 +60,6 @@ struct sb_boundary {
 	bool entered_by_wrapper;
 	bool use_seccomp; /* SB_PROVIDER_SECCOMP */
 	struct sb_seccomp_policy seccomp;
-	/* Entering starts the filter's load on a thread of its own
-	 * (sb_seccomp_apply_async()): the caller then calls sb_seccomp_wait()
-	 * before the program's code can run. Not while learning, which loads
-	 * filters of its own. */
-	bool seccomp_async;
 	/* Learning (SB_MODE_LEARN): seccomp is relaxed, and this is the
 	 * profile's own allowlist, which learning's native observer watches. */
 	struct sb_seccomp_policy seccomp_profile;
@@ -117,9 +112,8 @@ int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable,
  * the ruleset and the filter needs memory and descriptors); between the
  * provider's part and seccomp, the identity and the capabilities
  * (privileges.h: seccomp refuses the calls that drop them), then the
- * watchdog's timers (the filter names them). With seccomp_async the filter
- * may still be loading on return: sb_seccomp_wait() says when it holds, and
- * whether it failed. Must run before any thread exists: Landlock and seccomp
+ * watchdog's timers (the filter names them). Must run before any thread
+ * exists: Landlock and seccomp
  * only bind the calling thread and what it creates later. What the kernel
  * could not enforce is added to *warnings. 0 in the process that runs the
  * program; 1 in a parent the provider left outside (provider.h, enter), once

@@ -56,24 +56,6 @@ struct sb_seccomp_self {
 int sb_seccomp_apply(const struct sb_seccomp_policy *policy, const struct sb_seccomp_self *self,
 		     char **reterr);
 
-/* The same, on a thread of its own: the kernel's conversion and JIT of the
- * program (0.1-0.2 ms, about 1 % of a `-c pass`) run on another CPU, when the
- * scheduler puts the thread there, while this one goes on starting the
- * interpreter. The filter is in force on
- * every thread once sb_seccomp_wait() has returned 0, and the caller calls it
- * before the interpreter runs code from a file (audit-guard.h: at its first
- * audit event); until then the process only runs python-sb's and CPython's
- * C start-up. Falls back to sb_seccomp_apply() where no thread can be made,
- * in ASan builds (a thread ASan would not know of) and on architectures
- * other than x86-64 (the thread's system call is written in assembly). */
-int sb_seccomp_apply_async(const struct sb_seccomp_policy *policy,
-			   const struct sb_seccomp_self *self, char **reterr);
-
-/* Waits for sb_seccomp_apply_async()'s load: 0 when it holds (or none was
- * started), -errno with *reterr when it failed, then and at every later call;
- * -ECHILD in a process forked while it ran (no thread to wait for there). */
-int sb_seccomp_wait(char **reterr);
-
 /* The same, building the filter with libseccomp now (the fallback, and the
  * reference the tests compare the compiled programs with). */
 int sb_seccomp_apply_dynamic(const struct sb_seccomp_policy *policy,

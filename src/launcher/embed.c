@@ -380,22 +380,8 @@ static int start(struct sb_embed_state *st, const struct sb_interp_paths *interp
 		return r;
 	}
 
-	/* The seccomp filter may still be loading (seccomp-filter.h): it must
-	 * hold before the interpreter runs code from a file. The guard's hook
-	 * sees the first moment that can happen (audit-guard.h); without the
-	 * guard, the wait is here. */
-	if (e->profile->py_sandbox)
-		sb_guard_wait_at_first_event(sb_seccomp_wait);
-	else if ((r = sb_seccomp_wait(reterr)) < 0) {
-		PyConfig_Clear(&st->config);
-		return r;
-	}
 	status = Py_InitializeFromConfig(&st->config);
 	PyConfig_Clear(&st->config);
-	/* Whatever the interpreter says: a filter that failed is the cause. */
-	r = sb_seccomp_wait(reterr);
-	if (r < 0)
-		return r;
 	if (PyStatus_Exception(status)) {
 		if (PyStatus_IsExit(status)) {
 			*ret_done = true;

@@ -287,9 +287,6 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	 * the inner python-sb reports. */
 	if (!e->report && !e->worker && !wrapper && !wrapping->inside)
 		sb_boundary_use_watchdog(&boundary, sb_monotonic_ns());
-	/* The interpreter starts while another CPU loads the filter; embed.c
-	 * waits for it before the program's code (seccomp-filter.h). */
-	boundary.seccomp_async = mode != SB_MODE_LEARN;
 	launch = (struct sb_wrap_launch){
 	    .provider = e->provider,
 	    .boundary = &boundary,

@@ -318,12 +318,11 @@ def test_tiny_memory_limit_is_applied_after_the_boundary(sb, provider):
         assert r.returncode in (1, EXIT_CONFIG), r
 
 # --------------------------------------------------------------------------
-# The filter is loaded on a thread of its own while the interpreter starts
-# (seccomp-filter.h, sb_seccomp_apply_async): it holds before any Python code
-# runs, and a load that fails stops everything.
+# The filter holds before any Python code runs, and a load that fails stops
+# everything.
 
-# Threads: the loader thread clears its id before the kernel reaps it, and a
-# busy machine may take a while to: it must be gone soon, not at once.
+# Threads: python-sb starts none; a busy machine may take a while to reap one
+# that a change did start: it must be gone soon, not at once.
 START_UP_STATUS = """
 import time
 def status():
@@ -345,8 +344,8 @@ print("start-up:", " ".join(f"{k}={d[k]}"
 @pytest.mark.parametrize("who", ["root", "nobody"])
 def test_filter_holds_when_start_up_code_runs(request, who, provider, guard):
     """sitecustomize, the earliest Python code of a run (imported by site
-    while the interpreter starts), finds the filter in force and the thread
-    that loaded it gone; os-sandbox=none is the control."""
+    while the interpreter starts), finds the filter in force and no thread
+    but its own; os-sandbox=none is the control."""
     sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
     site = sb.mkdir("site")
     sb.write("site/sitecustomize.py", START_UP_STATUS)
@@ -381,9 +380,9 @@ os.execv(sys.argv[1], sys.argv[1:])
 @pytest.mark.parametrize("guard", ["true", "false"])
 @pytest.mark.parametrize("who", ["root", "nobody"])
 def test_a_filter_that_cannot_be_loaded_stops_the_run(request, who, guard):
-    """Neither start-up code (sitecustomize) nor the program runs: with the
-    guard, the interpreter stops at its first audit event; without it,
-    before it starts. The error names the system call and the errno."""
+    """Neither start-up code (sitecustomize) nor the program runs, with the
+    guard or without: the interpreter does not start. The error names the
+    system call and the errno."""
     sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
     site, rw = sb.mkdir("site"), sb.mkdir("rw")
     sb.write("site/sitecustomize.py", f"open({str(rw / 'STARTED')!r}, 'w').close()\n")

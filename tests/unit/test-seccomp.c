@@ -1035,69 +1035,12 @@ static void test_timers(void)
 		   "program's own can");
 }
 
-/* ---- the load on a thread of its own ---- */
-
-/* Threads: from /proc/self/status; the loader may take a moment to go after
- * its exit woke the wait (the kernel clears the id before it reaps). */
-static int threads_after_a_while(void)
-{
-	for (int tries = 0; tries < 100; tries++) {
-		_cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
-		char line[256];
-		int n = -1;
-
-		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, "Threads: %d", &n) == 1)
-				break;
-		if (n == 1)
-			return 1;
-		usleep(10000);
-	}
-	return 0;
-}
-
-static int async_case(const void *arg _unused_)
-{
-	char *err = NULL;
-
-	if (sb_seccomp_apply_async(&p_none, NULL, &err) < 0)
-		return APPLY_FAILED;
-	if (sb_seccomp_wait(&err) < 0)
-		return 10;
-	/* In force on this thread, which did not load it: personality() with
-	 * a flag is refused (see do_personality). */
-	if (syscall(SYS_personality, (long)ADDR_NO_RANDOMIZE) != -1 || errno != EPERM)
-		return 20;
-	if (!threads_after_a_while())
-		return 30;
-	return sb_seccomp_wait(&err) == 0 ? 0 : 40;
-}
-
-#ifndef SB_HAVE_ASAN /* there the load is made in line: nothing to fork during */
-/* A process forked while the load runs has no loader thread: its wait must
- * fail at once rather than wait for an exit it will never see. */
-static int async_forked_case(const void *arg _unused_)
-{
-	char *err = NULL;
-	int status;
-	pid_t pid;
-
-	if (sb_seccomp_apply_async(&p_none, NULL, &err) < 0)
-		return APPLY_FAILED;
-	pid = fork();
-	if (pid < 0)
-		return 10;
-	if (pid == 0)
-		_exit(sb_seccomp_wait(&err) == -ECHILD && err && strstr(err, "forked") ? 0 : 1);
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return 20;
-	return sb_seccomp_wait(&err) == 0 ? 0 : 30;
-}
-#endif
+/* ---- a load the kernel refuses ---- */
 
 /* A filter of the caller's that refuses seccomp() itself (as a container's
- * may): the wait reports the failure, every time; the filter is not in force. */
-static int async_refused_case(const void *arg _unused_)
+ * may): the load fails with the errno and says which call; nothing is in
+ * force. */
+static int refused_case(const void *arg _unused_)
 {
 	struct sock_filter refuse_seccomp[] = {
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0),
@@ -1106,40 +1049,24 @@ static int async_refused_case(const void *arg _unused_)
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog fprog = {.len = ELEMENTSOF(refuse_seccomp), .filter = refuse_seccomp};
-	char *err = NULL, *again = NULL;
-	bool started;
-	int r;
+	_cleanup_free_ char *err = NULL;
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) < 0)
 		return 10;
-	/* Where the load is made in line (ASan builds), it fails right away. */
-	r = sb_seccomp_apply_async(&p_none, NULL, &err);
-	started = r == 0;
-	if (started)
-		r = sb_seccomp_wait(&err);
-	if (r != -EPERM || !err ||
+	if (sb_seccomp_apply(&p_none, NULL, &err) != -EPERM || !err ||
 	    !strstr(err, "seccomp(SECCOMP_SET_MODE_FILTER): Operation not permitted"))
-		return 30;
-	if (started && (sb_seccomp_wait(&again) != -EPERM || !again || strcmp(err, again) != 0))
-		return 40;
+		return 20;
 	/* Not in force: a call only the filter would refuse goes through. */
 	if (syscall(SYS_personality, 0xffffffffL) < 0)
-		return 50;
+		return 30;
 	return 0;
 }
 
-static void test_async(void)
+static void test_refused(void)
 {
-	TAP_IS_INT(run(NULL, async_case, NULL), 0,
-		   "loaded on another thread: in force on the caller's after the wait, the "
-		   "loader gone");
-#ifndef SB_HAVE_ASAN
-	TAP_IS_INT(run(NULL, async_forked_case, NULL), 0,
-		   "a process forked during the load: its wait fails at once");
-#endif
-	TAP_IS_INT(run(NULL, async_refused_case, NULL), 0,
-		   "a load refused on the other thread: the wait says why, at every call");
+	TAP_IS_INT(run(NULL, refused_case, NULL), 0,
+		   "a load the kernel refuses: -EPERM, the error names the call, nothing in force");
 }
 
 /* ---- API ---- */
@@ -1202,6 +1129,6 @@ int main(void)
 	test_abis();
 	test_unknown_syscalls();
 	test_timers();
-	test_async();
+	test_refused();
 	return tap_done();
 }
