@@ -51,15 +51,23 @@ static bool caps_empty(const struct caps *c)
 	return true;
 }
 
-/* The highest capability this kernel knows (newer than our headers, maybe). */
-static unsigned last_cap(void)
+/* Empties the bounding set. Capabilities are numbered from 0 without gaps,
+ * and PR_CAPBSET_DROP answers EINVAL past the kernel's last (cap_valid()):
+ * that answer is the end, whatever the kernel's age. Neither
+ * /proc/sys/kernel/cap_last_cap (Landlock has closed it by now) nor the
+ * headers' CAP_LAST_CAP (a kernel newer than them has more) would be. */
+static int drop_bounding_set(char **reterr)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
-	unsigned n = CAP_LAST_CAP;
-
-	if (f && fscanf(f, "%u", &n) != 1)
-		n = CAP_LAST_CAP;
-	return n < 63 ? n : 63;
+	for (unsigned cap = 0; cap < 64; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+			continue;
+		if (errno == EINVAL && cap > 0)
+			return 0;
+		return sb_error(reterr, -errno,
+				"cannot drop capability %u from the bounding set: %s", cap,
+				strerror(errno));
+	}
+	return 0;
 }
 
 static int switch_identity(const struct sb_identity *user, char **reterr)
@@ -118,14 +126,9 @@ int sb_privileges_drop(const struct sb_identity *user, bool drop_capabilities,
 	setpcap = caps_effective(&c, CAP_SETPCAP);
 
 	if (drop_capabilities && setpcap) {
-		const unsigned last = last_cap();
-
-		for (unsigned cap = 0; cap <= last; cap++)
-			if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-				return sb_error(
-				    reterr, -errno,
-				    "cannot drop capability %u from the bounding set: %s", cap,
-				    strerror(errno));
+		r = drop_bounding_set(reterr);
+		if (r < 0)
+			return r;
 		if (prctl(PR_SET_SECUREBITS, SB_SECUREBITS, 0, 0, 0) < 0)
 			return sb_error(reterr, -errno, "cannot lock the securebits: %s",
 					strerror(errno));
