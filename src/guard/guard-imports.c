@@ -200,10 +200,49 @@ static const struct {
     {"array", "collections.abc"},
 };
 
-/* C functions of the standard library that import a module of their own on
- * first use, whoever calls them: time.strptime() and datetime.strptime()
- * import _strptime. */
-static const char *const c_lazy_imports[] = {"_strptime"};
+/* The modules that C functions of the standard library import when they
+ * are called (not when their module is made: c_code_imports), with the
+ * modules holding those functions (CPython 3.11, measured): _datetime's
+ * strftime(), timetuple() and __format__() import time, its strptime() and
+ * time.strptime() import _strptime. The import comes from C code under the
+ * caller's frame, the program's when the program called them: a profile
+ * that allows a module holding such a function allows what the function
+ * imports (the program reaches it anyway, by calling the function), and
+ * the standard library's code calling one is the runtime's own work. The
+ * methods cannot be wrapped to tell the two apart: _datetime's types are
+ * immutable. */
+static const struct {
+	const char *module;
+	const char *imported_by; /* separated by spaces */
+} c_call_imports[] = {
+    {"_strptime", "datetime time"},
+    {"time", "datetime"},
+};
+
+/* Whether module is what a C function of a module the profile allows
+ * imports when it is called (c_call_imports). */
+static bool c_call_import_allowed(const char *module)
+{
+	for (size_t i = 0; i < ELEMENTSOF(c_call_imports); i++) {
+		const char *p = c_call_imports[i].imported_by;
+
+		if (!streq(c_call_imports[i].module, module))
+			continue;
+		while (*p) {
+			size_t n = strcspn(p, " ");
+			char top[32];
+
+			if (n < sizeof(top)) {
+				memcpy(top, p, n);
+				top[n] = '\0';
+				if (top_level_allowed(top))
+					return true;
+			}
+			p += n + (p[n] == ' ');
+		}
+	}
+	return false;
+}
 
 static bool word_in(const char *word, const char *list)
 {
@@ -239,8 +278,8 @@ static bool own_work_import(PyFrameObject *frame, const char *module)
 		    sb_guard_frame_is(frame, own_work_importers[i].file,
 				      own_work_importers[i].function))
 			return true;
-	for (size_t i = 0; i < ELEMENTSOF(c_lazy_imports); i++)
-		if (streq(module, c_lazy_imports[i]))
+	for (size_t i = 0; i < ELEMENTSOF(c_call_imports); i++)
+		if (streq(module, c_call_imports[i].module))
 			return true;
 	return false;
 }
@@ -336,6 +375,20 @@ static bool asked_by_runtime(const char *module, const struct import_ask *ask)
 	return runtime || (ask->origin != FROM_RUN && module_loaded(module));
 }
 
+/* Whether the request is an import statement of the innermost frame that
+ * names the module (IMPORT_NAME), rather than a call that imports it. */
+static bool import_statement_names(const struct import_ask *ask)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	bool named;
+
+	if (ask->origin != FROM_STATEMENT || !frame)
+		return false;
+	named = sb_guard_frame_imports_literal(frame, ask->name, ask->globals, ask->level);
+	PyErr_Clear();
+	return named;
+}
+
 /* 0 when allowed, -1 with an exception set when refused. */
 static int check_import(const char *module, const struct import_ask *ask)
 {
@@ -349,6 +402,10 @@ static int check_import(const char *module, const struct import_ask *ask)
 	memcpy(top, module, top_len);
 	top[top_len] = '\0';
 	if (top_level_allowed(top))
+		return 0;
+	/* An import statement that names the module is its code's own ask,
+	 * decided as any other below (the program's refused). */
+	if (c_call_import_allowed(module) && !import_statement_names(ask))
 		return 0;
 	/* A module neither the standard library's nor loaded: only a rule
 	 * lets it in, or a function of own_work_importers its name (Debian's

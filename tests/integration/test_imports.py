@@ -3,6 +3,8 @@
 
 import pytest
 
+from conftest import LANDLOCK_ABI
+
 
 def denial(name, profile):
     return (f"ModuleNotFoundError: Module named '{name}' is not allowed by a rule. "
@@ -189,3 +191,49 @@ except ModuleNotFoundError as e:
     print('refused', e.name)
 """)
     assert (r.returncode, r.stdout) == (0, "[1]\nrefused colorsys\n"), r
+
+
+# C functions that import a module when they are called (guard-imports.c,
+# c_call_imports): the import runs under the caller's frame, the program's;
+# the module holding the function allowed, what it imports comes with it.
+C_CALLS = [
+    ("datetime", "import datetime\nprint(datetime.date(2020, 1, 2).strftime('%Y'))\n", "2020\n"),
+    ("datetime", "import datetime\nprint(datetime.date(2020, 1, 2).timetuple().tm_yday)\n", "2\n"),
+    ("datetime", "import datetime\nprint(format(datetime.date(2020, 1, 2), '%d'))\n", "02\n"),
+    ("datetime", "import datetime\nprint(datetime.datetime.strptime('2024-03', '%Y-%m').month)\n",
+     "3\n"),
+    ("time", "import time\nprint(time.strptime('2024', '%Y').tm_year)\n", "2024\n"),
+]
+
+
+@pytest.mark.parametrize("imports,code,out", C_CALLS)
+def test_c_functions_bring_what_they_import(sb, imports, code, out):
+    r = run(sb, imports, code)
+    assert (r.returncode, r.stdout, r.stderr) == (0, out, ""), r
+
+
+@pytest.mark.parametrize("provider", ["landlock", "subprocess"])
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_c_functions_bring_what_they_import_under_the_kernel_layer(request, provider, who):
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    imports, code, out = C_CALLS[3]
+    r = sb.run_code(f"os-sandbox={provider}\npython-import={imports}\n", code)
+    assert (r.returncode, r.stdout, r.stderr) == (0, out, ""), r
+
+
+# An import statement naming such a module stays the program's own ask, and
+# without the module that holds the function nothing comes.
+@pytest.mark.parametrize("imports,code,name", [
+    ("datetime", "import time\n", "time"),
+    ("datetime", "from time import sleep\n", "time"),
+    ("datetime", "def f():\n    import _strptime\nf()\n", "_strptime"),
+    ("time", "import _strptime\n", "_strptime"),
+    ("json", "__import__('_strptime')\n", "_strptime"),
+    ("json", "import importlib\nimportlib.import_module('_strptime')\n", "_strptime"),
+])
+def test_what_c_functions_import_is_not_the_programs(sb, imports, code, name):
+    r = run(sb, imports + (",importlib" if "importlib" in code else ""), code)
+    assert r.returncode == 1, r
+    assert denial(name, sb.path(".py-sandboxes")) in r.stderr, r
