@@ -72,13 +72,30 @@ static bool top_level_allowed_name(const char *module)
 	return top_level_allowed(top);
 }
 
+/* Learning: a name recorded as a rule is allowed for the rest of the run,
+ * as the rule will allow it, and what comes with it (c_call_imports) with
+ * it. Without memory, nothing is lost but that: the name is recorded
+ * again. */
+static void allow_learned(char **name)
+{
+	char **allowed = reallocarray(imports.allowed, imports.n_allowed + 1, sizeof(char *));
+
+	if (!allowed)
+		return;
+	imports.allowed = allowed;
+	imports.allowed[imports.n_allowed++] = TAKE_PTR(*name);
+	qsort(imports.allowed, imports.n_allowed, sizeof(char *), cmp_str);
+}
+
 static int deny_import(const char *module, size_t top_len)
 {
 	_cleanup_free_ char *text = NULL, *name = strndup(module, top_len);
 
 	if (name && sb_guard_refused(&(struct sb_refusal){.kind = SB_REFUSAL_IMPORT,
-							  .subject = name}) == SB_RECORDED_ALLOW)
+							  .subject = name}) == SB_RECORDED_ALLOW) {
+		allow_learned(&name);
 		return 0;
+	}
 	if (!name || asprintf(&text,
 			      "Module named '%s' is not allowed by a rule. Add "
 			      "'python-import=%s' to '%s'",

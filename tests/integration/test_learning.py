@@ -214,6 +214,22 @@ def test_learn_file_key(sb):
     assert "python-import=json" in rules(learned)
 
 
+def test_what_c_functions_import_is_not_learned_apart(sb):
+    """datetime's strftime() imports time and its strptime() _strptime
+    (guard-imports.c, c_call_imports): the learned rule is datetime alone,
+    and it is enough for the run after."""
+    s = sb.script("import datetime\n"
+                  "print(datetime.date(2020, 1, 2).strftime('%Y'),\n"
+                  "      datetime.datetime.strptime('2024', '%Y').year)\n")
+    r = sb.run(s)
+    assert r.returncode == 0 and r.stdout == "2020 2024\n", r
+    prof = sb.path(".py-sandboxes")
+    assert [line for line in rules(prof) if line.startswith("python-import=")] == \
+        ["python-import=datetime"], rules(prof)
+    r = sb.run(s)
+    assert (r.returncode, r.stdout) == (0, "2020 2024\n") and "LEARNING" not in r.stderr, r
+
+
 def test_learn_false_refuses_cli_learn(sb):
     sb.profile("learn=false\n")
     r = sb.run("--learn", "-c", "open('MARK', 'w')")
