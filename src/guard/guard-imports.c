@@ -219,9 +219,12 @@ static const struct {
 
 /* The modules that C functions of the standard library import when they
  * are called (not when their module is made: c_code_imports), with the
- * modules holding those functions (CPython 3.11, measured): _datetime's
- * strftime(), timetuple() and __format__() import time, its strptime() and
- * time.strptime() import _strptime. The import comes from C code under the
+ * modules holding those functions. CPython 3.11's PyImport_ImportModule()
+ * calls of a fixed name in Modules/ and Objects/ outside init functions,
+ * less those of the interpreter's start, of Windows, of a module's own
+ * package (_curses: curses, _sre: re) or of modules always loaded (copyreg,
+ * io); struct, which memoryview imports for formats only ctypes' buffers
+ * have, is left to a rule. The import comes from C code under the
  * caller's frame, the program's when the program called them: a profile
  * that allows a module holding such a function allows what the function
  * imports (the program reaches it anyway, by calling the function), and
@@ -232,8 +235,11 @@ static const struct {
 	const char *module;
 	const char *imported_by; /* separated by spaces */
 } c_call_imports[] = {
-    {"_strptime", "datetime time"},
-    {"time", "datetime"},
+    {"_strptime", "datetime time"}, /* datetime.strptime(), time.strptime() */
+    {"functools", "operator"},	    /* methodcaller.__reduce__() with keywords */
+    {"pickle", "zoneinfo"},	    /* a zone read from a file: ZoneInfo.__reduce__() */
+    {"resource", "os posix"},	    /* os.wait3(), os.wait4(): the struct_rusage type */
+    {"time", "datetime"},	    /* date.today(), strftime(), timetuple(), __format__() */
 };
 
 /* Whether module is what a C function of a module the profile allows
@@ -406,6 +412,42 @@ static bool import_statement_names(const struct import_ask *ask)
 	return named;
 }
 
+/* Whether the request is an import statement in the standard library's
+ * code that names the module (the innermost frame). */
+static bool stdlib_statement_names(const struct import_ask *ask)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	const char *file;
+	bool stdlib;
+
+	if (!import_statement_names(ask))
+		return false;
+	code = PyFrame_GetCode(frame);
+	file = PyUnicode_AsUTF8(code->co_filename);
+	stdlib = file && sb_guard_is_runtime_file(file);
+	PyErr_Clear();
+	Py_DECREF(code);
+	return stdlib;
+}
+
+/* The standard library's own import statement of a module that is neither
+ * its own nor loaded nor allowed is a probe for something optional (copy
+ * and pickle try Jython's org.python.core): refused as CPython refuses a
+ * module that does not exist, with no rule to suggest and nothing recorded
+ * (a rule would only let code of the program's run under that name). */
+static int refuse_probe(const char *module, size_t top_len)
+{
+	PyObject *name = PyUnicode_FromStringAndSize(module, (Py_ssize_t)top_len), *msg;
+
+	msg = name ? PyUnicode_FromFormat("No module named '%U'", name) : NULL;
+	if (msg)
+		PyErr_SetImportErrorSubclass(PyExc_ModuleNotFoundError, msg, name, NULL);
+	Py_XDECREF(msg);
+	Py_XDECREF(name);
+	return -1;
+}
+
 /* 0 when allowed, -1 with an exception set when refused. */
 static int check_import(const char *module, const struct import_ask *ask)
 {
@@ -428,8 +470,12 @@ static int check_import(const char *module, const struct import_ask *ask)
 	 * lets it in, or a function of own_work_importers its name (Debian's
 	 * _sysconfigdata_* is not in sys.stdlib_module_names), and then the
 	 * machinery serving that very request. */
-	if (!runtime_may_import(top))
-		return asked_by_own_work(module) ? 0 : deny_import(module, top_len);
+	if (!runtime_may_import(top)) {
+		if (asked_by_own_work(module))
+			return 0;
+		return stdlib_statement_names(ask) ? refuse_probe(module, top_len)
+						   : deny_import(module, top_len);
+	}
 	/* Our own C code's imports (a runtime section). */
 	if (sb_guard_in_runtime_section())
 		return 0;
