@@ -28,6 +28,11 @@ static struct {
 	size_t n_pending;
 	/* sys.path[0] when no module there is allowed: not even listed. */
 	char *path0_unlisted;
+	/* Set around the decision of a stat(), lstat() or access()
+	 * (sb_files_metadata_only()). */
+	bool metadata_only;
+	/* Missing paths the runtime probes for itself (sb_files_add_probe()). */
+	char *probes[2];
 } files;
 
 bool sb_files_grants_pending;
@@ -249,6 +254,33 @@ static bool in_bytecode_cache(const char *resolved)
  * note, the refusal. slot is the cache entry this very resolution came from,
  * if any (NULL when the resolver itself answered, e.g. for a path with
  * ".."), for the message. */
+void sb_files_metadata_only(bool on)
+{
+	files.metadata_only = on;
+}
+
+int sb_files_add_probe(const char *resolved)
+{
+	for (size_t i = 0; i < ELEMENTSOF(files.probes); i++)
+		if (!files.probes[i]) {
+			files.probes[i] = strdup(resolved);
+			return files.probes[i] ? 0 : -ENOMEM;
+		}
+	return -ENOSPC;
+}
+
+/* The metadata a stat(), lstat() or access() may have outside the grants:
+ * a directory on the way to a grant (realpath() of a granted path lstat()s
+ * each; it exists whatever the answer, and its listing and its other
+ * entries stay refused), and the runtime's own probes of fixed paths. */
+static bool metadata_passes(const char *resolved)
+{
+	for (size_t i = 0; i < ELEMENTSOF(files.probes); i++)
+		if (files.probes[i] && streq(files.probes[i], resolved))
+			return true;
+	return sb_file_policy_leads_to_grant(&files.policy, resolved);
+}
+
 int sb_files_verdict(const char *raw, const char *abs, const char *resolved, bool write,
 		     struct sb_rc_slot *slot)
 {
@@ -261,6 +293,10 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 		note_decided(resolved, write, v, g);
 	if (v == SB_FP_ALLOW)
 		return 0;
+	/* Not remembered as a read: the cache's answer would serve an open()
+	 * or a listing of the same path. */
+	if (files.metadata_only && v == SB_FP_NOT_EXPOSED && !write && metadata_passes(resolved))
+		return 1;
 	/* What a rule would allow is offered to the observer: not a refusal by
 	 * an ignore= rule, a decision; nor the import machinery's
 	 * bytecode-cache writes, which fail harmlessly without an observer
@@ -640,6 +676,9 @@ void sb_files_check_release(void)
 	files.prepared = false;
 	free(files.path0_unlisted);
 	files.path0_unlisted = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(files.probes); i++)
+		free(TAKE_PTR(files.probes[i]));
+	files.metadata_only = false;
 }
 
 int sb_files_path0_unlisted(const char *dir)

@@ -84,6 +84,15 @@ int sb_files_check_fd_read(PyObject *o);
  * is armed. */
 int sb_guard_file_check(const char *path, bool write);
 
+/* Set by the stat(), lstat() and access() wrappers around their decision:
+ * then a directory on the way to a grant, and a path given to
+ * sb_files_add_probe(), pass without being remembered as readable. */
+void sb_files_metadata_only(bool on);
+/* A missing path the runtime probes with stat() for itself (resolved):
+ * sysconfig asks whether the interpreter runs from a source tree. 0,
+ * -ENOMEM or -ENOSPC (two at most). */
+int sb_files_add_probe(const char *resolved);
+
 /* ignore= rules: whether there are any, and whether one hides the entry
  * name of the resolved directory dir from a listing. */
 bool sb_files_has_ignores(void);

@@ -265,17 +265,21 @@ read_decide_and_call(struct wrapped *w, PyObject *const *call, size_t nargsf, Py
 
 	/* lstat() answers for stat() only when the kernel would not follow the
 	 * last name anyway (lstat("link/") and lstat("link/.") do). */
+	sb_files_metadata_only(w->probe);
 	r = sb_files_check_raw_ex(raw, -1, false, follow,
 				  w - wrapped == W_STAT && follow && wrapped[W_LSTAT].original &&
 				      n && !sb_path_follows_last(raw, n),
 				  abs, resolved, hint);
-	if (r < 0)
-		return NULL;
 	if (r > 0) {
 		result = stat_through_lstat(call[0], raw, abs, resolved, hint, &use_stat);
 		/* A link: resolved and decided as any other path. */
 		if (use_stat && sb_files_check_raw(raw, -1, false, follow, NULL) < 0)
-			return NULL;
+			r = -1;
+	}
+	sb_files_metadata_only(false);
+	if (r < 0) {
+		Py_XDECREF(result);
+		return NULL;
 	}
 	if (use_stat)
 		result = PyObject_Vectorcall(w->original, call, nargsf, kwnames);
@@ -410,12 +414,18 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 			refuse_root_change(paths[0]);
 			goto out;
 		case WRAP_READ:
-		case WRAP_READLINK:
+		case WRAP_READLINK: {
+			int r;
+
 			if (probe_exempt(w))
 				break;
-			if (sb_files_check_obj(paths[0], dir_fd, false, follow, false) < 0)
+			sb_files_metadata_only(w->probe);
+			r = sb_files_check_obj(paths[0], dir_fd, false, follow, false);
+			sb_files_metadata_only(false);
+			if (r < 0)
 				goto out;
 			break;
+		}
 		case WRAP_WRITE:
 			if (sb_files_check_obj(paths[0], dir_fd, true, false, false) < 0)
 				goto out;

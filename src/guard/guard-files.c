@@ -354,6 +354,30 @@ static bool grants_other_actors(const struct sb_profile *profile)
  * more than that. */
 static bool path0_known;
 
+/* sysconfig, on import, asks whether the interpreter runs from CPython's
+ * source tree: a stat() of Modules/Setup and Modules/Setup.local beside the
+ * real path of sys.executable (the launcher binary). Fixed paths, so their
+ * answer is no oracle; without this, importing zoneinfo reports a refusal. */
+static int add_source_tree_probes(const char *executable)
+{
+	static const char *const markers[] = {"/Modules/Setup", "/Modules/Setup.local"};
+	char resolved[PATH_MAX], probe[PATH_MAX];
+	char *slash;
+	int r = 0;
+
+	if (!executable || sb_path_resolve(executable, "/", true, resolved) < 0)
+		return 0;
+	slash = strrchr(resolved, '/');
+	if (!slash)
+		return 0;
+	*slash = '\0';
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(markers); i++)
+		if (snprintf(probe, sizeof(probe), "%s%s", resolved, markers[i]) <
+		    (int)sizeof(probe))
+			r = sb_files_add_probe(probe);
+	return r;
+}
+
 static int files_prepare(const struct sb_profile *profile, const struct sb_interp_paths *interp,
 			 char **reterr _unused_)
 {
@@ -381,6 +405,8 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 		r = sb_files_grant_later("/dev/urandom", true, false, false, "a device");
 	if (r >= 0)
 		r = sb_files_grant_later("/dev/random", true, false, false, "a device");
+	if (r >= 0 && interp && interp->files)
+		r = add_source_tree_probes(interp->files[0]);
 	/* What the kernel grants of sys.path[0] (path0-modules.h): its
 	 * listing and the allowed modules' files, nothing where no module is
 	 * allowed. While learning, the directory stays readable as a whole

@@ -544,6 +544,26 @@ static bool covers(const struct sb_fp_grant *g, const char *path, size_t n)
 	       memcmp(path, g->dir, g->len) == 0;
 }
 
+static bool leads_to(const struct sb_fp_grant *g, const char *dir, size_t n)
+{
+	if (n == 1 && dir[0] == '/')
+		return g->len > 1;
+	return g->len > n && g->dir[n] == '/' && memcmp(g->dir, dir, n) == 0;
+}
+
+bool sb_file_policy_leads_to_grant(const struct sb_file_policy *p, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	for (size_t i = 0; i < p->n_grants; i++)
+		if (leads_to(&p->grants[i], dir, n))
+			return true;
+	for (size_t i = 0; i < p->n_implicit; i++)
+		if (leads_to(&p->implicit[i], dir, n))
+			return true;
+	return false;
+}
+
 const struct sb_fp_grant *sb_file_policy_grant_for(const struct sb_file_policy *p,
 						   const char *resolved)
 {

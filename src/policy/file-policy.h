@@ -111,6 +111,10 @@ const char *sb_file_policy_rule_file(const struct sb_file_policy *p, const char 
  * /boot, /dev, /proc, /sys, /run. No message ever suggests one. */
 bool sb_file_policy_system_dir(const char *dir);
 
+/* Whether the resolved directory dir lies on the way to a grant (explicit or
+ * implicit): a proper ancestor of its path, "/" included. */
+bool sb_file_policy_leads_to_grant(const struct sb_file_policy *p, const char *dir);
+
 /* The grant (explicit first, then implicit) that covers a resolved path, NULL
  * when none does. */
 const struct sb_fp_grant *sb_file_policy_grant_for(const struct sb_file_policy *p,

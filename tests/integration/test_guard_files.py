@@ -22,6 +22,8 @@ import textwrap
 
 import pytest
 
+from conftest import LANDLOCK_ABI
+
 PRELUDE = """\
 import os, sys, io, json, pathlib, shutil, tempfile, pysandboxes
 RO, RW, OUT, WORK = {ro!r}, {rw!r}, {out!r}, {work!r}
@@ -1070,3 +1072,62 @@ def test_write_under_a_broad_read_grant_names_the_file_directory(sb):
     assert (f"Cannot write to '{target}': rule 'expose-ro=/' from {prof}:2 grants reading "
             f"only. Add 'expose-rw={sb.path('rw2')}' to '{prof}' to allow writing") \
         in r.stderr, r
+
+
+# --- metadata of the directories on the way to a grant ---------------------------
+# realpath() of a granted path lstat()s each directory above it: their metadata
+# passes (they exist whatever the answer), their listing and other entries stay
+# refused, and a stat() does not make them readable for what follows.
+
+def test_directories_on_the_way_to_a_grant_can_be_stat_ed_not_read(fx):
+    above = str(fx.work.parent)
+    res = fx.run(f"""\
+        P(lambda: os.path.isdir({above!r}))
+        P(lambda: os.lstat('/').st_mode & 0o170000 == 0o040000)
+        P(lambda: os.access({above!r}, os.X_OK))
+        P(lambda: os.listdir({above!r}))
+        P(lambda: os.open({above!r}, os.O_RDONLY))
+        P(lambda: os.stat(OUT))
+        P(lambda: os.stat(SECRET))
+        P(lambda: os.listdir({above!r}))
+        P(lambda: sorted(os.scandir({above!r})))
+        """)
+    assert [ok(r) for r in res[:3]] == ["True", "True", "True"], res
+    for r in res[3:]:
+        assert "must be accepted by a rule" in not_found(r), res
+
+
+@pytest.mark.parametrize("provider", ["subprocess", "landlock"])
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_realpath_of_a_granted_path_reports_no_refusal(request, provider, who):
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    sb.write("data/f", "x")
+    sb.profile(f"os-sandbox={provider}\npython-import=os, pathlib\nexpose-ro=data\n")
+    s = sb.script("import os, pathlib\n"
+                  "print(os.path.realpath(__file__) == __file__)\n"
+                  "print(pathlib.Path('data/f').resolve() == pathlib.Path(__file__).parent / 'data' / 'f')\n")
+    r = sb.run(s)
+    assert (r.returncode, r.stdout) == (0, "True\nTrue\n"), r
+    assert "refused" not in r.stderr and "expose-ro" not in r.stderr, r
+
+
+# sysconfig, imported by zoneinfo, asks whether the interpreter runs from
+# CPython's source tree: Modules/Setup beside sys.executable, a fixed path.
+def test_sysconfig_source_tree_probe_reports_no_refusal(fx):
+    res = fx.run("""\
+        import sysconfig, zoneinfo
+        exe_dir = os.path.dirname(os.path.realpath(sys.executable))
+        P(lambda: sysconfig.is_python_build())
+        P(lambda: zoneinfo.ZoneInfo('UTC').key)
+        P(lambda: os.stat(os.path.join(exe_dir, 'Modules', 'Setup')))
+        P(lambda: os.stat(os.path.join(exe_dir, 'Modules', 'Other')))
+        """, imports="os, sys, io, json, pathlib, shutil, tempfile, pysandboxes, sysconfig, zoneinfo",
+        extra="expose-ro=/usr/share/zoneinfo\n")
+    assert [ok(r) for r in res[:2]] == ["False", "'UTC'"], res
+    assert res[2][0] == "OSError:FileNotFoundError", res
+    assert "must be accepted by a rule" in not_found(res[3]), res
+    # The program's own probe of Modules/Other is the one refusal reported.
+    r = fx.sb.run(fx.sb.path("s.py"))
+    assert "python-sb: 1 operation was refused; the first needs 'expose-ro=" in r.stderr, r
