@@ -31,8 +31,9 @@ static struct {
 	/* Set around the decision of a stat(), lstat() or access()
 	 * (sb_files_metadata_only()). */
 	bool metadata_only;
-	/* Missing paths the runtime probes for itself (sb_files_add_probe()). */
-	char *probes[2];
+	/* Fixed paths the standard library probes for itself
+	 * (sb_files_add_quiet_probe()). */
+	char *quiet_probes[16];
 } files;
 
 bool sb_files_grants_pending;
@@ -259,26 +260,22 @@ void sb_files_metadata_only(bool on)
 	files.metadata_only = on;
 }
 
-int sb_files_add_probe(const char *resolved)
+int sb_files_add_quiet_probe(const char *resolved)
 {
-	for (size_t i = 0; i < ELEMENTSOF(files.probes); i++)
-		if (!files.probes[i]) {
-			files.probes[i] = strdup(resolved);
-			return files.probes[i] ? 0 : -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(files.quiet_probes); i++)
+		if (!files.quiet_probes[i]) {
+			files.quiet_probes[i] = strdup(resolved);
+			return files.quiet_probes[i] ? 0 : -ENOMEM;
 		}
 	return -ENOSPC;
 }
 
-/* The metadata a stat(), lstat() or access() may have outside the grants:
- * a directory on the way to a grant (realpath() of a granted path lstat()s
- * each; it exists whatever the answer, and its listing and its other
- * entries stay refused), and the runtime's own probes of fixed paths. */
-static bool metadata_passes(const char *resolved)
+static bool quiet_probe(const char *resolved)
 {
-	for (size_t i = 0; i < ELEMENTSOF(files.probes); i++)
-		if (files.probes[i] && streq(files.probes[i], resolved))
+	for (size_t i = 0; i < ELEMENTSOF(files.quiet_probes) && files.quiet_probes[i]; i++)
+		if (streq(files.quiet_probes[i], resolved))
 			return true;
-	return sb_file_policy_leads_to_grant(&files.policy, resolved);
+	return false;
 }
 
 int sb_files_verdict(const char *raw, const char *abs, const char *resolved, bool write,
@@ -293,10 +290,22 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 		note_decided(resolved, write, v, g);
 	if (v == SB_FP_ALLOW)
 		return 0;
-	/* Not remembered as a read: the cache's answer would serve an open()
-	 * or a listing of the same path. */
-	if (files.metadata_only && v == SB_FP_NOT_EXPOSED && !write && metadata_passes(resolved))
-		return 1;
+	if (files.metadata_only && v == SB_FP_NOT_EXPOSED && !write) {
+		/* A directory on the way to a grant: realpath() of a granted
+		 * path lstat()s each. It exists whatever the answer, and its
+		 * listing and other entries stay refused: not remembered as a
+		 * read, which the cache would serve to an open() or a listing. */
+		if (sb_file_policy_leads_to_grant(&files.policy, resolved))
+			return 1;
+		/* The standard library's own probe of a fixed path: refused as
+		 * absent, which is what it takes it to be (a rule to suggest
+		 * would be /etc's), and not reported. */
+		if (quiet_probe(resolved)) {
+			errno = ENOENT;
+			PyErr_SetFromErrnoWithFilename(PyExc_OSError, raw);
+			return -1;
+		}
+	}
 	/* What a rule would allow is offered to the observer: not a refusal by
 	 * an ignore= rule, a decision; nor the import machinery's
 	 * bytecode-cache writes, which fail harmlessly without an observer
@@ -676,8 +685,8 @@ void sb_files_check_release(void)
 	files.prepared = false;
 	free(files.path0_unlisted);
 	files.path0_unlisted = NULL;
-	for (size_t i = 0; i < ELEMENTSOF(files.probes); i++)
-		free(TAKE_PTR(files.probes[i]));
+	for (size_t i = 0; i < ELEMENTSOF(files.quiet_probes); i++)
+		free(TAKE_PTR(files.quiet_probes[i]));
 	files.metadata_only = false;
 }
 

@@ -85,13 +85,14 @@ int sb_files_check_fd_read(PyObject *o);
 int sb_guard_file_check(const char *path, bool write);
 
 /* Set by the stat(), lstat() and access() wrappers around their decision:
- * then a directory on the way to a grant, and a path given to
- * sb_files_add_probe(), pass without being remembered as readable. */
+ * then a directory on the way to a grant passes, without being remembered
+ * as readable, and a path given to sb_files_add_quiet_probe() is refused as
+ * absent (FileNotFoundError) without being reported. */
 void sb_files_metadata_only(bool on);
-/* A missing path the runtime probes with stat() for itself (resolved):
- * sysconfig asks whether the interpreter runs from a source tree. 0,
- * -ENOMEM or -ENOSPC (two at most). */
-int sb_files_add_probe(const char *resolved);
+/* A fixed path the standard library stat()s for itself (resolved), whose
+ * refusal is no denial of the program's. 0, -ENOMEM or -ENOSPC (16 at
+ * most). */
+int sb_files_add_quiet_probe(const char *resolved);
 
 /* ignore= rules: whether there are any, and whether one hides the entry
  * name of the resolved directory dir from a listing. */

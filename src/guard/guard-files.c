@@ -30,6 +30,10 @@ static const char *const ca_stores[] = {
     "/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates", "/usr/share/pki",
 };
 
+/* The time zone database, which zoneinfo reads from Python (the kernel
+ * layers grant it too: src/providers/grants.c); public data. */
+static const char *const time_zones[] = {"/usr/share/zoneinfo", "/etc/localtime"};
+
 /* ---- audit events ------------------------------------------------------- */
 
 static PyObject *arg(PyObject *args, Py_ssize_t i)
@@ -354,10 +358,24 @@ static bool grants_other_actors(const struct sb_profile *profile)
  * more than that. */
 static bool path0_known;
 
+/* The files the standard library looks for with os.path.isfile() for
+ * itself, on its own initiative (CPython 3.11): mimetypes.knownfiles, which
+ * mimetypes.init() reads when present. Refused as absent: the rule they
+ * would need is expose-ro=/etc, and mimetypes has its own table. */
+static const char *const mimetypes_knownfiles[] = {
+    "/etc/mime.types",
+    "/etc/httpd/mime.types",
+    "/etc/httpd/conf/mime.types",
+    "/etc/apache/mime.types",
+    "/etc/apache2/mime.types",
+    "/usr/local/etc/httpd/conf/mime.types",
+    "/usr/local/lib/netscape/mime.types",
+    "/usr/local/etc/mime.types",
+};
+
 /* sysconfig, on import, asks whether the interpreter runs from CPython's
  * source tree: a stat() of Modules/Setup and Modules/Setup.local beside the
- * real path of sys.executable (the launcher binary). Fixed paths, so their
- * answer is no oracle; without this, importing zoneinfo reports a refusal. */
+ * real path of sys.executable (the launcher binary). */
 static int add_source_tree_probes(const char *executable)
 {
 	static const char *const markers[] = {"/Modules/Setup", "/Modules/Setup.local"};
@@ -374,7 +392,7 @@ static int add_source_tree_probes(const char *executable)
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(markers); i++)
 		if (snprintf(probe, sizeof(probe), "%s%s", resolved, markers[i]) <
 		    (int)sizeof(probe))
-			r = sb_files_add_probe(probe);
+			r = sb_files_add_quiet_probe(probe);
 	return r;
 }
 
@@ -395,6 +413,10 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 		r = sb_files_grant_later(*f, true, false, true, "the interpreter's files");
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ca_stores); i++)
 		r = sb_files_grant_later(ca_stores[i], false, false, false, "a CA store");
+	if (r >= 0)
+		r = sb_files_grant_later(time_zones[0], false, false, false, "time zones");
+	if (r >= 0)
+		r = sb_files_grant_later(time_zones[1], true, false, true, "the time zone");
 	/* What the kernel boundary grants too: harmless, and needed by
 	 * subprocess.DEVNULL, os.urandom fallbacks, and the like. */
 	if (r >= 0)
@@ -407,6 +429,8 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 		r = sb_files_grant_later("/dev/random", true, false, false, "a device");
 	if (r >= 0 && interp && interp->files)
 		r = add_source_tree_probes(interp->files[0]);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(mimetypes_knownfiles); i++)
+		r = sb_files_add_quiet_probe(mimetypes_knownfiles[i]);
 	/* What the kernel grants of sys.path[0] (path0-modules.h): its
 	 * listing and the allowed modules' files, nothing where no module is
 	 * allowed. While learning, the directory stays readable as a whole

@@ -1113,21 +1113,50 @@ def test_realpath_of_a_granted_path_reports_no_refusal(request, provider, who):
     assert "refused" not in r.stderr and "expose-ro" not in r.stderr, r
 
 
-# sysconfig, imported by zoneinfo, asks whether the interpreter runs from
-# CPython's source tree: Modules/Setup beside sys.executable, a fixed path.
-def test_sysconfig_source_tree_probe_reports_no_refusal(fx):
+# The standard library's own probes of fixed paths (guard-files.c): sysconfig,
+# imported by zoneinfo, asks whether the interpreter runs from CPython's source
+# tree (Modules/Setup beside sys.executable); mimetypes looks for its
+# knownfiles (/etc/mime.types...). Refused as absent, not reported; the same
+# path opened, or another one, is the program's refusal.
+def test_stdlib_probes_of_fixed_paths_report_no_refusal(fx):
     res = fx.run("""\
-        import sysconfig, zoneinfo
+        import sysconfig, zoneinfo, mimetypes
         exe_dir = os.path.dirname(os.path.realpath(sys.executable))
         P(lambda: sysconfig.is_python_build())
         P(lambda: zoneinfo.ZoneInfo('UTC').key)
+        P(lambda: mimetypes.guess_type('a.json')[0])
+        P(lambda: os.path.isfile('/etc/mime.types'))
         P(lambda: os.stat(os.path.join(exe_dir, 'Modules', 'Setup')))
         P(lambda: os.stat(os.path.join(exe_dir, 'Modules', 'Other')))
-        """, imports="os, sys, io, json, pathlib, shutil, tempfile, pysandboxes, sysconfig, zoneinfo",
-        extra="expose-ro=/usr/share/zoneinfo\n")
-    assert [ok(r) for r in res[:2]] == ["False", "'UTC'"], res
-    assert res[2][0] == "OSError:FileNotFoundError", res
-    assert "must be accepted by a rule" in not_found(res[3]), res
+        """, imports="os, sys, io, json, pathlib, shutil, tempfile, pysandboxes, sysconfig, "
+                     "zoneinfo, mimetypes")
+    assert [ok(r) for r in res[:4]] == ["False", "'UTC'", "'application/json'", "False"], res
+    assert res[4][0] == "OSError:FileNotFoundError", res
+    assert "must be accepted by a rule" in not_found(res[5]), res
     # The program's own probe of Modules/Other is the one refusal reported.
     r = fx.sb.run(fx.sb.path("s.py"))
     assert "python-sb: 1 operation was refused; the first needs 'expose-ro=" in r.stderr, r
+
+
+# The time zone database is readable without a rule, as the kernel layers
+# grant it: zoneinfo reads it from Python.
+@pytest.mark.parametrize("provider", ["subprocess", "landlock"])
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_time_zones_readable_without_a_rule(request, provider, who):
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    if not os.path.exists("/usr/share/zoneinfo/Europe/Paris"):
+        pytest.skip("no time zone database (Debian: tzdata)")
+    sb.profile(f"os-sandbox={provider}\npython-import=zoneinfo, datetime\n")
+    r = sb.run("-c", "import zoneinfo, datetime\n"
+               "z = zoneinfo.ZoneInfo('Europe/Paris')\n"
+               "print(datetime.datetime(2024, 7, 1, tzinfo=z).utcoffset())\n")
+    assert (r.returncode, r.stdout) == (0, "2:00:00\n"), r
+    assert "refused" not in r.stderr, r
+
+
+def test_time_zones_are_read_only(fx):
+    res = fx.one("P(lambda: open('/usr/share/zoneinfo/zz-python-sb-test', 'w'))")
+    assert res[0] in ("RulePermissionError", "RuleFileNotFoundError"), res
+    assert not os.path.exists("/usr/share/zoneinfo/zz-python-sb-test")
