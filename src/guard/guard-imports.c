@@ -629,6 +629,27 @@ static int on_import(PyObject *args)
 	return check_import(name, &ask);
 }
 
+/* The name a module about to be executed was made under: its spec's, which
+ * is what _imp's create step was judged on. An extension module may call
+ * itself another name (_decimal's PyModuleDef says "decimal"): judged on
+ * that, the runtime's import of _decimal would be refused, and decimal fall
+ * back to _pydecimal. Its own name when it has no spec (a module the
+ * program made); the program handing _imp a module with a spec of its own
+ * only re-executes what was made under a check already. */
+static PyObject *executed_module_name(PyObject *module)
+{
+	PyObject *spec = PyObject_GetAttrString(module, "__spec__"), *name = NULL;
+
+	if (spec && spec != Py_None)
+		name = PyObject_GetAttrString(spec, "name");
+	Py_XDECREF(spec);
+	if (name && PyUnicode_Check(name))
+		return name;
+	Py_XDECREF(name);
+	PyErr_Clear();
+	return PyModule_GetNameObject(module);
+}
+
 int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t nargs,
 		       struct sb_import_request *r)
 {
@@ -645,8 +666,10 @@ int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t n
 		goto open;
 	if (streq(function, "init_frozen"))
 		name = PyUnicode_Check(args[0]) ? Py_NewRef(args[0]) : NULL;
-	else if (exec)
+	else if (reload)
 		name = PyModule_Check(args[0]) ? PyModule_GetNameObject(args[0]) : NULL;
+	else if (exec)
+		name = PyModule_Check(args[0]) ? executed_module_name(args[0]) : NULL;
 	else
 		name = PyObject_GetAttrString(args[0], "name");
 	if (name && PyUnicode_Check(name))

@@ -262,3 +262,14 @@ def test_what_c_functions_import_is_not_the_programs(sb, imports, code, name):
     r = run(sb, imports + (",importlib" if "importlib" in code else ""), code)
     assert r.returncode == 1, r
     assert denial(name, sb.path(".py-sandboxes")) in r.stderr, r
+
+
+# An extension module may call itself another name than its spec's: _decimal's
+# module says "decimal". Its execution is judged on the name it was made under,
+# so the runtime's import of _decimal (decimal.py, for fractions) passes and
+# decimal does not fall back to _pydecimal.
+@pytest.mark.parametrize("imports", ["fractions,sys", "statistics,sys"])
+def test_extension_module_judged_on_its_spec_name(sb, imports):
+    r = run(sb, imports, f"import {imports}\nprint('_pydecimal' in sys.modules, "
+                         "type(sys.modules['decimal'].Decimal(1)).__module__)\n")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "False decimal\n", ""), r
