@@ -270,11 +270,15 @@ int sb_files_add_quiet_probe(const char *resolved)
 	return -ENOSPC;
 }
 
+/* The path or a path below it. */
 static bool quiet_probe(const char *resolved)
 {
-	for (size_t i = 0; i < ELEMENTSOF(files.quiet_probes) && files.quiet_probes[i]; i++)
-		if (streq(files.quiet_probes[i], resolved))
+	for (size_t i = 0; i < ELEMENTSOF(files.quiet_probes) && files.quiet_probes[i]; i++) {
+		const char *rest = startswith(resolved, files.quiet_probes[i]);
+
+		if (rest && (*rest == '\0' || *rest == '/'))
 			return true;
+	}
 	return false;
 }
 

@@ -90,8 +90,8 @@ int sb_guard_file_check(const char *path, bool write);
  * absent (FileNotFoundError) without being reported. */
 void sb_files_metadata_only(bool on);
 /* A fixed path the standard library stat()s for itself (resolved), whose
- * refusal is no denial of the program's. 0, -ENOMEM or -ENOSPC (16 at
- * most). */
+ * refusal, and that of any path below it, is no denial of the program's. 0,
+ * -ENOMEM or -ENOSPC (16 at most). */
 int sb_files_add_quiet_probe(const char *resolved);
 
 /* ignore= rules: whether there are any, and whether one hides the entry

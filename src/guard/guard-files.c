@@ -373,6 +373,12 @@ static const char *const mimetypes_knownfiles[] = {
     "/usr/local/etc/mime.types",
 };
 
+/* The time zone directories zoneinfo searches after the one granted (CPython's
+ * default TZPATH, Debian's too), which it lists for available_timezones() and
+ * looks a missing key up in: absent on Debian, and /etc's if not. */
+static const char *const tzpath_rest[] = {"/usr/lib/zoneinfo", "/usr/share/lib/zoneinfo",
+					  "/etc/zoneinfo"};
+
 /* sysconfig, on import, asks whether the interpreter runs from CPython's
  * source tree: a stat() of Modules/Setup and Modules/Setup.local beside the
  * real path of sys.executable (the launcher binary). */
@@ -431,6 +437,8 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 		r = add_source_tree_probes(interp->files[0]);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(mimetypes_knownfiles); i++)
 		r = sb_files_add_quiet_probe(mimetypes_knownfiles[i]);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(tzpath_rest); i++)
+		r = sb_files_add_quiet_probe(tzpath_rest[i]);
 	/* What the kernel grants of sys.path[0] (path0-modules.h): its
 	 * listing and the allowed modules' files, nothing where no module is
 	 * allowed. While learning, the directory stays readable as a whole

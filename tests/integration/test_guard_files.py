@@ -1116,7 +1116,8 @@ def test_realpath_of_a_granted_path_reports_no_refusal(request, provider, who):
 # The standard library's own probes of fixed paths (guard-files.c): sysconfig,
 # imported by zoneinfo, asks whether the interpreter runs from CPython's source
 # tree (Modules/Setup beside sys.executable); mimetypes looks for its
-# knownfiles (/etc/mime.types...). Refused as absent, not reported; the same
+# knownfiles (/etc/mime.types...); zoneinfo searches the rest of its TZPATH
+# (/etc/zoneinfo...). Refused as absent, not reported; the same
 # path opened, or another one, is the program's refusal.
 def test_stdlib_probes_of_fixed_paths_report_no_refusal(fx):
     res = fx.run("""\
@@ -1126,13 +1127,15 @@ def test_stdlib_probes_of_fixed_paths_report_no_refusal(fx):
         P(lambda: zoneinfo.ZoneInfo('UTC').key)
         P(lambda: mimetypes.guess_type('a.json')[0])
         P(lambda: os.path.isfile('/etc/mime.types'))
+        P(lambda: os.path.exists('/etc/zoneinfo/Europe/Paris'))
         P(lambda: os.stat(os.path.join(exe_dir, 'Modules', 'Setup')))
         P(lambda: os.stat(os.path.join(exe_dir, 'Modules', 'Other')))
         """, imports="os, sys, io, json, pathlib, shutil, tempfile, pysandboxes, sysconfig, "
                      "zoneinfo, mimetypes")
-    assert [ok(r) for r in res[:4]] == ["False", "'UTC'", "'application/json'", "False"], res
-    assert res[4][0] == "OSError:FileNotFoundError", res
-    assert "must be accepted by a rule" in not_found(res[5]), res
+    assert [ok(r) for r in res[:5]] == ["False", "'UTC'", "'application/json'", "False",
+                                        "False"], res
+    assert res[5][0] == "OSError:FileNotFoundError", res
+    assert "must be accepted by a rule" in not_found(res[6]), res
     # The program's own probe of Modules/Other is the one refusal reported.
     r = fx.sb.run(fx.sb.path("s.py"))
     assert "python-sb: 1 operation was refused; the first needs 'expose-ro=" in r.stderr, r
