@@ -1097,12 +1097,20 @@ def test_directories_on_the_way_to_a_grant_can_be_stat_ed_not_read(fx):
         assert "must be accepted by a rule" in not_found(r), res
 
 
-@pytest.mark.parametrize("provider", ["subprocess", "landlock"])
-@pytest.mark.parametrize("who", ["root", "nobody"])
-def test_realpath_of_a_granted_path_reports_no_refusal(request, provider, who):
-    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+# The guard alone and with Landlock, as root and as nobody.
+each_provider_and_user = pytest.mark.parametrize(
+    "provider,who", [(p, w) for p in ("subprocess", "landlock") for w in ("root", "nobody")])
+
+
+def sandbox_for(request, provider, who):
     if provider == "landlock" and LANDLOCK_ABI < 1:
         pytest.skip("the kernel has no Landlock")
+    return request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+
+
+@each_provider_and_user
+def test_realpath_of_a_granted_path_reports_no_refusal(request, provider, who):
+    sb = sandbox_for(request, provider, who)
     sb.write("data/f", "x")
     sb.profile(f"os-sandbox={provider}\npython-import=os, pathlib\nexpose-ro=data\n")
     s = sb.script("import os, pathlib\n"
@@ -1143,12 +1151,9 @@ def test_stdlib_probes_of_fixed_paths_report_no_refusal(fx):
 
 # The time zone database is readable without a rule, as the kernel layers
 # grant it: zoneinfo reads it from Python.
-@pytest.mark.parametrize("provider", ["subprocess", "landlock"])
-@pytest.mark.parametrize("who", ["root", "nobody"])
+@each_provider_and_user
 def test_time_zones_readable_without_a_rule(request, provider, who):
-    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
-    if provider == "landlock" and LANDLOCK_ABI < 1:
-        pytest.skip("the kernel has no Landlock")
+    sb = sandbox_for(request, provider, who)
     if not os.path.exists("/usr/share/zoneinfo/Europe/Paris"):
         pytest.skip("no time zone database (Debian: tzdata)")
     sb.profile(f"os-sandbox={provider}\npython-import=zoneinfo, datetime\n")
