@@ -34,6 +34,9 @@ static struct {
 	/* Fixed paths the standard library probes for itself
 	 * (sb_files_add_quiet_probe()). */
 	char *quiet_probes[16];
+	/* The launcher binary, whose source-tree markers join them at the
+	 * first refusal (sb_files_quiet_source_tree()). */
+	char *source_tree_exe;
 } files;
 
 bool sb_files_grants_pending;
@@ -270,9 +273,42 @@ int sb_files_add_quiet_probe(const char *resolved)
 	return -ENOSPC;
 }
 
+int sb_files_quiet_source_tree(const char *executable)
+{
+	free(files.source_tree_exe);
+	files.source_tree_exe = executable ? strdup(executable) : NULL;
+	return !executable || files.source_tree_exe ? 0 : -ENOMEM;
+}
+
+/* sysconfig, on import, asks whether the interpreter runs from CPython's
+ * source tree: a stat() of Modules/Setup and Modules/Setup.local beside the
+ * real path of sys.executable (the launcher binary). Resolved at the first
+ * refusal, not at every start. */
+static void add_source_tree_probes(void)
+{
+	static const char *const markers[] = {"/Modules/Setup", "/Modules/Setup.local"};
+	_cleanup_free_ char *exe = TAKE_PTR(files.source_tree_exe);
+	char resolved[PATH_MAX], probe[PATH_MAX];
+	char *slash;
+
+	if (!exe || sb_path_resolve(exe, "/", true, resolved) < 0)
+		return;
+	slash = strrchr(resolved, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	for (size_t i = 0; i < ELEMENTSOF(markers); i++)
+		if (snprintf(probe, sizeof(probe), "%s%s", resolved, markers[i]) <
+			(int)sizeof(probe) &&
+		    sb_files_add_quiet_probe(probe) < 0)
+			return; /* the probe is reported: nothing worse */
+}
+
 /* The path or a path below it. */
 static bool quiet_probe(const char *resolved)
 {
+	if (files.source_tree_exe)
+		add_source_tree_probes();
 	for (size_t i = 0; i < ELEMENTSOF(files.quiet_probes) && files.quiet_probes[i]; i++) {
 		const char *rest = startswith(resolved, files.quiet_probes[i]);
 
@@ -691,6 +727,7 @@ void sb_files_check_release(void)
 	files.path0_unlisted = NULL;
 	for (size_t i = 0; i < ELEMENTSOF(files.quiet_probes); i++)
 		free(TAKE_PTR(files.quiet_probes[i]));
+	free(TAKE_PTR(files.source_tree_exe));
 	files.metadata_only = false;
 }
 

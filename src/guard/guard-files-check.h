@@ -93,6 +93,10 @@ void sb_files_metadata_only(bool on);
  * refusal, and that of any path below it, is no denial of the program's. 0,
  * -ENOMEM or -ENOSPC (16 at most). */
 int sb_files_add_quiet_probe(const char *resolved);
+/* The same for sysconfig's Modules/Setup and Modules/Setup.local beside the
+ * real path of executable (the launcher binary), resolved when first
+ * needed. 0 or -ENOMEM. */
+int sb_files_quiet_source_tree(const char *executable);
 
 /* ignore= rules: whether there are any, and whether one hides the entry
  * name of the resolved directory dir from a listing. */

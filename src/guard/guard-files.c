@@ -379,29 +379,6 @@ static const char *const mimetypes_knownfiles[] = {
 static const char *const tzpath_rest[] = {"/usr/lib/zoneinfo", "/usr/share/lib/zoneinfo",
 					  "/etc/zoneinfo"};
 
-/* sysconfig, on import, asks whether the interpreter runs from CPython's
- * source tree: a stat() of Modules/Setup and Modules/Setup.local beside the
- * real path of sys.executable (the launcher binary). */
-static int add_source_tree_probes(const char *executable)
-{
-	static const char *const markers[] = {"/Modules/Setup", "/Modules/Setup.local"};
-	char resolved[PATH_MAX], probe[PATH_MAX];
-	char *slash;
-	int r = 0;
-
-	if (!executable || sb_path_resolve(executable, "/", true, resolved) < 0)
-		return 0;
-	slash = strrchr(resolved, '/');
-	if (!slash)
-		return 0;
-	*slash = '\0';
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(markers); i++)
-		if (snprintf(probe, sizeof(probe), "%s%s", resolved, markers[i]) <
-		    (int)sizeof(probe))
-			r = sb_files_add_quiet_probe(probe);
-	return r;
-}
-
 static int files_prepare(const struct sb_profile *profile, const struct sb_interp_paths *interp,
 			 char **reterr _unused_)
 {
@@ -434,7 +411,7 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 	if (r >= 0)
 		r = sb_files_grant_later("/dev/random", true, false, false, "a device");
 	if (r >= 0 && interp && interp->files)
-		r = add_source_tree_probes(interp->files[0]);
+		r = sb_files_quiet_source_tree(interp->files[0]);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(mimetypes_knownfiles); i++)
 		r = sb_files_add_quiet_probe(mimetypes_knownfiles[i]);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(tzpath_rest); i++)
