@@ -254,10 +254,6 @@ static bool in_bytecode_cache(const char *resolved)
 	return c && (c[12] == '\0' || (c[12] == '/' && !strchr(c + 13, '/')));
 }
 
-/* The verdict on a resolved path, and what follows from it: the observer's
- * note, the refusal. slot is the cache entry this very resolution came from,
- * if any (NULL when the resolver itself answered, e.g. for a path with
- * ".."), for the message. */
 void sb_files_metadata_only(bool on)
 {
 	files.metadata_only = on;
@@ -318,6 +314,10 @@ static bool quiet_probe(const char *resolved)
 	return false;
 }
 
+/* The verdict on a resolved path, and what follows from it: the observer's
+ * note, the refusal. slot is the cache entry this very resolution came from,
+ * if any (NULL when the resolver itself answered, e.g. for a path with
+ * ".."), for the message. */
 int sb_files_verdict(const char *raw, const char *abs, const char *resolved, bool write,
 		     struct sb_rc_slot *slot)
 {
