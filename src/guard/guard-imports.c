@@ -73,7 +73,7 @@ static bool top_level_allowed_name(const char *module)
 }
 
 /* Learning: a name recorded as a rule is allowed for the rest of the run,
- * as the rule will allow it, and what comes with it (c_call_imports) with
+ * as the rule will allow it, and what comes with it (call_imports) with
  * it. Without memory, nothing is lost but that: the name is recorded
  * again. */
 static void allow_learned(char **name)
@@ -217,39 +217,51 @@ static const struct {
     {"array", "collections.abc"},
 };
 
-/* The modules that C functions of the standard library import when they
- * are called (not when their module is made: c_code_imports), with the
- * modules holding those functions. CPython 3.11's PyImport_ImportModule()
+/* The modules that functions of the standard library import when they are
+ * called (not when their module is made: c_code_imports), with the modules
+ * holding those functions. C functions: CPython 3.11's PyImport_ImportModule()
  * calls of a fixed name in Modules/ and Objects/ outside init functions,
  * less those of the interpreter's start, of Windows, of a module's own
  * package (_curses: curses, _sre: re) or of modules always loaded (copyreg,
  * io); struct, which memoryview imports for formats only ctypes' buffers
  * have, is left to a rule. The import comes from C code under the
- * caller's frame, the program's when the program called them: a profile
- * that allows a module holding such a function allows what the function
- * imports (the program reaches it anyway, by calling the function), and
- * the standard library's code calling one is the runtime's own work. The
- * methods cannot be wrapped to tell the two apart: _datetime's types are
- * immutable. */
+ * caller's frame, or with a name computed in the standard library (which
+ * may be the program's), so it is judged as the program's when the program
+ * called the function: a profile that allows a module holding such a
+ * function allows what the function imports, and what lies below it (the
+ * program reaches it anyway, by calling the function); the standard
+ * library's code calling one is the runtime's own work. The methods cannot
+ * be wrapped to tell the two apart: _datetime's types are immutable. */
 static const struct {
 	const char *module;
 	const char *imported_by; /* separated by spaces */
-} c_call_imports[] = {
+} call_imports[] = {
     {"_strptime", "datetime time"}, /* datetime.strptime(), time.strptime() */
     {"functools", "operator"},	    /* methodcaller.__reduce__() with keywords */
     {"pickle", "zoneinfo"},	    /* a zone read from a file: ZoneInfo.__reduce__() */
     {"resource", "os posix"},	    /* os.wait3(), os.wait4(): the struct_rusage type */
     {"time", "datetime"},	    /* date.today(), strftime(), timetuple(), __format__() */
+    /* zoneinfo's fallback data, a package of its own when installed, which
+     * it loads through importlib.resources: a computed name there. */
+    {"tzdata", "zoneinfo"},
 };
 
-/* Whether module is what a C function of a module the profile allows
- * imports when it is called (c_call_imports). */
-static bool c_call_import_allowed(const char *module)
+/* module is name or below it. */
+static bool is_or_below(const char *module, const char *name)
 {
-	for (size_t i = 0; i < ELEMENTSOF(c_call_imports); i++) {
-		const char *p = c_call_imports[i].imported_by;
+	const char *rest = startswith(module, name);
 
-		if (!streq(c_call_imports[i].module, module))
+	return rest && (*rest == '\0' || *rest == '.');
+}
+
+/* Whether module is what a C function of a module the profile allows
+ * imports when it is called (call_imports). */
+static bool call_import_allowed(const char *module)
+{
+	for (size_t i = 0; i < ELEMENTSOF(call_imports); i++) {
+		const char *p = call_imports[i].imported_by;
+
+		if (!is_or_below(module, call_imports[i].module))
 			continue;
 		while (*p) {
 			size_t n = strcspn(p, " ");
@@ -301,8 +313,8 @@ static bool own_work_import(PyFrameObject *frame, const char *module)
 		    sb_guard_frame_is(frame, own_work_importers[i].file,
 				      own_work_importers[i].function))
 			return true;
-	for (size_t i = 0; i < ELEMENTSOF(c_call_imports); i++)
-		if (streq(module, c_call_imports[i].module))
+	for (size_t i = 0; i < ELEMENTSOF(call_imports); i++)
+		if (is_or_below(module, call_imports[i].module))
 			return true;
 	return false;
 }
@@ -464,7 +476,7 @@ static int check_import(const char *module, const struct import_ask *ask)
 		return 0;
 	/* An import statement that names the module is its code's own ask,
 	 * decided as any other below (the program's refused). */
-	if (c_call_import_allowed(module) && !import_statement_names(ask))
+	if (call_import_allowed(module) && !import_statement_names(ask))
 		return 0;
 	/* A module neither the standard library's nor loaded: only a rule
 	 * lets it in, or a function of own_work_importers its name (Debian's

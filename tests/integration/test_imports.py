@@ -194,7 +194,7 @@ except ModuleNotFoundError as e:
 
 
 # C functions that import a module when they are called (guard-imports.c,
-# c_call_imports): the import runs under the caller's frame, the program's;
+# call_imports): the import runs under the caller's frame, the program's;
 # the module holding the function allowed, what it imports comes with it.
 C_CALLS = [
     ("datetime", "import datetime\nprint(datetime.date(2020, 1, 2).strftime('%Y'))\n", "2020\n"),
@@ -208,6 +208,8 @@ C_CALLS = [
     ("os\npython-api=ALLOW:process-exec", "import os\npid = os.fork()\nif pid == 0:\n"
      "    os._exit(3)\n_, status, usage = os.wait4(pid, 0)\n"
      "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss > 0)\n", "3 True\n"),
+    ("zoneinfo", "import zoneinfo\nprint(len(zoneinfo.available_timezones()) > 100)\n",
+     "True\n"),
     ("zoneinfo\nexpose-ro=/usr/share/zoneinfo", "import zoneinfo\n"
      "with open('/usr/share/zoneinfo/UTC', 'rb') as f:\n    z = zoneinfo.ZoneInfo.from_file(f)\n"
      "try:\n    z.__reduce__()\nexcept Exception as e:\n    print(type(e).__name__)\n",

@@ -216,7 +216,7 @@ def test_learn_file_key(sb):
 
 def test_what_c_functions_import_is_not_learned_apart(sb):
     """datetime's strftime() imports time and its strptime() _strptime
-    (guard-imports.c, c_call_imports): the learned rule is datetime alone,
+    (guard-imports.c, call_imports): the learned rule is datetime alone,
     and it is enough for the run after."""
     s = sb.script("import datetime\n"
                   "print(datetime.date(2020, 1, 2).strftime('%Y'),\n"
