@@ -3,7 +3,11 @@
  * at most: a BLPOP holds its connection); a connection that broke is
  * dropped, and while Redis does not answer, requests fail at once (503)
  * instead of each waiting for a connection timeout, until the monitor or
- * the back-off lets the next attempt through. */
+ * the back-off lets the next attempt through. A connection that broke
+ * while it waited in the pool says nothing about Redis now (it restarted
+ * since, its "timeout" setting or a proxy closed idle clients, CLIENT
+ * KILL): the command is tried once more on a new connection, and only
+ * that one's failure marks Redis down. */
 #include "queue-front.h"
 
 #include <pthread.h>
@@ -78,7 +82,8 @@ static void mark_up(struct sb_runner *q)
 	sb_queue_backoff_reset(&q->backoff);
 }
 
-/* A connection: 0 with *ret; -errno with *reterr (503). */
+/* A connection: 1 with *ret taken from the pool, 0 with a new one; -errno
+ * with *reterr (503). */
 static int take_conn(struct sb_runner *q, bool force, struct sb_queue_conn **ret, char **reterr)
 {
 	struct pooled *p;
@@ -91,7 +96,7 @@ static int take_conn(struct sb_runner *q, bool force, struct sb_queue_conn **ret
 		pthread_mutex_unlock(&q->lock);
 		*ret = p->conn;
 		free(p);
-		return 0;
+		return 1;
 	}
 	if (q->down && !force && sb_monotonic_ns() < q->retry_at_ns) {
 		r = sb_error(reterr, -EHOSTUNREACH, "%s", q->down);
@@ -118,7 +123,7 @@ static int take_conn(struct sb_runner *q, bool force, struct sb_queue_conn **ret
 	else
 		mark_up(q);
 	pthread_mutex_unlock(&q->lock);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 static void give_conn(struct sb_runner *q, struct sb_queue_conn *c)
@@ -138,17 +143,12 @@ static void give_conn(struct sb_runner *q, struct sb_queue_conn *c)
 	pthread_mutex_unlock(&q->lock);
 }
 
-/* A command failed on a connection: a broken one means Redis went away. */
-static void failed_on(struct sb_runner *q, struct sb_queue_conn *c, const char *why)
+/* Under no lock. */
+static void drop_idle(struct sb_runner *q)
 {
 	struct pooled *stale;
 
-	if (!sb_queue_conn_broken(c))
-		return;
-	/* The others were made before the same failure (a Redis restart):
-	 * dropped, rather than each failing a request of its own. */
 	pthread_mutex_lock(&q->lock);
-	mark_down(q, why);
 	stale = q->idle;
 	q->idle = NULL;
 	pthread_mutex_unlock(&q->lock);
@@ -161,6 +161,40 @@ static void failed_on(struct sb_runner *q, struct sb_queue_conn *c, const char *
 	}
 }
 
+/* A command failed on a connection made for it: a broken one means Redis
+ * went away. */
+static void failed_on(struct sb_runner *q, struct sb_queue_conn *c, const char *why)
+{
+	if (!sb_queue_conn_broken(c))
+		return;
+	pthread_mutex_lock(&q->lock);
+	mark_down(q, why);
+	pthread_mutex_unlock(&q->lock);
+	/* The others were made before the same failure (a Redis restart):
+	 * dropped, rather than each failing a request of its own. */
+	drop_idle(q);
+}
+
+/* After a command returned r on *c: when it failed, *c being old (pooled, or
+ * the monitor's) and broken, 1 with a new connection in *c, on which the
+ * command is tried once more (*reterr, the first failure's, is dropped); 0
+ * when there is nothing to renew; -errno with *reterr when no connection
+ * could be made (Redis marked down). */
+static int renew_if_stale(struct sb_runner *q, int r, bool old, struct sb_queue_conn **c,
+			  char **reterr)
+{
+	if (r >= 0 || !old || !sb_queue_conn_broken(*c))
+		return 0;
+	free(*reterr);
+	*reterr = NULL;
+	/* Made before the same event: broken too, most likely. */
+	drop_idle(q);
+	sb_queue_disconnect(*c);
+	*c = NULL;
+	r = take_conn(q, true, c, reterr);
+	return r < 0 ? r : 1;
+}
+
 static void *monitor_main(void *data)
 {
 	struct sb_runner *q = data;
@@ -171,13 +205,20 @@ static void *monitor_main(void *data)
 		struct timespec until;
 		uint64_t depth = 0;
 		char *err = NULL;
-		int r;
+		int r, r_renew;
 
 		pthread_mutex_unlock(&q->lock);
-		r = c ? 0 : take_conn(q, true, &c, &err);
+		r = c ? 1 : take_conn(q, true, &c, &err);
 		if (r >= 0) {
+			bool old = r == 1;
+
 			r = sb_queue_depth(c, q->cfg.addr->stream, &depth, &err);
-			if (r < 0) {
+			r_renew = renew_if_stale(q, r, old, &c, &err);
+			if (r_renew != 0)
+				r = r_renew < 0
+					? r_renew
+					: sb_queue_depth(c, q->cfg.addr->stream, &depth, &err);
+			if (r < 0 && c) {
 				failed_on(q, c, err);
 				if (sb_queue_conn_broken(c)) {
 					sb_queue_disconnect(c);
@@ -304,12 +345,23 @@ static int poll_run(struct sb_runner *q, const char *id, struct sb_run_result *r
 {
 	_cleanup_free_ char *err = NULL, *text = NULL;
 	struct sb_queue_conn *c = NULL;
+	bool pooled;
 	int r;
 
 	r = take_conn(q, false, &c, &err);
 	if (r < 0)
 		return unavailable(res, err);
+	pooled = r == 1;
 	r = sb_queue_poll(c, q->cfg.addr->stream, id, &text, &err);
+	switch (renew_if_stale(q, r, pooled, &c, &err)) {
+	case 0:
+		break;
+	case 1:
+		r = sb_queue_poll(c, q->cfg.addr->stream, id, &text, &err);
+		break;
+	default:
+		return unavailable(res, err);
+	}
 	if (r < 0 && r != -ENOENT)
 		failed_on(q, c, err);
 	give_conn(q, c);
@@ -407,6 +459,7 @@ static int front_run(struct sb_runner *q, const struct sb_run_spec *spec, struct
 	_cleanup_free_ char *err = NULL, *job = NULL;
 	struct sb_queue_conn *c = NULL;
 	char id[SB_QUEUE_ID_LEN + 1];
+	bool pooled;
 	int r;
 
 	*res = (struct sb_run_result){0};
@@ -420,19 +473,19 @@ static int front_run(struct sb_runner *q, const struct sb_run_spec *spec, struct
 	r = take_conn(q, false, &c, &err);
 	if (r < 0)
 		return unavailable(res, err);
+	pooled = r == 1;
 	r = sb_queue_enqueue(c, q->cfg.addr->stream, id, job, q->cfg.max_depth, &err);
-	if (r < 0 && sb_queue_conn_broken(c)) {
-		/* A pooled connection from before a Redis restart: once more on a
-		 * new one. Were the first script run after all, the job has two
-		 * entries and still one result (queue-redis.c's complete). */
-		sb_queue_disconnect(c);
-		c = NULL;
-		free(err);
-		err = NULL;
-		r = take_conn(q, true, &c, &err);
-		if (r < 0)
-			return unavailable(res, err);
+	/* Once more on a new connection: were the first script run after all,
+	 * the job has two entries and still one result (queue-redis.c's
+	 * complete). */
+	switch (renew_if_stale(q, r, pooled, &c, &err)) {
+	case 0:
+		break;
+	case 1:
 		r = sb_queue_enqueue(c, q->cfg.addr->stream, id, job, q->cfg.max_depth, &err);
+		break;
+	default:
+		return unavailable(res, err);
 	}
 	if (r == -EAGAIN) {
 		char msg[160];
