@@ -485,6 +485,16 @@ int sb_ns_run(const struct sb_ns_config *c, int *ret_status, char **reterr)
 		r = sb_netns_helper_start(&helper, getpid(), reterr);
 	if (r >= 0)
 		r = run_processes(c, &helper, ret_status, reterr);
+	/* Still in the namespace, whose sockets outlive the program's processes
+	 * (the kernel sends what they left, to slirp4netns). Not reaching the
+	 * end is no error of the program's: what is left is lost as it would
+	 * be on a network that broke. */
+	if (r == 1 && c->net->outside) {
+		_cleanup_close_ int diag_fd = sb_netns_diag_open();
+
+		if (diag_fd >= 0)
+			(void)sb_netns_drain(diag_fd, SB_NETNS_DRAIN_MS);
+	}
 	/* The program's process returns 0 with the helper forgotten; the
 	 * caller stops the network once the program is gone. */
 out:

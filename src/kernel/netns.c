@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "fd-pass.h"
+
 /* Where the programs are looked up: the system's own directories, never the
  * PATH the profile gives the program. */
 static const char *const tool_dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
@@ -500,16 +502,20 @@ static int open_target(pid_t target, int *ret_net, int *ret_user, char **reterr)
 
 /* nft -f - in the network namespace (after joining its owner), started by
  * filter_start() and waited for by filter_wait(). Forked, because joining
- * namespaces is for good: the caller stays where it is. */
+ * namespaces is for good: the caller stays where it is. Being there, the
+ * process also makes the namespace's sock_diag socket (sb_netns_drain()),
+ * whatever the sandbox's own filters will refuse it. */
 struct filter_run {
 	pid_t pid;
-	int err; /* nft's output, for the message */
+	int err;  /* nft's output, for the message */
+	int diag; /* where the sock_diag socket comes */
 };
 
 static int filter_start(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
 			int net_fd, int user_fd, struct filter_run *ret, char **reterr)
 {
-	_cleanup_close_ int in = -1, err = -1;
+	_cleanup_close_ int in = -1, err = -1, diag_ours = -1, diag_child = -1;
+	int pair[2];
 	char *argv[] = {(char *)"nft", (char *)"-f", (char *)"-", NULL};
 	pid_t pid;
 
@@ -518,33 +524,47 @@ static int filter_start(const struct sb_netns_plan *plan, const struct sb_netns_
 	if (in < 0 || err < 0)
 		return sb_error(reterr, in < 0 ? in : err, "cannot pass the rules to nft: %s",
 				strerror(-(in < 0 ? in : err)));
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0)
+		return sb_error(reterr, -errno, "cannot create a socket pair: %s", strerror(errno));
+	diag_ours = pair[0];
+	diag_child = pair[1];
 	pid = fork();
 	if (pid < 0)
 		return sb_error(reterr, -errno, "cannot start nft: %s", strerror(errno));
 	if (pid == 0) {
+		int diag;
+
 		if ((user_fd >= 0 && setns(user_fd, CLONE_NEWUSER) < 0) ||
 		    setns(net_fd, CLONE_NEWNET) < 0 || keep_net_admin() < 0 ||
 		    dup2(in, STDIN_FILENO) < 0 || dup2(err, STDOUT_FILENO) < 0 ||
 		    dup2(err, STDERR_FILENO) < 0)
 			_exit(126);
+		diag = sb_netns_diag_open();
+		if (diag >= 0)
+			(void)sb_send_fd(diag_child, diag);
 		execve(tools->nft, argv, environ);
 		_exit(127);
 	}
-	*ret = (struct filter_run){.pid = pid, .err = TAKE_FD(err)};
+	*ret = (struct filter_run){.pid = pid, .err = TAKE_FD(err), .diag = TAKE_FD(diag_ours)};
 	return 0;
 }
 
-static int filter_wait(struct filter_run *f, char **reterr)
+/* *ret_diag: the namespace's sock_diag socket, or -1. */
+static int filter_wait(struct filter_run *f, int *ret_diag, char **reterr)
 {
-	_cleanup_close_ int err = TAKE_FD(f->err);
+	_cleanup_close_ int err = TAKE_FD(f->err), diag = TAKE_FD(f->diag);
 	_cleanup_free_ char *msg = NULL;
 	int status, r;
 
 	r = wait_exit(f->pid, &status);
 	if (r < 0)
 		return sb_error(reterr, r, "cannot wait for nft: %s", strerror(-r));
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		/* Sent before nft ran, if at all. */
+		r = sb_receive_fd(diag, MSG_DONTWAIT);
+		*ret_diag = r < 0 ? -1 : r;
 		return 0;
+	}
 	msg = memfd_message(err);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
 		return sb_error(reterr, -EPERM,
@@ -724,8 +744,8 @@ int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools
 		   pid_t target, struct sb_netns *ret, char **reterr)
 {
 	_cleanup_close_ int net_fd = -1, user_fd = -1;
-	struct filter_run filter = {.pid = -1, .err = -1};
-	int r, r_filter;
+	struct filter_run filter = {.pid = -1, .err = -1, .diag = -1};
+	int r, r_filter, diag = -1;
 
 	*ret = SB_NETNS_NULL;
 	if (!plan->outside)
@@ -746,19 +766,33 @@ int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools
 	if (r < 0)
 		return r;
 	r = spawn_slirp(plan, tools, net_fd, user_fd, ret, reterr);
-	r_filter = filter_wait(&filter, r < 0 ? NULL : reterr);
+	r_filter = filter_wait(&filter, &diag, r < 0 ? NULL : reterr);
 	if (r >= 0 && r_filter < 0) {
 		sb_netns_stop(ret);
 		r = r_filter;
 	}
+	if (r >= 0)
+		ret->diag_fd = TAKE_FD(diag);
+	sb_closep(&diag);
 	return r;
+}
+
+/* Not reaching the end is no error of the program's: what is left is lost
+ * as it would be on a network that broke. */
+static void drain(struct sb_netns *n)
+{
+	if (n->diag_fd >= 0 && n->slirp > 0)
+		(void)sb_netns_drain(n->diag_fd, SB_NETNS_DRAIN_MS);
+	sb_closep(&n->diag_fd);
 }
 
 void sb_netns_stop(struct sb_netns *n)
 {
-	uint64_t deadline = sb_monotonic_ms() + SB_SLIRP_STOP_MS;
+	uint64_t deadline;
 	int status;
 
+	drain(n);
+	deadline = sb_monotonic_ms() + SB_SLIRP_STOP_MS;
 	if (n->exit_fd >= 0)
 		close(n->exit_fd);
 	if (n->slirp > 0) {
@@ -779,6 +813,7 @@ void sb_netns_stop(struct sb_netns *n)
 
 void sb_netns_release(struct sb_netns *n)
 {
+	drain(n);
 	if (n->exit_fd >= 0)
 		close(n->exit_fd);
 	*n = SB_NETNS_NULL;

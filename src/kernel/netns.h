@@ -68,8 +68,11 @@ void sb_netns_tools_done(struct sb_netns_tools *tools);
 struct sb_netns {
 	pid_t slirp;
 	int exit_fd; /* slirp4netns ends when this closes */
+	/* A sock_diag socket of the namespace, made by the nft process inside
+	 * (-1 if it could not): sb_netns_drain() before slirp4netns stops. */
+	int diag_fd;
 };
-#define SB_NETNS_NULL ((struct sb_netns){.slirp = -1, .exit_fd = -1})
+#define SB_NETNS_NULL ((struct sb_netns){.slirp = -1, .exit_fd = -1, .diag_fd = -1})
 
 /* From the host's namespaces, for the network namespace of target (a process
  * in it; the user namespace that owns it, target's own or one target's is
@@ -82,15 +85,34 @@ struct sb_netns {
  * (nothing is left running then). */
 int sb_netns_start(const struct sb_netns_plan *plan, const struct sb_netns_tools *tools,
 		   pid_t target, struct sb_netns *ret, char **reterr);
-/* Ends slirp4netns and reaps it; n may be SB_NETNS_NULL. */
+/* Once the sandbox's connections have handed slirp4netns their last bytes
+ * (sb_netns_drain()), ends it and reaps it; n may be SB_NETNS_NULL. */
 void sb_netns_stop(struct sb_netns *n);
-/* For a caller about to exit once the sandbox is gone: closes the exit
- * descriptor, on which slirp4netns ends by itself, without waiting for it.
+/* For a caller about to exit once the sandbox is gone: once the sandbox's
+ * connections have handed slirp4netns their last bytes (sb_netns_drain()),
+ * closes the exit descriptor, on which slirp4netns ends by itself, without
+ * waiting for it.
  * Its exit closes tap0, and the kernel's unregistering of the device takes
  * tens of milliseconds (RCU grace periods) that nobody needs to wait for: the
  * namespace has no process left to serve. The caller's exit hands it to the
  * reaper. n may be SB_NETNS_NULL. */
 void sb_netns_release(struct sb_netns *n);
+
+/* How long a sandbox's connections get to hand their last bytes to
+ * slirp4netns once the program is gone: the host's peer may read slowly. */
+#define SB_NETNS_DRAIN_MS 5000
+
+/* A sock_diag socket of the caller's network namespace: it goes on
+ * answering for that namespace wherever it is passed. A descriptor, or
+ * -errno. */
+int sb_netns_diag_open(void);
+/* Waits, up to timeout_ms, until no TCP socket of diag_fd's network
+ * namespace may still have bytes or its end of stream unacknowledged:
+ * slirp4netns, the host's end of each connection, stops when the sandbox
+ * does, and what it has not yet read from tap0 would be lost, although the
+ * program sent it before its exit (on the kernel's own network, a closed
+ * socket's data outlives its process). 0, -ETIMEDOUT, or -errno. */
+int sb_netns_drain(int diag_fd, uint64_t timeout_ms);
 
 /* Brings the loopback interface of the caller's network namespace up (a new
  * namespace has it down); needs CAP_NET_ADMIN there. 0 or -errno. */

@@ -38,6 +38,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "fd-pass.h"
 #include "file-policy.h"
 #include "learn-rules.h"
 #include "net-rule.h"
@@ -384,29 +385,6 @@ static void handle(struct helper *h, struct seccomp_notif *req, struct seccomp_n
 		keep(h, recs[i]);
 }
 
-static int receive_fd(int sock)
-{
-	char data;
-	char control[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &data, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = control,
-	    .msg_controllen = sizeof(control),
-	};
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) <= 0)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-	return fd;
-}
-
 static int send_all(int sock, const char *data, size_t n)
 {
 	while (n) {
@@ -445,7 +423,7 @@ static _Noreturn void helper_main(int sock, char *const *skip_dirs,
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
-	h.listener = receive_fd(sock);
+	h.listener = sb_receive_fd(sock, 0);
 	if (h.listener < 0 || seccomp_notify_alloc(&req, &resp) < 0)
 		_exit(0);
 	/* Serve until no process is under the filter any more (POLLHUP): if
@@ -526,26 +504,6 @@ int sb_learn_native_start(char *const *skip_dirs, const struct sb_seccomp_policy
 	return 0;
 }
 
-static int send_fd(int sock, int fd)
-{
-	char data = 'L';
-	char control[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &data, .iov_len = 1};
-	struct msghdr msg = {
-	    .msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = control,
-	    .msg_controllen = sizeof(control),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(fd));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
-}
-
 int sb_learn_native_arm(char **reterr)
 {
 	_cleanup_free_ char *why = NULL;
@@ -567,7 +525,7 @@ int sb_learn_native_arm(char **reterr)
 	/* From here on, a notified call of ours waits for the helper: nothing
 	 * but sendmsg() until it has the listener. Our copy is closed so that
 	 * the helper's is the only one. */
-	r = send_fd(native.sock, fd);
+	r = sb_send_fd(native.sock, fd);
 	close(fd);
 	/* The filter cannot be removed: without a listener every notified call
 	 * fails (ENOSYS), so the program must not run. */

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -529,6 +530,51 @@ def test_net_reaches_the_host_only_where_a_rule_allows(netuser):
     finally:
         allowed.close()
         other.close()
+
+
+def check_data_sent_before_the_exit_arrives(sb, base):
+    """4 MiB sent to a host's port, the socket closed and the program gone at
+    once (os._exit): the host reads them all, then the end of stream."""
+    size = 4 << 20
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(30)
+    got = {}
+
+    def read_all():
+        conn, _ = server.accept()
+        with conn:
+            conn.settimeout(30)
+            n = 0
+            while chunk := conn.recv(1 << 16):
+                n += len(chunk)
+            got["bytes"] = n
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    try:
+        port = server.getsockname()[1]
+        r, o = run_native(sb, base + f"net=ALLOW|tcp|10.0.2.2|{port}|OUT\n", f'''
+            c = socket.create_connection(("10.0.2.2", {port}), timeout=10)
+            c.sendall(b"x" * {size})
+            c.close()
+            os._exit(0)
+            ''')
+        assert r.returncode == 0, r
+        reader.join(timeout=60)
+        assert got == {"bytes": size}, r
+    finally:
+        server.close()
+        reader.join(timeout=60)
+
+
+def test_net_data_sent_before_the_exit_arrives(netuser):
+    """The host's end of a connection is slirp4netns, which the sandbox's
+    exit stops: the bytes and the end of stream still in flight (in the
+    namespace's socket, on tap0) arrive first, as with the kernel's own
+    network, where a closed socket's data outlives its process."""
+    check_data_sent_before_the_exit_arrives(netuser, BASE)
 
 
 def test_net_wildcard_rule_does_not_open_the_hosts_loopback(sb):

@@ -39,7 +39,8 @@ from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, IS_ASAN, NATIVE_PRELUDE, SANITI
                       TIMEOUT, Sandbox, not_under_asan, outcomes, run_native)
 from test_kernel_landlock import (accepted, free_port, tcp, tracer_pid,  # noqa: F401
                                   unix_listener, victim)
-from test_kernel_unshare import HostListener, tools_missing, tun_usable_by
+from test_kernel_unshare import (HostListener, check_data_sent_before_the_exit_arrives,
+                                 tools_missing, tun_usable_by)
 
 SECRET = "TOP-SECRET-5f3a9c"
 ORIGINAL = "ORIGINAL-ro-content\n"
@@ -423,6 +424,13 @@ def test_net_reaches_the_host_only_where_a_rule_allows(request, w, user):
     finally:
         allowed.close()
         other.close()
+
+
+@pytest.mark.parametrize("w,user", NET_CASES)
+def test_net_data_sent_before_the_exit_arrives(request, w, user):
+    """As under os-sandbox=unshare: slirp4netns stops once the tool has
+    ended, after the connections' last bytes reached it."""
+    check_data_sent_before_the_exit_arrives(net_wrapper_user(request, w, user), base(w))
 
 
 @pytest.mark.parametrize("w", ["bwrap", "firejail"])
