@@ -234,16 +234,16 @@ static const struct {
  * be wrapped to tell the two apart: _datetime's types are immutable. */
 static const struct {
 	const char *module;
-	const char *imported_by; /* separated by spaces */
+	const char *imported_by[3]; /* NULL-terminated */
 } call_imports[] = {
-    {"_strptime", "datetime time"}, /* datetime.strptime(), time.strptime() */
-    {"functools", "operator"},	    /* methodcaller.__reduce__() with keywords */
-    {"pickle", "zoneinfo"},	    /* a zone read from a file: ZoneInfo.__reduce__() */
-    {"resource", "os posix"},	    /* os.wait3(), os.wait4(): the struct_rusage type */
-    {"time", "datetime"},	    /* date.today(), strftime(), timetuple(), __format__() */
+    {"_strptime", {"datetime", "time"}}, /* datetime.strptime(), time.strptime() */
+    {"functools", {"operator"}},	 /* methodcaller.__reduce__() with keywords */
+    {"pickle", {"zoneinfo"}},		 /* a zone read from a file: ZoneInfo.__reduce__() */
+    {"resource", {"os", "posix"}},	 /* os.wait3(), os.wait4(): the struct_rusage type */
+    {"time", {"datetime"}},		 /* date.today(), strftime(), timetuple(), __format__() */
     /* zoneinfo's fallback data, a package of its own when installed, which
      * it loads through importlib.resources: a computed name there. */
-    {"tzdata", "zoneinfo"},
+    {"tzdata", {"zoneinfo"}},
 };
 
 /* module is name or below it. */
@@ -259,22 +259,11 @@ static bool is_or_below(const char *module, const char *name)
 static bool call_import_allowed(const char *module)
 {
 	for (size_t i = 0; i < ELEMENTSOF(call_imports); i++) {
-		const char *p = call_imports[i].imported_by;
-
 		if (!is_or_below(module, call_imports[i].module))
 			continue;
-		while (*p) {
-			size_t n = strcspn(p, " ");
-			char top[32];
-
-			if (n < sizeof(top)) {
-				memcpy(top, p, n);
-				top[n] = '\0';
-				if (top_level_allowed(top))
-					return true;
-			}
-			p += n + (p[n] == ' ');
-		}
+		for (const char *const *by = call_imports[i].imported_by; *by; by++)
+			if (top_level_allowed(*by))
+				return true;
 	}
 	return false;
 }
