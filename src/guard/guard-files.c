@@ -24,6 +24,7 @@
 #include "guard-files-sqlite.h"
 #include "guard-files-wrap.h"
 #include "guard-observer.h"
+#include "path0-modules.h"
 #include "util.h"
 
 static const char *const ca_stores[] = {
@@ -428,8 +429,7 @@ static int files_prepare(const struct sb_profile *profile, const struct sb_inter
 					  : sb_files_path0_unlisted(interp->path0);
 	}
 	for (char **m = path0_known ? interp->path0_modules : NULL; r >= 0 && m && *m; m++)
-		r = sb_files_grant_later(*m, false, false, true,
-					 "a module python-import= allows, in sys.path[0]");
+		r = sb_files_grant_later(*m, false, false, true, SB_PATH0_MODULE_WHY);
 	return r < 0 ? r : 0;
 }
 

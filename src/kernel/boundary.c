@@ -93,24 +93,63 @@ int sb_boundary_build_base(const struct sb_profile *p, const struct sb_provider 
 	return 0;
 }
 
-int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable, const char *why)
+struct sb_landlock_path *sb_boundary_find_path(const struct sb_boundary *b, const char *path)
 {
-	struct sb_landlock_path *paths;
-	char *copy;
+	size_t at = sb_str_index_find(&b->path_index, path);
 
-	if (!(b->provider->flags & SB_PROVIDER_FILES))
+	return at == SIZE_MAX ? NULL : &b->paths[at];
+}
+
+/* Room for one more grant and the reasons' NULL, grown by doubling: a
+ * profile may grant thousands of paths (every module beside the script). */
+static int reserve_path(struct sb_boundary *b)
+{
+	size_t cap = b->cap_paths ? b->cap_paths * 2 : 32;
+	struct sb_landlock_path *paths;
+	char **reasons;
+
+	if (b->n_paths < b->cap_paths)
 		return 0;
-	paths = realloc(b->paths, (b->n_paths + 1) * sizeof(*paths));
+	paths = realloc(b->paths, cap * sizeof(*paths));
 	if (!paths)
 		return -ENOMEM;
 	b->paths = paths;
-	copy = strdup(path);
-	if (!copy || sb_strv_push(&b->path_reasons, why) < 0) {
-		free(copy);
+	reasons = realloc(b->path_reasons, (cap + 1) * sizeof(*reasons));
+	if (!reasons)
 		return -ENOMEM;
-	}
-	b->paths[b->n_paths++] = (struct sb_landlock_path){.path = copy, .writable = writable};
+	b->path_reasons = reasons;
+	b->cap_paths = cap;
 	return 0;
+}
+
+int sb_boundary_append_path(struct sb_boundary *b, const struct sb_landlock_path *grant,
+			    const char *why)
+{
+	_cleanup_free_ char *copy = strdup(grant->path), *reason = strdup(why);
+
+	if (!copy || !reason || reserve_path(b) < 0 ||
+	    sb_str_index_add(&b->path_index, copy, b->n_paths) < 0)
+		return -ENOMEM;
+	b->paths[b->n_paths] = *grant;
+	b->paths[b->n_paths].path = TAKE_PTR(copy);
+	b->path_reasons[b->n_paths] = TAKE_PTR(reason);
+	b->path_reasons[++b->n_paths] = NULL;
+	return 0;
+}
+
+int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable, const char *why)
+{
+	struct sb_landlock_path *have;
+
+	if (!(b->provider->flags & SB_PROVIDER_FILES))
+		return 0;
+	have = sb_boundary_find_path(b, path);
+	if (have) {
+		have->writable = have->writable || writable;
+		return 0;
+	}
+	return sb_boundary_append_path(
+	    b, &(struct sb_landlock_path){.path = path, .writable = writable}, why);
 }
 
 int sb_boundary_build_provider(struct sb_boundary *b, const struct sb_profile *p,
@@ -146,6 +185,7 @@ void sb_boundary_done(struct sb_boundary *b)
 		free((char *)b->paths[i].path);
 	free(b->paths);
 	sb_strv_free(b->path_reasons);
+	sb_str_index_done(&b->path_index);
 	sb_strv_free(b->notes);
 	free(b->bind_ports);
 	free(b->connect_ports);

@@ -8,6 +8,7 @@
 #include "profile.h"
 #include "resource-limits.h"
 #include "seccomp-filter.h"
+#include "str-index.h"
 #include "watchdog.h"
 
 /* The kernel side of a policy: what the provider makes the kernel enforce
@@ -42,7 +43,8 @@ struct sb_boundary {
 	/* Filled by a provider that confines files (SB_PROVIDER_FILES). */
 	struct sb_landlock_path *paths;
 	char **path_reasons; /* parallel to paths, for --explain */
-	size_t n_paths;
+	size_t n_paths, cap_paths;
+	struct sb_str_index path_index; /* over paths */
 	/* Filled by a provider that filters TCP ports (SB_PROVIDER_NET_TCP_PORTS). */
 	bool restrict_bind, restrict_connect;
 	uint16_t *bind_ports, *connect_ports;
@@ -107,6 +109,14 @@ void sb_boundary_done(struct sb_boundary *b);
  * no-op otherwise): python-sb serve's fork server builds the boundary once
  * and grants each run's directory in the run's own process. 0 or -ENOMEM. */
 int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable, const char *why);
+
+/* The grant of exactly this path, or NULL. */
+struct sb_landlock_path *sb_boundary_find_path(const struct sb_boundary *b, const char *path);
+
+/* Appends grant (its path, not yet granted, and why are copied), whatever
+ * the provider. 0 or -ENOMEM. */
+int sb_boundary_append_path(struct sb_boundary *b, const struct sb_landlock_path *grant,
+			    const char *why);
 
 /* The provider's part, then seccomp, then the resource limits (last: building
  * the ruleset and the filter needs memory and descriptors); between the

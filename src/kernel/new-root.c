@@ -27,10 +27,35 @@
 
 static int find(const struct sb_root_plan *p, const char *path)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (streq(p->entries[i].path, path))
-			return (int)i;
-	return -1;
+	size_t at = sb_str_index_find(&p->index, path);
+
+	return at == SIZE_MAX ? -1 : (int)at;
+}
+
+/* The entry at path or at its nearest ancestor among those indexed for
+ * which wanted() holds (NULL when none): one lookup per level of path, not
+ * a walk over the plan, which may hold thousands of entries (every module
+ * beside the script under python-import=*). */
+static const struct sb_root_entry *nearest_at_or_above(const struct sb_root_plan *p,
+						       const char *path,
+						       bool (*wanted)(enum sb_root_kind))
+{
+	char cur[PATH_MAX];
+
+	if (strlen(path) >= sizeof(cur) || path[0] != '/')
+		return NULL;
+	strcpy(cur, path);
+	for (;;) {
+		char *slash;
+		int i = find(p, cur);
+
+		if (i >= 0 && wanted(p->entries[i].kind))
+			return &p->entries[i];
+		if (streq(cur, "/"))
+			return NULL;
+		slash = strrchr(cur, '/');
+		slash[slash == cur ? 1 : 0] = '\0';
+	}
 }
 
 /* Which entry wins when two land on one path: a bind of the host's own tree
@@ -75,12 +100,19 @@ static int add_entry(struct sb_root_plan *p, const struct sb_root_entry *e)
 		return -ENOMEM;
 	}
 	if (i >= 0) {
+		/* The same path: the indexed string stays. */
+		char *indexed = p->entries[i].path;
+
+		p->entries[i].path = copy.path;
+		copy.path = indexed;
 		entry_done(&p->entries[i]);
 		p->entries[i] = copy;
 		return 0;
 	}
 	entries = reallocarray(p->entries, p->n + 1, sizeof(*entries));
-	if (!entries) {
+	if (!entries || sb_str_index_add(&p->index, copy.path, p->n) < 0) {
+		if (entries)
+			p->entries = entries;
 		entry_done(&copy);
 		return -ENOMEM;
 	}
@@ -111,15 +143,14 @@ static int add_parents(struct sb_root_plan *p, const char *path)
 }
 
 /* The bind nearest above path, or path's own (NULL when none). */
+static bool is_bind(enum sb_root_kind k)
+{
+	return k == SB_ROOT_BIND;
+}
+
 static const struct sb_root_entry *bind_over(const struct sb_root_plan *p, const char *path)
 {
-	const struct sb_root_entry *best = NULL;
-
-	for (size_t i = 0; i < p->n; i++)
-		if (p->entries[i].kind == SB_ROOT_BIND && sb_path_under(path, p->entries[i].path) &&
-		    (!best || strlen(p->entries[i].path) > strlen(best->path)))
-			best = &p->entries[i];
-	return best;
+	return nearest_at_or_above(p, path, is_bind);
 }
 
 /* Makes path lead where it leads on the host: each symbolic link on the way
@@ -413,19 +444,16 @@ int sb_root_plan_finish(struct sb_root_plan *p)
 
 	if (p->n)
 		qsort(p->entries, p->n, sizeof(*p->entries), by_path);
+	/* Sorting moved the entries: the index is rebuilt over those kept. */
+	sb_str_index_done(&p->index);
 	for (size_t i = 0; i < p->n; i++) {
 		struct sb_root_entry *e = &p->entries[i];
-		const struct sb_root_entry *m = NULL;
+		/* The nearest mount above e among the entries kept: parents sort
+		 * first, so it is already decided; e's own path, unique in the
+		 * plan, is not indexed yet. */
+		const struct sb_root_entry *m = nearest_at_or_above(p, e->path, is_mount);
 		bool drop = false;
 
-		/* The nearest mount above e among the entries kept: parents sort
-		 * first, so it is already decided. */
-		for (size_t k = kept; k-- > 0;)
-			if (is_mount(p->entries[k].kind) && !streq(p->entries[k].path, e->path) &&
-			    sb_path_under(e->path, p->entries[k].path)) {
-				m = &p->entries[k];
-				break;
-			}
 		if (m && (m->kind == SB_ROOT_PROC || m->kind == SB_ROOT_HIDDEN))
 			drop = true;
 		else if (m && m->kind == SB_ROOT_BIND) {
@@ -446,7 +474,12 @@ int sb_root_plan_finish(struct sb_root_plan *p)
 			entry_done(e);
 			continue;
 		}
-		p->entries[kept++] = *e;
+		p->entries[kept] = *e;
+		/* Without the index the next entries' mounts would go unseen:
+		 * the caller fails on r. */
+		if (sb_str_index_add(&p->index, p->entries[kept].path, kept) < 0)
+			r = -ENOMEM;
+		kept++;
 	}
 	p->n = kept;
 	return r;
@@ -457,6 +490,7 @@ void sb_root_plan_done(struct sb_root_plan *p)
 	for (size_t i = 0; i < p->n; i++)
 		entry_done(&p->entries[i]);
 	free(p->entries);
+	sb_str_index_done(&p->index);
 	free(p->cwd);
 	sb_strv_free(p->notes);
 	sb_strv_free(p->canonical);

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "str-index.h"
 #include "util.h"
 
 /* The file system a sandbox with a mount namespace of its own sees
@@ -44,7 +45,8 @@ struct sb_root_entry {
 struct sb_root_plan {
 	struct sb_root_entry *entries; /* sorted, parents first, after sb_root_plan_finish() */
 	size_t n;
-	char *cwd; /* where the program starts (a path the plan makes exist) */
+	struct sb_str_index index; /* over entries, by path */
+	char *cwd;		   /* where the program starts (a path the plan makes exist) */
 	char **notes;
 	char **canonical; /* directories seen to hold no link, while planning */
 };

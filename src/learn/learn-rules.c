@@ -6,18 +6,10 @@
 #include <sys/stat.h>
 
 #include "net-rule.h"
+#include "str-index.h"
 #include "util.h"
 
-/* ---- hashing ----------------------------------------------------------------- */
-
-static size_t hash_str(const char *s)
-{
-	size_t h = 1469598103934665603ULL; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
+/* ---- string sets ----------------------------------------------------------- */
 
 static int strset_grow(struct sb_learn_strset *s)
 {
@@ -31,7 +23,7 @@ static int strset_grow(struct sb_learn_strset *s)
 
 		if (!s->slots[i])
 			continue;
-		for (j = hash_str(s->slots[i]) & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
+		for (j = sb_str_hash(s->slots[i]) & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
 			;
 		slots[j] = s->slots[i];
 	}
@@ -47,7 +39,7 @@ int sb_learn_strset_add(struct sb_learn_strset *s, const char *key)
 
 	if ((s->n + 1) * 2 > s->cap && strset_grow(s) < 0)
 		return -ENOMEM;
-	for (j = hash_str(key) & (s->cap - 1); s->slots[j]; j = (j + 1) & (s->cap - 1))
+	for (j = sb_str_hash(key) & (s->cap - 1); s->slots[j]; j = (j + 1) & (s->cap - 1))
 		if (streq(s->slots[j], key))
 			return 0;
 	s->slots[j] = strdup(key);
@@ -61,7 +53,7 @@ bool sb_learn_strset_contains(const struct sb_learn_strset *s, const char *key)
 {
 	if (!s->cap)
 		return false;
-	for (size_t j = hash_str(key) & (s->cap - 1); s->slots[j]; j = (j + 1) & (s->cap - 1))
+	for (size_t j = sb_str_hash(key) & (s->cap - 1); s->slots[j]; j = (j + 1) & (s->cap - 1))
 		if (streq(s->slots[j], key))
 			return true;
 	return false;
@@ -77,55 +69,27 @@ void sb_learn_strset_done(struct sb_learn_strset *s)
 
 /* ---- the observed set ------------------------------------------------------ */
 
-static int path_index_grow(struct sb_learn_set *s)
-{
-	size_t cap = s->path_index_cap ? s->path_index_cap * 2 : 64;
-	size_t *index = calloc(cap, sizeof(*index));
-
-	if (!index)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->n_paths; i++) {
-		size_t j;
-
-		for (j = hash_str(s->paths[i].path) & (cap - 1); index[j]; j = (j + 1) & (cap - 1))
-			;
-		index[j] = i + 1;
-	}
-	free(s->path_index);
-	s->path_index = index;
-	s->path_index_cap = cap;
-	return 0;
-}
-
 int sb_learn_set_add_path(struct sb_learn_set *s, const char *path, bool write, bool native)
 {
 	struct sb_learn_path *paths;
+	size_t at = sb_str_index_find(&s->path_index, path);
 	char *copy;
-	size_t j;
 
-	if ((s->n_paths + 1) * 2 > s->path_index_cap && path_index_grow(s) < 0)
-		return -ENOMEM;
-	for (j = hash_str(path) & (s->path_index_cap - 1); s->path_index[j];
-	     j = (j + 1) & (s->path_index_cap - 1)) {
-		struct sb_learn_path *p = &s->paths[s->path_index[j] - 1];
-
-		if (streq(p->path, path)) {
-			p->write = p->write || write;
-			p->native = p->native && native;
-			return 0;
-		}
+	if (at != SIZE_MAX) {
+		s->paths[at].write = s->paths[at].write || write;
+		s->paths[at].native = s->paths[at].native && native;
+		return 0;
 	}
 	copy = strdup(path);
 	paths = realloc(s->paths, (s->n_paths + 1) * sizeof(*paths));
 	if (paths)
 		s->paths = paths;
-	if (!copy || !paths) {
+	if (!copy || !paths || sb_str_index_add(&s->path_index, copy, s->n_paths) < 0) {
 		free(copy);
 		return -ENOMEM;
 	}
 	s->paths[s->n_paths++] =
 	    (struct sb_learn_path){.path = copy, .write = write, .native = native};
-	s->path_index[j] = s->n_paths;
 	return 0;
 }
 
@@ -203,7 +167,7 @@ void sb_learn_set_done(struct sb_learn_set *s)
 	for (size_t i = 0; i < s->n_paths; i++)
 		free(s->paths[i].path);
 	free(s->paths);
-	free(s->path_index);
+	sb_str_index_done(&s->path_index);
 	for (size_t i = 0; i < s->n_nets; i++)
 		free(s->nets[i].host);
 	free(s->nets);

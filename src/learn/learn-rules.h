@@ -13,6 +13,7 @@
 #include "api-registry.h"
 #include "eval-learn.h"
 #include "profile.h"
+#include "str-index.h"
 
 struct sb_learn_path {
 	char *path; /* absolute, resolved */
@@ -42,8 +43,7 @@ void sb_learn_strset_done(struct sb_learn_strset *s);
 struct sb_learn_set {
 	struct sb_learn_path *paths;
 	size_t n_paths;
-	size_t *path_index; /* open addressing over paths: index + 1, 0 = empty */
-	size_t path_index_cap;
+	struct sb_str_index path_index; /* over paths */
 	struct sb_learn_net *nets;
 	size_t n_nets;
 	char **imports; /* top-level module names */

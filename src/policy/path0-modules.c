@@ -51,10 +51,52 @@ static bool module_file(const char *entry, bool in_cache, char name[NAME_MAX + 1
 	return true;
 }
 
+/* What an entry's name can be: nothing of interest, a module file (NAME.py,
+ * NAME.pyc, NAME.so, NAME.<tag>.so; in __pycache__ NAME.<tag>.pyc) or a
+ * package directory (a name without a dot). Decided on the name alone, so
+ * that only the entries of an allowed module cost a system call: a data
+ * directory of thousands of files beside the script is listed, not
+ * stat()ed entry by entry. */
+enum entry_kind { ENTRY_NONE, ENTRY_MODULE_FILE, ENTRY_PACKAGE_DIR };
+
+static enum entry_kind entry_kind(const char *entry, bool in_cache, char name[NAME_MAX + 1])
+{
+	size_t n = strcspn(entry, "."), len = strlen(entry);
+
+	if (n == 0 || len > NAME_MAX)
+		return ENTRY_NONE;
+	if (n == len) {
+		if (in_cache || streq(entry, "__pycache__"))
+			return ENTRY_NONE;
+		memcpy(name, entry, n + 1);
+		return ENTRY_PACKAGE_DIR;
+	}
+	if (!module_file(entry, in_cache, name))
+		return ENTRY_NONE;
+	return ENTRY_MODULE_FILE;
+}
+
+/* Whether the entry is what its name says: a directory for a package, a
+ * regular file for a module, following a symbolic link as the import
+ * machinery does. d_type answers without a system call on the filesystems
+ * that fill it in; a link or DT_UNKNOWN takes a stat(). */
+static bool entry_is(int dir_fd, const struct dirent *de, enum entry_kind kind)
+{
+	unsigned char type = de->d_type;
+	struct stat st;
+
+	if (type == DT_UNKNOWN || type == DT_LNK) {
+		if (fstatat(dir_fd, de->d_name, &st, 0) < 0)
+			return false;
+		type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+	}
+	return type == (kind == ENTRY_PACKAGE_DIR ? DT_DIR : DT_REG);
+}
+
 /* Adds the entries of dir (cache: its __pycache__) that are files of an
  * allowed module, and (not cache) the directories of allowed packages. */
 static int scan(const char *dir, bool cache, const struct sb_profile *p, const char *main_package,
-		char ***v)
+		struct sb_strv_builder *found)
 {
 	_cleanup_free_ char *path = cache ? sb_path_join(dir, "__pycache__") : strdup(dir);
 	DIR *d;
@@ -68,44 +110,40 @@ static int scan(const char *dir, bool cache, const struct sb_profile *p, const c
 		return 0;
 	while (r >= 0 && (de = readdir(d))) {
 		char name[NAME_MAX + 1];
-		struct stat st;
-		bool is_dir;
+		enum entry_kind kind = entry_kind(de->d_name, cache, name);
 
-		if (de->d_name[0] == '.')
+		if (kind == ENTRY_NONE || !sb_path0_module_allowed(p, main_package, name) ||
+		    !entry_is(dirfd(d), de, kind))
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
-			continue;
-		is_dir = S_ISDIR(st.st_mode);
-		if (is_dir &&
-		    (cache || strchr(de->d_name, '.') || streq(de->d_name, "__pycache__")))
-			continue;
-		if (is_dir)
-			snprintf(name, sizeof(name), "%s", de->d_name);
-		else if (!S_ISREG(st.st_mode) || !module_file(de->d_name, cache, name))
-			continue;
-		if (!sb_path0_module_allowed(p, main_package, name))
-			continue;
-		_cleanup_free_ char *full = sb_path_join(path, de->d_name);
-
-		r = full ? sb_strv_push(v, full) : -ENOMEM;
+		/* A builder: sys.path[0] may hold thousands of modules. */
+		r = sb_strvb_consume(found, sb_path_join(path, de->d_name));
 	}
 	closedir(d);
 	return r;
 }
 
+bool sb_path0_module_is_file(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return strchr(base ? base + 1 : path, '.') != NULL;
+}
+
 int sb_path0_modules(const char *dir, const struct sb_profile *p, const char *main_package,
 		     char ***ret)
 {
-	_cleanup_strv_free_ char **v = NULL;
+	struct sb_strv_builder f = {0};
 	int r;
 
-	r = scan(dir, false, p, main_package, &v);
+	r = scan(dir, false, p, main_package, &f);
 	if (r >= 0)
-		r = scan(dir, true, p, main_package, &v);
-	if (r < 0)
+		r = scan(dir, true, p, main_package, &f);
+	if (r < 0) {
+		sb_strv_free(f.v);
 		return r;
-	if (v)
-		qsort(v, sb_strv_length(v), sizeof(char *), cmp_str);
-	*ret = TAKE_PTR(v);
+	}
+	if (f.v)
+		qsort(f.v, f.n, sizeof(char *), cmp_str);
+	*ret = f.v;
 	return 0;
 }

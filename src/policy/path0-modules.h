@@ -11,6 +11,9 @@
  * -m package and pysandboxes included): a module's source, its compiled and
  * extension files, its bytecode in __pycache__, a package's directory. */
 
+/* The reason --explain gives for each such grant, in every layer. */
+#define SB_PATH0_MODULE_WHY "a module python-import= allows, in sys.path[0]"
+
 /* Whether a top-level module name is one the profile lets the program import
  * from sys.path[0] (main_package: the -m module's top level, or NULL). */
 bool sb_path0_module_allowed(const struct sb_profile *p, const char *main_package,
@@ -21,3 +24,8 @@ bool sb_path0_module_allowed(const struct sb_profile *p, const char *main_packag
  * is none). A directory that cannot be listed gives none. 0 or -ENOMEM. */
 int sb_path0_modules(const char *dir, const struct sb_profile *p, const char *main_package,
 		     char ***ret);
+
+/* Whether a path of that list is a module's file rather than a package's
+ * directory: a module file's name always has a suffix, a package's never a
+ * dot (a directory with one is no package). */
+bool sb_path0_module_is_file(const char *path);

@@ -479,6 +479,10 @@ static int build_pass_through(struct builder *bd, const struct sb_profile *p)
 	return r;
 }
 
+/* bubblewrap refuses a longer command line (its MAX_ARGS, 0.4 to 0.8):
+ * refused here with the cause and what to change, not with its one line. */
+#define BWRAP_MAX_ARGS 9000
+
 static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 		      const struct sb_wrap_request *req, char ***ret_argv, char **reterr)
 {
@@ -535,6 +539,12 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 		r = sb_strvb_add(&bd.argv, "--remount-ro", "/dev", "--remount-ro", "/", NULL);
 	if (r >= 0)
 		r = build_pass_through(&bd, p);
+	if (r >= 0 && bd.argv.n > BWRAP_MAX_ARGS)
+		return sb_error(
+		    reterr, -E2BIG,
+		    "bwrap takes at most %d arguments and this sandbox needs %zu for its "
+		    "%zu grants: %s",
+		    BWRAP_MAX_ARGS, bd.argv.n, b->n_paths, sb_wrap_too_many_grants_hint(b));
 	if (r >= 0)
 		r = sb_strvb_push(&bd.argv, "--");
 	for (char *const *a = req->argv; r >= 0 && *a; a++)

@@ -193,6 +193,7 @@ struct builder {
 	char **whitelisted; /* resolved paths, whitelisted or kept whole */
 	char **read_only;
 	char **reterr;
+	const struct sb_boundary *boundary;
 };
 
 static void builder_done(struct builder *bd)
@@ -225,9 +226,8 @@ static int whitelist(struct builder *bd, const char *path)
 			return 0;
 	if (sb_strv_length(bd->whitelisted) >= MAX_WHITELISTED)
 		return sb_error(bd->reterr, -E2BIG,
-				"firejail would need more than %d whitelisted paths (ignore= in "
-				"large exposed directories): narrow the rules",
-				MAX_WHITELISTED);
+				"firejail would need more than %d whitelisted paths: %s",
+				MAX_WHITELISTED, sb_wrap_too_many_grants_hint(bd->boundary));
 	r = literal(path, bd->reterr);
 	if (r >= 0 && !is_top(path))
 		r = sb_strv_pushf(&bd->argv, "--whitelist=%s", path);
@@ -304,6 +304,30 @@ static int cmp_item(const void *a, const void *b)
 	return strcmp(((const struct item *)a)->path, ((const struct item *)b)->path);
 }
 
+/* A grant named by a symbolic link (a module beside the script linked to
+ * elsewhere): the program opens the link's path, which firejail's new tree
+ * holds only when the link itself is whitelisted (firejail then adds its
+ * target, whitelisted already). Named at its directory's real path, as the
+ * other items are. Not a link at the top of the tree (/lib64), which
+ * firejail keeps whole. */
+static int add_link_item(const char *path, const char *resolved, struct item *items, size_t *n)
+{
+	_cleanup_free_ char *dir = NULL, *real_dir = NULL, *link = NULL;
+	struct stat st;
+
+	if (streq(path, resolved) || lstat(path, &st) < 0 || !S_ISLNK(st.st_mode) ||
+	    !(dir = sb_path_dirname(path)) || !(real_dir = realpath(dir, NULL)))
+		return 0;
+	link = sb_path_join(real_dir, strrchr(path, '/') + 1);
+	if (!link)
+		return -ENOMEM;
+	if (is_top(link) || streq(link, resolved))
+		return 0;
+	items[*n] = (struct item){.path = TAKE_PTR(link), .writable = items[*n - 1].writable};
+	(*n)++;
+	return 0;
+}
+
 /* The grants, the rule files and what any program needs of /etc,
  * whitelisted at their resolved paths, parents first (/dev and /proc are
  * firejail's, /sys stays as it shows it); expose-ro read-only, ignore=
@@ -316,7 +340,8 @@ static int build_files(struct builder *bd, const struct sb_boundary *b, const st
 	int r;
 
 	total = b->n_paths + n_files + ELEMENTSOF(etc_entries);
-	items = calloc(total, sizeof(*items));
+	/* Room for each grant's link too (below). */
+	items = calloc(2 * total, sizeof(*items));
 	if (!items)
 		return -ENOMEM;
 	r = sb_wrap_collect_ignored(b, p, &set, bd->reterr);
@@ -348,7 +373,9 @@ static int build_files(struct builder *bd, const struct sb_boundary *b, const st
 			r = -ENOMEM;
 			break;
 		}
-		items[n++].writable = i < b->n_paths && b->paths[i].writable;
+		items[n].writable = i < b->n_paths && b->paths[i].writable;
+		n++;
+		r = add_link_item(path, resolved, items, &n);
 	}
 	if (r >= 0)
 		qsort(items, n, sizeof(*items), cmp_item);
@@ -651,7 +678,7 @@ static int lists_fd(int *ret_fd, char **reterr)
 static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 		      const struct sb_wrap_request *req, char ***ret_argv, char **reterr)
 {
-	_cleanup_(builder_done) struct builder bd = {.reterr = reterr};
+	_cleanup_(builder_done) struct builder bd = {.reterr = reterr, .boundary = b};
 	_cleanup_free_ char *firejail = NULL;
 	struct sb_buf keep = {0};
 	int r;

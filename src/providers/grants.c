@@ -7,6 +7,8 @@
 
 #include <stdarg.h>
 
+#include "path0-modules.h"
+
 /* What any CPython process needs besides its own tree, read-only unless said.
  * Deliberately not /etc as a whole: it holds other programs' secrets. */
 static const struct {
@@ -36,31 +38,20 @@ static const struct {
 int sb_provider_add_path(struct sb_boundary *b, const char *path, bool writable, bool optional,
 			 bool is_file, const char *why)
 {
-	struct sb_landlock_path *paths;
-	char *copy, *reason;
+	struct sb_landlock_path *have = sb_boundary_find_path(b, path);
 
 	/* A directory granted twice keeps its widest right. */
-	for (size_t i = 0; i < b->n_paths; i++)
-		if (streq(b->paths[i].path, path)) {
-			b->paths[i].writable = b->paths[i].writable || writable;
-			b->paths[i].optional = b->paths[i].optional && optional;
-			b->paths[i].is_file = b->paths[i].is_file || is_file;
-			return 0;
-		}
-	copy = strdup(path);
-	reason = strdup(why);
-	paths = realloc(b->paths, (b->n_paths + 1) * sizeof(*paths));
-	if (paths)
-		b->paths = paths;
-	if (!copy || !reason || !paths) {
-		free(copy);
-		free(reason);
-		return -ENOMEM;
+	if (have) {
+		have->writable = have->writable || writable;
+		have->optional = have->optional && optional;
+		have->is_file = have->is_file || is_file;
+		return 0;
 	}
-	b->paths[b->n_paths] = (struct sb_landlock_path){
-	    .path = copy, .writable = writable, .optional = optional, .is_file = is_file};
-	b->n_paths++;
-	return sb_strv_consume(&b->path_reasons, reason);
+	return sb_boundary_append_path(
+	    b,
+	    &(struct sb_landlock_path){
+		.path = path, .writable = writable, .optional = optional, .is_file = is_file},
+	    why);
 }
 
 static int add_system_lib_dirs(struct sb_boundary *b)
@@ -88,8 +79,8 @@ int sb_provider_collect_grants(struct sb_boundary *b, const struct sb_profile *p
 	/* Each file of an allowed module beside the script, each allowed
 	 * package's directory: read, never the directory that holds them. */
 	for (char **m = interp ? interp->path0_modules : NULL; r >= 0 && m && *m; m++)
-		r = sb_provider_add_path(b, *m, false, true, false,
-					 "a module python-import= allows, in sys.path[0]");
+		r = sb_provider_add_path(b, *m, false, true, sb_path0_module_is_file(*m),
+					 SB_PATH0_MODULE_WHY);
 	if (r >= 0)
 		r = add_system_lib_dirs(b);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(system_grants); i++)

@@ -36,14 +36,6 @@ static int probe(char **reterr)
  * of rules (net=ALLOW|tcp|…|*|OUT allows every port anyway). */
 #define SB_MAX_PORT_RULES 1024
 
-static bool granted(const struct sb_boundary *b, const char *path)
-{
-	for (size_t i = 0; i < b->n_paths; i++)
-		if (streq(b->paths[i].path, path))
-			return true;
-	return false;
-}
-
 static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
 			  const struct sb_interp_paths *interp)
 {
@@ -54,7 +46,7 @@ static int collect_grants(struct sb_boundary *b, const struct sb_profile *p,
 	 * hierarchical, those below it) where it holds an allowed module, its
 	 * files read only as granted. */
 	if (r >= 0 && interp && interp->path0 && interp->path0_modules &&
-	    !granted(b, interp->path0)) {
+	    !sb_boundary_find_path(b, interp->path0)) {
 		r = sb_provider_add_path(b, interp->path0, false, true, false,
 					 "sys.path[0]: its listing only");
 		if (r >= 0)

@@ -25,6 +25,7 @@
 #include "namespaces.h"
 #include "netns.h"
 #include "new-root.h"
+#include "path0-modules.h"
 #include "privileges.h"
 #include "rule-files.h"
 
@@ -355,8 +356,7 @@ static int plan_root(struct sb_root_plan *plan, const struct sb_profile *p,
 	for (char **f = interp ? interp->files : NULL; r >= 0 && f && *f; f++)
 		r = sb_root_plan_bind(plan, *f, false, true, "interpreter and program");
 	for (char **m = interp ? interp->path0_modules : NULL; r >= 0 && m && *m; m++)
-		r = sb_root_plan_bind(plan, *m, false, true,
-				      "a module python-import= allows, in sys.path[0]");
+		r = sb_root_plan_bind(plan, *m, false, true, SB_PATH0_MODULE_WHY);
 	for (char **f = p->files; r >= 0 && f && *f; f++)
 		r = sb_root_plan_bind(plan, *f, false, true, "rule file");
 	for (size_t i = 0; r >= 0 && i < p->n_exposes; i++) {

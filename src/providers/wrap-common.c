@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "file-policy.h"
+#include "path0-modules.h"
 
 /* Where Debian installs bubblewrap and firejail, when PATH is unset. */
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
@@ -91,6 +92,21 @@ int sb_argv_add(char ***argv, ...)
 		r = sb_strv_push(argv, s);
 	va_end(ap);
 	return r;
+}
+
+const char *sb_wrap_too_many_grants_hint(const struct sb_boundary *b)
+{
+	size_t modules = 0;
+
+	for (size_t i = 0; i < b->n_paths; i++)
+		if (streq(b->path_reasons[i], SB_PATH0_MODULE_WHY))
+			modules++;
+	return 2 * modules > b->n_paths
+		   ? "most of them are modules python-import= allows beside the script "
+		     "(sys.path[0]): name the modules the program imports instead of "
+		     "python-import=*, or give the script a directory of its own"
+		   : "narrow the expose-* rules (ignore= in a large exposed directory adds "
+		     "one per match)";
 }
 
 const char *sb_wrap_param(const struct sb_profile *p, enum sb_os_sandbox provider, const char *key)

@@ -31,6 +31,11 @@ const struct sb_net_rule *sb_wrap_first_allow_rule(const struct sb_profile *p);
  * notes, after its heading line. */
 int sb_wrap_explain_grants(const struct sb_boundary *b, const char *heading, struct sb_buf *out);
 
+/* What to change when a wrapper's command line would hold more grants than
+ * the tool takes: the modules beside the script when they are most of them,
+ * else the expose-* and ignore= rules. */
+const char *sb_wrap_too_many_grants_hint(const struct sb_boundary *b);
+
 /* The value of the last <provider>.<key> line, or NULL. */
 const char *sb_wrap_param(const struct sb_profile *p, enum sb_os_sandbox provider, const char *key);
 /* A boolean parameter's value (the profile check accepted it). */

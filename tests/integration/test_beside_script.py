@@ -8,6 +8,8 @@ guard's refusal, with the rule to add, under every provider, instead of a bare
 PermissionError from Landlock. `python-sb -m pkg` for a package in the cwd
 runs."""
 
+import os
+import re
 import shutil
 
 import pytest
@@ -53,24 +55,53 @@ def profile(provider, extra=""):
     return f"os-sandbox={provider}\npython-import=helper, pkgx, os\n{extra}"
 
 
-def check_imports(sb, provider, extra=""):
-    lay_out(sb)
-    sb.profile(profile(provider, extra))
-    r = sb.run(sb.script(IMPORTS))
-    assert (r.returncode, r.stdout) == (0, "VALUES 5 SUB PKGDATA\n"), r
+LINKED = """\
+import linked, lpkg
+print('LINKED', linked.V, lpkg.W)
+"""
+
+
+def lay_out_links(sb):
+    """Allowed modules reached through symbolic links (a listing's d_type
+    says "link": only a stat() tells a module file from a package), and a
+    plain file named like an allowed package, which is none."""
+    sb.write("real/linked_impl.py", "V = 'LV'\n")
+    sb.write("real/lpkg_impl/__init__.py", "W = 'PW'\n")
+    os.symlink("real/linked_impl.py", sb.path("linked.py"))
+    os.symlink("real/lpkg_impl", sb.path("lpkg"))
+    sb.write("noext", "NOT A PACKAGE\n")
+    sb.write("secret.txt", "TOP-SECRET\n")
+
+
+LINK_PROFILE = "python-import=linked, lpkg, noext\n"
+
+
+def check_imports(sb, provider, extra="", layout="plain"):
+    if layout == "links":
+        lay_out_links(sb)
+        sb.profile(f"os-sandbox={provider}\n{LINK_PROFILE}{extra}")
+        code, want = LINKED, "LINKED LV PW\n"
+    else:
+        lay_out(sb)
+        sb.profile(profile(provider, extra))
+        code, want = IMPORTS, "VALUES 5 SUB PKGDATA\n"
+    r = sb.run(sb.script(code))
+    assert (r.returncode, r.stdout) == (0, want), r
     # The bytecode cache the loader could not read or write is no refusal
     # of the program's: no summary line.
     assert "refused" not in r.stderr, r
 
 
+@pytest.mark.parametrize("layout", ["plain", "links"])
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_allowed_modules_beside_the_script_import(sb, provider):
-    check_imports(sb, provider)
+def test_allowed_modules_beside_the_script_import(sb, provider, layout):
+    check_imports(sb, provider, layout=layout)
 
 
+@pytest.mark.parametrize("layout", ["plain", "links"])
 @pytest.mark.parametrize("provider", NOBODY_PROVIDERS)
-def test_allowed_modules_beside_the_script_import_as_nobody(sb_nobody, provider):
-    check_imports(sb_nobody, provider)
+def test_allowed_modules_beside_the_script_import_as_nobody(sb_nobody, provider, layout):
+    check_imports(sb_nobody, provider, layout=layout)
 
 
 @pytest.mark.parametrize("provider", ["landlock", provider_param("bwrap")])
@@ -114,24 +145,78 @@ def test_file_beside_the_script_is_refused_with_its_rule_as_nobody(sb_nobody, pr
     check_refused_with_rule(sb_nobody, provider)
 
 
+# What native code may read of each layout: (path, readable).
+NATIVE_READS = {
+    "plain": [("helper.py", True), ("pkgx/data.txt", True), ("secret.txt", False),
+              ("other.py", False)],
+    "links": [("linked.py", True), ("lpkg/__init__.py", True), ("noext", False),
+              ("secret.txt", False)],
+}
+
+
+@pytest.mark.parametrize("layout,who", [("plain", "root"), ("links", "root"),
+                                        ("links", "nobody")])
 @pytest.mark.parametrize("provider", ["landlock", provider_param("bwrap"), "unshare"])
-def test_kernel_grants_only_the_allowed_modules(sb, provider):
-    """Native code (py-sandbox=false) reads the allowed module's file and
-    lists the directory, and cannot read a data file or a module the
-    profile does not allow."""
-    lay_out(sb)
-    r, o = run_native(sb, profile(provider, "py-sandbox=false\n"), f'''
-        import os
-        root = {str(sb.root)!r}
-        py('helper', lambda: open(os.path.join(root, 'helper.py')).read())
-        py('pkgdata', lambda: open(os.path.join(root, 'pkgx', 'data.txt')).read())
-        py('secret', lambda: open(os.path.join(root, 'secret.txt')).read())
-        py('other', lambda: open(os.path.join(root, 'other.py')).read())
-    ''')
-    assert o["helper"] == "OK", r
-    assert o["pkgdata"] == "OK", r
-    assert o["secret"] in ("EACCES", "ENOENT"), r
-    assert o["other"] in ("EACCES", "ENOENT"), r
+def test_kernel_grants_only_the_allowed_modules(request, provider, layout, who):
+    """Native code (py-sandbox=false) reads the allowed modules' files (also
+    through links: a linked module's file, a linked package) and lists the
+    directory, and cannot read a data file, a module the profile does not
+    allow, or a plain file named like an allowed package."""
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    if layout == "links":
+        lay_out_links(sb)
+        rules = f"os-sandbox={provider}\n{LINK_PROFILE}py-sandbox=false\n"
+    else:
+        lay_out(sb)
+        rules = profile(provider, "py-sandbox=false\n")
+    checks = "".join(f"py({rel!r}, lambda: open(os.path.join(root, {rel!r})).read())\n"
+                     for rel, _ in NATIVE_READS[layout])
+    r, o = run_native(sb, rules, f"import os\nroot = {str(sb.root)!r}\n{checks}")
+    for rel, readable in NATIVE_READS[layout]:
+        assert (o[rel] == "OK") if readable else (o[rel] in ("EACCES", "ENOENT")), (rel, r)
+
+
+MANY = 2000
+
+
+@pytest.mark.parametrize("provider", ["landlock", provider_param("bwrap"), "unshare",
+                                      "subprocess"])
+def test_thousands_of_modules_beside_the_script(sb, provider):
+    """python-import=* beside a directory of thousands of modules: each is
+    granted once (the script, itself one of them, too), the first and the
+    last import, and a data file among them stays out of reach."""
+    for i in range(MANY):
+        (sb.root / f"m{i}.py").write_text(f"V = {i}\n")
+    sb.write("data.csv", "a,b\n")
+    sb.profile(f"os-sandbox={provider}\npython-import=*\n")
+    s = sb.script("import m0, m1999\nprint('SUM', m0.V + m1999.V)\n"
+                  "try:\n    open('data.csv').read()\nexcept OSError as e:\n"
+                  "    print('DATA REFUSED')\n")
+    r = sb.run(s)
+    assert (r.returncode, r.stdout) == (0, f"SUM {MANY - 1}\nDATA REFUSED\n"), r
+    if provider == "subprocess":
+        return
+    r = sb.run("--explain", s)
+    assert r.returncode == 0, r
+    granted = [m.group(1) for m in re.finditer(r"^#\s+r[ow]\s+(\S+)", r.stdout, re.M)]
+    for name in ("m0.py", "m1999.py", "s.py"):
+        assert granted.count(str(sb.root / name)) == 1, (name, r.stdout[-3000:])
+    assert str(sb.root / "data.csv") not in granted, r
+
+
+@pytest.mark.parametrize("provider", [provider_param("bwrap"), provider_param("firejail")])
+def test_too_many_modules_for_a_wrapper_is_refused_with_the_cause(sb, provider):
+    """More modules beside the script than the tool takes on its command
+    line (bwrap: 9000 arguments, firejail: 2048 whitelisted paths): the run
+    stops before the program, naming the modules and what to change."""
+    for i in range(3500):
+        (sb.root / f"m{i}.py").write_text("")
+    sb.profile(f"os-sandbox={provider}\npython-import=*\n")
+    r = sb.run(sb.script("print('RAN')\n"))
+    assert r.returncode == 255 and "RAN" not in r.stdout, r
+    assert "the sandbox cannot be applied" in r.stderr, r
+    assert "modules python-import= allows beside the script" in r.stderr, r
+    assert "instead of python-import=*" in r.stderr, r
 
 
 def check_dash_m(sb, provider):
