@@ -122,11 +122,21 @@ static int reserve_path(struct sb_boundary *b)
 	return 0;
 }
 
-int sb_boundary_append_path(struct sb_boundary *b, const struct sb_landlock_path *grant,
-			    const char *why)
+int sb_boundary_grant_path(struct sb_boundary *b, const struct sb_landlock_path *grant,
+			   const char *why)
 {
-	_cleanup_free_ char *copy = strdup(grant->path), *reason = strdup(why);
+	struct sb_landlock_path *have = sb_boundary_find_path(b, grant->path);
+	_cleanup_free_ char *copy = NULL, *reason = NULL;
 
+	/* Granted twice: the widest right, required if either is. */
+	if (have) {
+		have->writable = have->writable || grant->writable;
+		have->optional = have->optional && grant->optional;
+		have->is_file = have->is_file || grant->is_file;
+		return 0;
+	}
+	copy = strdup(grant->path);
+	reason = strdup(why);
 	if (!copy || !reason || reserve_path(b) < 0 ||
 	    sb_str_index_add(&b->path_index, copy, b->n_paths) < 0)
 		return -ENOMEM;
@@ -139,16 +149,9 @@ int sb_boundary_append_path(struct sb_boundary *b, const struct sb_landlock_path
 
 int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable, const char *why)
 {
-	struct sb_landlock_path *have;
-
 	if (!(b->provider->flags & SB_PROVIDER_FILES))
 		return 0;
-	have = sb_boundary_find_path(b, path);
-	if (have) {
-		have->writable = have->writable || writable;
-		return 0;
-	}
-	return sb_boundary_append_path(
+	return sb_boundary_grant_path(
 	    b, &(struct sb_landlock_path){.path = path, .writable = writable}, why);
 }
 

@@ -113,10 +113,11 @@ int sb_boundary_add_path(struct sb_boundary *b, const char *path, bool writable,
 /* The grant of exactly this path, or NULL. */
 struct sb_landlock_path *sb_boundary_find_path(const struct sb_boundary *b, const char *path);
 
-/* Appends grant (its path, not yet granted, and why are copied), whatever
- * the provider. 0 or -ENOMEM. */
-int sb_boundary_append_path(struct sb_boundary *b, const struct sb_landlock_path *grant,
-			    const char *why);
+/* Adds grant (its path and why are copied), whatever the provider; a path
+ * granted twice keeps its widest right (writable, is_file if either says so;
+ * optional only if both do). 0 or -ENOMEM. */
+int sb_boundary_grant_path(struct sb_boundary *b, const struct sb_landlock_path *grant,
+			   const char *why);
 
 /* The provider's part, then seccomp, then the resource limits (last: building
  * the ruleset and the filter needs memory and descriptors); between the

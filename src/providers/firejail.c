@@ -313,12 +313,14 @@ static int cmp_item(const void *a, const void *b)
 static int add_link_item(const char *path, const char *resolved, struct item *items, size_t *n)
 {
 	_cleanup_free_ char *dir = NULL, *real_dir = NULL, *link = NULL;
+	const char *slash = strrchr(path, '/');
 	struct stat st;
 
+	/* A rule file may be named relative to the working directory. */
 	if (streq(path, resolved) || lstat(path, &st) < 0 || !S_ISLNK(st.st_mode) ||
 	    !(dir = sb_path_dirname(path)) || !(real_dir = realpath(dir, NULL)))
 		return 0;
-	link = sb_path_join(real_dir, strrchr(path, '/') + 1);
+	link = sb_path_join(real_dir, slash ? slash + 1 : path);
 	if (!link)
 		return -ENOMEM;
 	if (is_top(link) || streq(link, resolved))

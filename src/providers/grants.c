@@ -38,16 +38,7 @@ static const struct {
 int sb_provider_add_path(struct sb_boundary *b, const char *path, bool writable, bool optional,
 			 bool is_file, const char *why)
 {
-	struct sb_landlock_path *have = sb_boundary_find_path(b, path);
-
-	/* A directory granted twice keeps its widest right. */
-	if (have) {
-		have->writable = have->writable || writable;
-		have->optional = have->optional && optional;
-		have->is_file = have->is_file || is_file;
-		return 0;
-	}
-	return sb_boundary_append_path(
+	return sb_boundary_grant_path(
 	    b,
 	    &(struct sb_landlock_path){
 		.path = path, .writable = writable, .optional = optional, .is_file = is_file},

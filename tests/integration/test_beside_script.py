@@ -261,3 +261,16 @@ def test_no_allowed_module_no_listing(request, who):
         py('list', lambda: os.listdir({str(sb.root)!r}))
     ''')
     assert o["list"] == "EACCES", r
+
+
+@pytest.mark.parametrize("provider", [provider_param("bwrap"), provider_param("firejail")])
+def test_rule_file_named_by_a_relative_link(sb, provider):
+    """--pysandboxes-config NAME, NAME a symbolic link in the working
+    directory: the wrapper shows the link and its target to the inner
+    python-sb, which reads the rules again."""
+    sb.write("conf/rules.txt", f"os-sandbox={provider}\npython-import=helper\n")
+    os.symlink("conf/rules.txt", sb.path("rules.link"))
+    sb.write("helper.py", "VALUE = 'H'\n")
+    s = sb.script("import helper\nprint(helper.VALUE)\n")
+    r = sb.run("--pysandboxes-config", "rules.link", s.name)
+    assert (r.returncode, r.stdout) == (0, "H\n"), r
