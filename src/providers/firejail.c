@@ -246,6 +246,41 @@ static int read_only(struct builder *bd, const char *path)
 	return r < 0 ? r : sb_strv_push(&bd->read_only, path);
 }
 
+static int read_write(struct builder *bd, const char *path)
+{
+	int r = literal(path, bd->reterr);
+
+	return r < 0 ? r : sb_strv_pushf(&bd->argv, "--read-write=%s", path);
+}
+
+/* firejail leaves writable what no whitelist covers: the host's root
+ * directory and /run themselves (a file created in / as root lands on the
+ * host: the blacklists hide entries, not the directory), and its own tmpfs
+ * mounts (/tmp, /dev, /dev/shm: memory outside limit-memory). The seccomp
+ * filter lets open() create files wherever the mounts allow
+ * (SB_PROVIDER_FILES), as Landlock would bound it. So the whole tree goes
+ * read-only first, and the expose-rw grants are made writable again, parents
+ * before children: firejail applies these lines in their order. Device files
+ * on a read-only mount still work (/dev/null). */
+static const char *const read_only_first[] = {"/", "/tmp", "/dev"};
+
+/* The directory firejail mounts its tmpfs on to hold a whitelisted path (see
+ * is_top()): /etc for /etc/ssl, /usr/local for /usr/local/lib/x. */
+static int read_only_top(struct builder *bd, const char *path)
+{
+	const char *rest = startswith(path, "/usr/");
+	const char *slash;
+	_cleanup_free_ char *top = NULL;
+
+	if (!rest)
+		rest = path + 1;
+	slash = strchr(rest, '/');
+	if (!*rest || !slash)
+		return 0; /* the top directory itself: kept whole, read-only by its item */
+	top = strndup(path, (size_t)(slash - path));
+	return top ? read_only(bd, top) : -ENOMEM;
+}
+
 static bool is_ignored(const struct sb_wrap_ignored_set *set, const char *path)
 {
 	for (size_t i = 0; i < set->n; i++)
@@ -381,24 +416,24 @@ static int build_files(struct builder *bd, const struct sb_boundary *b, const st
 	}
 	if (r >= 0)
 		qsort(items, n, sizeof(*items), cmp_item);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(read_only_first); i++)
+		r = read_only(bd, read_only_first[i]);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = read_only_top(bd, items[i].path);
+	/* Sorted, a parent comes before its children: an expose-rw directory
+	 * inside an expose-ro one is made writable after the read-only line of
+	 * its parent, and the reverse. */
 	for (size_t i = 0; r >= 0 && i < n; i++) {
-		r = items[i].writable ? whitelist(bd, items[i].path)
-				      : whitelist_except(bd, items[i].path, &set);
-		if (r >= 0 && !items[i].writable)
+		if (items[i].writable) {
+			r = whitelist(bd, items[i].path);
+			if (r >= 0)
+				r = read_write(bd, items[i].path);
+			continue;
+		}
+		r = whitelist_except(bd, items[i].path, &set);
+		if (r >= 0)
 			r = read_only(bd, items[i].path);
 	}
-	/* An expose-rw directory inside an expose-ro one: the read-only mount
-	 * covers the whole tree, and only a read-write line after it makes the
-	 * inner one writable again (firejail applies them in order). */
-	for (size_t i = 0; r >= 0 && i < n; i++)
-		for (char **ro = bd->read_only; r >= 0 && items[i].writable && ro && *ro; ro++)
-			if (sb_path_under(items[i].path, *ro)) {
-				r = literal(items[i].path, bd->reterr);
-				if (r >= 0)
-					r = sb_strv_pushf(&bd->argv, "--read-write=%s",
-							  items[i].path);
-				break;
-			}
 	for (size_t i = 0; i < n; i++)
 		free(items[i].path);
 	/* Inside expose-rw trees: refused rather than vanished (see above). */

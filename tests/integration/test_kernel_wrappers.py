@@ -289,6 +289,31 @@ def test_nothing_but_expose_rw_is_writable(anyuser):
     assert not os.path.exists("/dev/shm/python-sb-test")
 
 
+TREE_OUTSIDE_THE_GRANTS = ("/", "/run", "/tmp", "/dev", "/dev/shm", "/etc", "/usr/local", "/var/tmp")
+
+
+def test_the_tree_outside_the_grants_takes_no_file(anyuser):
+    """Not the host's directories the tool leaves in place (firejail kept
+    the host's / and /run writable for root: a file created there stayed on
+    the host) nor the tool's own tmpfs mounts (memory outside limit-memory):
+    with no expose-rw rule for them, creating a file anywhere fails."""
+    w, sb = anyuser
+    name = f"python-sb-test-{os.getpid()}"
+    targets = [os.path.join(d, name) for d in TREE_OUTSIDE_THE_GRANTS]
+    r, o = run_native(sb, profile(w), "\n".join(
+        f"attempt({t!r}, libc.open, {t.encode()!r}, os.O_WRONLY | os.O_CREAT, 0o644)"
+        for t in targets))
+    assert r.returncode == 0, r
+    assert set(o) == set(targets), r
+    assert not [t for t in targets if o[t] == "OK"], r
+    try:
+        assert not [t for t in targets if os.path.exists(t)]
+    finally:
+        for t in targets:
+            if os.path.isfile(t):
+                os.unlink(t)
+
+
 def test_allowed_file_operations_work(anyuser):
     w, sb = anyuser
     r, o = run_native(sb, profile(w), '''
