@@ -72,14 +72,16 @@
 
 /* What a group of allowed calls needs from the profile. */
 enum grant {
-	G_BASE,	 /* always */
-	G_WRITE, /* an expose-rw rule */
-	G_FORK,	 /* python-api process grants */
+	G_BASE,	  /* always */
+	G_SOCKET, /* a socket of its own: a net= rule, or AF_UNIX (expose-rw + guard) */
+	G_WRITE,  /* an expose-rw rule */
+	G_FORK,	  /* python-api process grants */
 	G_EXEC,
 };
 
 static const char *const grant_rule[] = {
     [G_BASE] = NULL,
+    [G_SOCKET] = "a net= rule (or an expose-rw rule with py-sandbox=true)",
     [G_WRITE] = "an expose-rw rule",
     [G_FORK] = "python-api=ALLOW:process-exec",
     [G_EXEC] = "python-api=ALLOW:process-exec",
@@ -276,11 +278,11 @@ static const struct allowed {
     {"llistxattr", K_READ_FS, G_BASE},
     {"flistxattr", K_READ_FS, G_BASE},
 
-    {"bind", K_SOCKET_OPS, G_BASE},
-    {"connect", K_SOCKET_OPS, G_BASE},
-    {"listen", K_SOCKET_OPS, G_BASE},
-    {"accept", K_SOCKET_OPS, G_BASE},
-    {"accept4", K_SOCKET_OPS, G_BASE},
+    {"bind", K_SOCKET_OPS, G_SOCKET},
+    {"connect", K_SOCKET_OPS, G_SOCKET},
+    {"listen", K_SOCKET_OPS, G_SOCKET},
+    {"accept", K_SOCKET_OPS, G_SOCKET},
+    {"accept4", K_SOCKET_OPS, G_SOCKET},
     {"getsockname", K_SOCKET_OPS, G_BASE},
     {"getpeername", K_SOCKET_OPS, G_BASE},
     {"sendto", K_SOCKET_OPS, G_BASE},
@@ -691,6 +693,8 @@ static bool granted(const struct sb_seccomp_policy *p, enum grant g)
 	switch (g) {
 	case G_BASE:
 		return true;
+	case G_SOCKET:
+		return p->allow_inet || p->allow_unix_socket;
 	case G_WRITE:
 		return p->allow_write;
 	case G_FORK:
@@ -859,8 +863,24 @@ static int add_sockets(struct build_ctx *b, const struct sb_seccomp_policy *poli
 	int r;
 
 	/* An unnamed pair reaches nothing outside the process (asyncio's
-	 * self-pipe, multiprocessing): AF_UNIX only. The domain is an int. */
-	r = allow_values32(b, "socketpair", 0, (const uint64_t[]){AF_UNIX}, 1, NULL, 0);
+	 * self-pipe, multiprocessing): AF_UNIX only, and connected for good: a
+	 * datagram pair's socket can be pointed anywhere with connect() or
+	 * sendto(path) (the host's /dev/log, a daemon's control socket), which
+	 * Landlock does not check for named sockets; a stream or seqpacket
+	 * pair's cannot (EISCONN). Datagram pairs only where AF_UNIX sockets are
+	 * allowed anyway. The domain is an int; the type carries SOCK_NONBLOCK
+	 * and SOCK_CLOEXEC above SOCK_TYPE_MASK (0xf). */
+	{
+		const struct scmp_arg_cmp unix_domain =
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, MASK32, AF_UNIX);
+		const uint64_t pair_types[] = {SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM};
+		const size_t n_types = policy->allow_unix_socket ? 3 : 2;
+
+		r = 0;
+		for (size_t i = 0; r >= 0 && i < n_types; i++)
+			r = allow_range(b, "socketpair", 1, 0xf, pair_types[i], pair_types[i],
+					&unix_domain, 1);
+	}
 	/* socket(): allowed domains only, compared on all 64 bits (a value
 	 * the kernel would truncate to an allowed domain is refused: an
 	 * allowlist fails closed). AF_NETLINK, AF_PACKET, AF_VSOCK, AF_ALG,
@@ -1163,9 +1183,8 @@ void sb_seccomp_policy_from_key(unsigned key, struct sb_seccomp_policy *ret)
 enum sb_seccomp_need sb_seccomp_rule_for(int nr, const uint64_t args[6], const char **ret_rule)
 {
 	static const enum sb_seccomp_need of_grant[] = {
-	    [G_BASE] = SB_SECCOMP_NEED_NONE,
-	    [G_WRITE] = SB_SECCOMP_NEED_WRITE,
-	    [G_FORK] = SB_SECCOMP_NEED_PROCESS,
+	    [G_BASE] = SB_SECCOMP_NEED_NONE,	[G_SOCKET] = SB_SECCOMP_NEED_NET,
+	    [G_WRITE] = SB_SECCOMP_NEED_WRITE,	[G_FORK] = SB_SECCOMP_NEED_PROCESS,
 	    [G_EXEC] = SB_SECCOMP_NEED_PROCESS,
 	};
 	const uint64_t writes = O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT;
@@ -1301,8 +1320,10 @@ int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *o
 		r = sb_buf_printf(
 		    out,
 		    " only\n#   seccomp: socket(): AF_UNIX %s; AF_INET/AF_INET6 %s; every other "
-		    "domain refused; socketpair(): AF_UNIX only; setsockopt(): IP, TCP, UDP, IPv6 "
-		    "and SOL_SOCKET levels, no SO_ATTACH_* (BPF programs)\n",
+		    "domain refused; socketpair(): AF_UNIX, stream and seqpacket (datagram with "
+		    "AF_UNIX sockets: its socket could be pointed at any named socket); "
+		    "setsockopt(): IP, TCP, UDP, IPv6 and SOL_SOCKET levels, no SO_ATTACH_* (BPF "
+		    "programs)\n",
 		    policy->allow_unix_socket ? "allowed (the Python guard checks the socket path)"
 					      : "refused (needs an expose-rw rule and "
 						"py-sandbox=true)",

@@ -16,7 +16,9 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -499,6 +501,49 @@ def test_unix_socket_refused_without_expose_rw(sb, tmp_path, provider):
         assert not accepted(listener)
     finally:
         listener.close()
+
+
+def test_socketpair_is_no_bridge_to_host_sockets(anyuser):
+    """A datagram pair's socket can be pointed at any named socket with
+    connect() or sendto() (the host's /dev/log, a daemon's control socket),
+    which Landlock does not check; and an abstract name bound on any pair's
+    socket squats the host's. Without a socket grant: stream and seqpacket
+    pairs only, and no bind, connect, listen or accept."""
+    sb = anyuser
+    sb.mkdir("ro")
+    host_dir = Path(tempfile.mkdtemp(prefix="python-sb-dgram-", dir="/tmp"))
+    os.chmod(host_dir, 0o755)
+    path = str(host_dir / "dg.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        listener.bind(path)
+        os.chmod(path, 0o666)
+        listener.settimeout(0.3)
+        r, o = run_native(sb, base(sb) + "expose-ro=./ro\n", f'''
+            class sockaddr_un(ctypes.Structure):
+                _fields_ = [("family", ctypes.c_ushort), ("path", ctypes.c_char * 108)]
+            def addr(name):
+                return ctypes.byref(sockaddr_un(socket.AF_UNIX, name)), 2 + len(name) + 1
+            host, squat = addr({path.encode()!r}), addr(b"\\0python-sb-squat")
+            fds = (ctypes.c_int * 2)()
+            attempt("dgram pair", libc.socketpair, socket.AF_UNIX, socket.SOCK_DGRAM, 0, fds)
+            attempt("seqpacket pair", libc.socketpair, socket.AF_UNIX, socket.SOCK_SEQPACKET, 0,
+                    fds)
+            attempt("stream pair", libc.socketpair, socket.AF_UNIX, socket.SOCK_STREAM, 0, fds)
+            attempt("connect", libc.connect, fds[0], *host)
+            attempt("sendto", libc.sendto, fds[0], b"escaped", 7, 0, *host)
+            attempt("bind abstract", libc.bind, fds[0], *squat)
+            attempt("listen", libc.listen, fds[0], 1)
+            ''')
+        assert r.returncode == 0, r
+        assert o == {"dgram pair": "EPERM", "seqpacket pair": "OK", "stream pair": "OK",
+                     "connect": "EPERM", "sendto": "EISCONN", "bind abstract": "EPERM",
+                     "listen": "EPERM"}, r
+        with pytest.raises(socket.timeout):
+            listener.recv(64)
+    finally:
+        listener.close()
+        shutil.rmtree(host_dir, ignore_errors=True)
 
 
 def test_unix_socket_in_expose_rw_dir_connects(box):

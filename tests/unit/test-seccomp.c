@@ -477,6 +477,37 @@ static void test_sockets(void)
 	TAP_IS_INT(run(&p_none, do_socketpair, NULL), 0, "socketpair(AF_UNIX) always");
 	TAP_IS_INT(raw(&p_all, SYS_socketpair, AF_INET, SOCK_STREAM, 0, 0), EPERM,
 		   "socketpair(AF_INET) refused");
+	/* A datagram pair's socket can be connect()ed or sendto() any named
+	 * socket: only where AF_UNIX sockets are allowed. Allowed calls fail
+	 * with EFAULT (no array), refused ones with EPERM. */
+	TAP_IS_INT(raw(&p_none, SYS_socketpair, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, 0),
+		   EFAULT, "socketpair(AF_UNIX, SOCK_SEQPACKET) always");
+	TAP_IS_INT(raw(&p_none, SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0, 0), EPERM,
+		   "socketpair(AF_UNIX, SOCK_DGRAM) without allow_unix_socket");
+	TAP_IS_INT(raw(&p_inet, SYS_socketpair, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, 0), EPERM,
+		   "socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC) with allow_inet alone");
+	TAP_IS_INT(raw(&p_none, SYS_socketpair, AF_UNIX, SOCK_RAW, 0, 0), EPERM,
+		   "socketpair(AF_UNIX, SOCK_RAW) refused");
+	TAP_IS_INT(raw(&p_unix, SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0, 0), EFAULT,
+		   "socketpair(AF_UNIX, SOCK_DGRAM) with allow_unix_socket");
+	/* Without a socket of its own the program has nothing to name, connect
+	 * or accept (an abstract name bound on a pair's socket squats the
+	 * host's): refused; allowed calls on fd -1 fail with EBADF. */
+	{
+		static const long calls[] = {SYS_bind, SYS_connect, SYS_listen, SYS_accept,
+					     SYS_accept4};
+		static const char *const names[] = {"bind", "connect", "listen", "accept",
+						    "accept4"};
+
+		for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+			tap_ok(raw(&p_none, calls[i], -1, 0, 0, 0) == EPERM,
+			       "%s() refused without a socket grant", names[i]);
+			tap_ok(raw(&p_inet, calls[i], -1, 0, 0, 0) == EBADF,
+			       "%s() allowed with allow_inet", names[i]);
+			tap_ok(raw(&p_unix, calls[i], -1, 0, 0, 0) == EBADF,
+			       "%s() allowed with allow_unix_socket", names[i]);
+		}
+	}
 	TAP_IS_INT(raw(&p_all, SYS_socket, AF_INET, SOCK_STREAM, IPPROTO_SCTP, 0), EPERM,
 		   "socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP) refused");
 	TAP_IS_INT(raw(&p_all, SYS_socket, AF_INET6, SOCK_STREAM, 262 /* MPTCP */, 0), EPERM,
