@@ -12,6 +12,7 @@ struct sb_expander {
 	void *userdata;
 	const char *start;
 	char *error;
+	char *unset; /* the first ${NAME} without a default that was unset or empty */
 };
 
 static bool is_name_start(char c)
@@ -81,6 +82,8 @@ static int expand_text(struct sb_expander *e, const char **pos, bool in_default,
 				if (r < 0)
 					return r;
 			}
+			if ((!v || !*v) && !e->unset)
+				e->unset = TAKE_PTR(n);
 			p++;
 		} else if (p[0] == ':' && p[1] == '-') {
 			_cleanup_free_ char *n = strndup(name, name_len);
@@ -117,7 +120,8 @@ static int expand_text(struct sb_expander *e, const char **pos, bool in_default,
 	return 0;
 }
 
-int sb_expand(const char *text, sb_getenv_fn getenv, void *userdata, char **ret, char **reterr)
+int sb_expand_ex(const char *text, sb_getenv_fn getenv, void *userdata, char **ret, char **reterr,
+		 char **ret_unset)
 {
 	struct sb_expander e = {.getenv = getenv, .userdata = userdata, .start = text};
 	struct sb_buf out = {0};
@@ -127,14 +131,24 @@ int sb_expand(const char *text, sb_getenv_fn getenv, void *userdata, char **ret,
 	r = expand_text(&e, &p, false, 0, &out);
 	if (r < 0) {
 		sb_buf_reset(&out);
+		free(e.unset);
 		if (reterr)
 			*reterr = e.error;
 		else
 			free(e.error);
 		return r;
 	}
+	if (ret_unset)
+		*ret_unset = e.unset;
+	else
+		free(e.unset);
 	*ret = sb_buf_steal(&out);
 	return *ret ? 0 : -ENOMEM;
+}
+
+int sb_expand(const char *text, sb_getenv_fn getenv, void *userdata, char **ret, char **reterr)
+{
+	return sb_expand_ex(text, getenv, userdata, ret, reterr, NULL);
 }
 
 int sb_expand_single_reference(const char *text, bool allow_star, char **ret_name,

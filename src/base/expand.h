@@ -9,6 +9,11 @@
  * Returns 0, -EINVAL with *reterr (malloc'ed message), or -ENOMEM. */
 int sb_expand(const char *text, sb_getenv_fn getenv, void *userdata, char **ret, char **reterr);
 
+/* The same, and *ret_unset (malloc'ed, NULL when none) names the first
+ * ${NAME} without a default that expanded to nothing (unset or empty). */
+int sb_expand_ex(const char *text, sb_getenv_fn getenv, void *userdata, char **ret, char **reterr,
+		 char **ret_unset);
+
 /* When text is exactly one reference "${NAME}" or "${NAME:-default}", returns 1
  * and sets *ret_name and *ret_default (the default still unexpanded, NULL when
  * absent). allow_star admits '*' in NAME (env wildcard forwarding). Returns 0

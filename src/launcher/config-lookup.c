@@ -23,6 +23,14 @@ static bool is_file(const char *path)
 
 /* The directory holding module "a.b.c" under one sys.path entry: that of
  * a/b/c.py, or the package directory a/b/c itself (namespace packages too). */
+static bool is_dangling_link(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) < 0 &&
+	       errno == ENOENT;
+}
+
 static char *module_dir_in(const char *entry, const char *module)
 {
 	_cleanup_free_ char *rel = strdup(module), *base = NULL, *py = NULL;
@@ -52,7 +60,10 @@ static int try_profile_in(const char *dir, char **ret)
 
 	if (!candidate)
 		return -ENOMEM;
-	if (!is_file(candidate))
+	/* A link to nothing is chosen too: the loader then stops on it,
+	 * where passing over it would fall back to ./.py-sandboxes, or to
+	 * learning mode (no confinement) when that is missing. */
+	if (!is_file(candidate) && !is_dangling_link(candidate))
 		return 0;
 	*ret = TAKE_PTR(candidate);
 	return 1;

@@ -567,9 +567,9 @@ static const struct sb_key_def key_table[] = {
 #undef SB_LIMIT_KEY
     {"env", false, -1, true, parse_env},
     {"unenv", false, -1, false, parse_unenv},
-    {"expose-ro", false, -1, false, parse_expose},
-    {"expose-rw", false, -1, false, parse_expose},
-    {"ignore", false, -1, false, parse_ignore},
+    {"expose-ro", false, -1, false, parse_expose, true},
+    {"expose-rw", false, -1, false, parse_expose, true},
+    {"ignore", false, -1, false, parse_ignore, true},
     {"net", false, -1, false, parse_net},
     {"python-import", false, -1, false, parse_python_import},
     {"python-api", false, -1, false, parse_python_api},

@@ -23,6 +23,9 @@ struct sb_key_def {
 	int scalar;	  /* enum sb_scalar_key, or -1 for keys that accumulate */
 	bool raw_value;	  /* receives the value before ${} expansion (env=) */
 	sb_key_parse_fn parse;
+	/* A path: a ${NAME} without a default that expands to nothing is an
+	 * error (${DATA}/ would become /), not the spec's "". */
+	bool path_value;
 };
 
 /* The row for a key; provider parameters ("bwrap.share-net") get their own

@@ -119,7 +119,7 @@ static char *resolve_include(const struct sb_loader *l, const char *path, const 
 static int handle_include(struct sb_loader *l, char *arg, const char *file, struct sb_origin origin,
 			  unsigned depth)
 {
-	_cleanup_free_ char *expanded = NULL, *err = NULL, *resolved = NULL;
+	_cleanup_free_ char *expanded = NULL, *err = NULL, *resolved = NULL, *unset = NULL;
 	size_t n = strlen(arg);
 	int r;
 
@@ -127,11 +127,18 @@ static int handle_include(struct sb_loader *l, char *arg, const char *file, stru
 		return sb_diags_error(l->diags, origin,
 				      "Invalid include: expected include \"path\"");
 	arg[n - 1] = '\0';
-	r = sb_expand(arg + 1, l->opts->getenv, l->opts->getenv_userdata, &expanded, &err);
+	r = sb_expand_ex(arg + 1, l->opts->getenv, l->opts->getenv_userdata, &expanded, &err,
+			 &unset);
 	if (r == -EINVAL)
 		return sb_diags_error(l->diags, origin, "%s", err);
 	if (r < 0)
 		return r;
+	/* As for expose-*: a forgotten variable must not choose another file. */
+	if (unset && *expanded)
+		return sb_diags_error(l->diags, origin,
+				      "include \"%s\": ${%s} is not set (or empty), which would "
+				      "include '%s'; set it, or give a default: ${%s:-...}",
+				      arg + 1, unset, expanded, unset);
 	if (*expanded == '\0')
 		return sb_diags_error(l->diags, origin, "Invalid include: empty path");
 	resolved = resolve_include(l, expanded, file);
@@ -243,6 +250,18 @@ static int load_file(struct sb_loader *l, const char *path, unsigned depth, bool
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		r = -errno;
+		struct stat st;
+
+		/* A link to nothing is a rule file that cannot be read, not a
+		 * missing one: a missing root file starts learning mode, which
+		 * runs the program unconfined, and a profile linked from a share
+		 * that is not mounted must not do that. */
+		if (r == -ENOENT && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+			return sb_diags_error(
+			    l->diags, is_root ? (struct sb_origin){path, 0} : included_from,
+			    "'%s' is a symbolic link to a file that does not exist: "
+			    "fix the link or remove it",
+			    path);
 		/* A missing include is skipped on purpose: the shipped defaults
 		 * name optional per-user and system-wide files. */
 		if (r == -ENOENT || r == -ENOTDIR) {
@@ -425,8 +444,10 @@ static int apply_records(struct sb_loader *l)
 			if (!value)
 				return -ENOMEM;
 		} else {
-			r = sb_expand(rec->value, l->opts->getenv, l->opts->getenv_userdata, &value,
-				      &err);
+			_cleanup_free_ char *unset = NULL;
+
+			r = sb_expand_ex(rec->value, l->opts->getenv, l->opts->getenv_userdata,
+					 &value, &err, def->path_value ? &unset : NULL);
 			if (r == -EINVAL) {
 				r = sb_diags_error(l->diags, rec->origin, "%s", err);
 				if (r < 0)
@@ -435,6 +456,21 @@ static int apply_records(struct sb_loader *l)
 			}
 			if (r < 0)
 				return r;
+			/* expose-ro=${DATA}/ with DATA unset would grant all of /: a
+			 * deployment that forgot a variable must not widen a grant
+			 * (nor move an ignore= elsewhere). An empty value has an
+			 * error of its own. */
+			if (unset && *value) {
+				r = sb_diags_error(
+				    l->diags, rec->origin,
+				    "%s=%s: ${%s} is not set (or empty), which would "
+				    "make the rule name '%s'; set it, or give a "
+				    "default: ${%s:-...}",
+				    rec->key, rec->value, unset, value, unset);
+				if (r < 0)
+					return r;
+				continue;
+			}
 		}
 		r = def->parse(p, &ctx, rec->key, value, rec->origin, l->diags);
 		if (r < 0)

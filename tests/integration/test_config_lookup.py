@@ -3,7 +3,11 @@
 module's directory, else ./.py-sandboxes.  Each test checks the choice both by
 its effect (which import is allowed) and, where useful, with --explain."""
 
+import os
+
 import pytest
+
+from conftest import EXIT_CONFIG
 
 
 ALLOWS = "os-sandbox=none\npython-import=colorsys\n"   # the profile we expect
@@ -120,6 +124,24 @@ def test_missing_explicit_config_learns_into_it(sb):
     assert "LEARNING MODE" in r.stderr
     assert marker.exists()
     assert "expose-rw=." in sb.path("absent").read_text()
+
+
+@pytest.mark.parametrize("where", ["beside", "explicit"])
+def test_rule_file_linked_to_nothing_is_an_error_not_learning(sb, where):
+    """A .py-sandboxes that is a link to nothing (a profile on a share that
+    is not mounted) is not an absent profile: learning mode would run the
+    program unconfined. The run stops; nothing is written."""
+    marker = sb.path("MARK")
+    s = sb.script(f"open({str(marker)!r}, 'w')\n", rel="app/main.py")
+    link = sb.path("app/.py-sandboxes")
+    os.symlink("/nonexistent/share/app.py-sandboxes", link)
+    args = ["--pysandboxes-config", str(link)] if where == "explicit" else []
+    r = sb.run(*args, s)
+    assert r.returncode == EXIT_CONFIG, r
+    assert "symbolic link to a file that does not exist" in r.stderr, r
+    assert "LEARNING MODE" not in r.stderr
+    assert not marker.exists()
+    assert os.path.islink(link) and not os.path.exists(link)
 
 
 def test_no_rule_file_anywhere_learns_into_cwd(sb):

@@ -258,6 +258,56 @@ static void test_errors_collected(void)
 	done(&res);
 }
 
+/* Fail-open shapes the spec's rules would allow: a link to nothing taken for
+ * a missing file (learning: no confinement), an unset variable turning
+ * ${DATA}/ into /. */
+static void test_fail_closed(void)
+{
+	struct result res;
+	_cleanup_free_ char *link = sb_path_join(root, "dangling.prof");
+	_cleanup_free_ char *inc_link = sb_path_join(root, "fc/dangling.inc");
+
+	tap_ok(symlink("/nonexistent/share/.py-sandboxes", link) == 0, "a link to nothing");
+	load(&res, "dangling.prof", NULL);
+	TAP_IS_INT(res.r, -EINVAL, "a root file linked to nothing is an error");
+	tap_ok(!res.p || !res.p->root_missing, "not a missing file (no learning)");
+	tap_ok(has_error(&res, "dangling.prof", 0, "symbolic link to a file that does not exist"),
+	       "the error says so");
+	done(&res);
+
+	put("fc/main.prof", "include \"dangling.inc\"\n");
+	tap_ok(symlink("/nonexistent/site.inc", inc_link) == 0, "an include linking to nothing");
+	load(&res, "fc/main.prof", NULL);
+	TAP_IS_INT(res.r, -EINVAL, "an include linked to nothing is an error");
+	tap_ok(has_error(&res, "main.prof", 1, "symbolic link to a file that does not exist"),
+	       "named at the include line");
+	done(&res);
+
+	{
+		_cleanup_free_ char *text = NULL;
+
+		put("foo/keep", "");
+		tap_ok(asprintf(&text,
+				"expose-ro=${UNSET_DATA}/\nexpose-ro=%s/${FOO}\n"
+				"expose-ro=${UNSET_DATA:-/tmp}\nignore=${UNSET_DATA}/*.key\n"
+				"include \"${UNSET_CONF}/site.inc\"\nenv=X=${UNSET_DATA}\n",
+				root) > 0,
+		       "a profile with unset variables");
+		put("fc/vars.prof", text ? text : "");
+	}
+	load(&res, "fc/vars.prof", NULL);
+	TAP_IS_INT(res.r, -EINVAL, "an unset variable in a path is an error");
+	TAP_IS_INT(res.d.n_errors, 3,
+		   "expose-ro, ignore and include; not the set one, "
+		   "the default, env=");
+	tap_ok(has_error(&res, "vars.prof", 1, "${UNSET_DATA} is not set (or empty)"),
+	       "expose-ro=${UNSET_DATA}/ names the variable");
+	tap_ok(has_error(&res, "vars.prof", 1, "name '/'"), "and the path it would grant");
+	tap_ok(has_error(&res, "vars.prof", 4, "${UNSET_DATA} is not set"), "ignore=");
+	tap_ok(has_error(&res, "vars.prof", 5, "${UNSET_CONF} is not set"), "include");
+	done(&res);
+}
+
 static void test_provider_select(void)
 {
 	const struct sb_provider *p = NULL;
@@ -433,6 +483,7 @@ int main(void)
 	test_scalar_key_names();
 	test_learn();
 	test_errors_collected();
+	test_fail_closed();
 	test_provider_select();
 	test_provider_table();
 	test_provider_params();
