@@ -30,8 +30,20 @@ static const struct {
     {"/dev/zero", false, true, "/dev/zero"},
     {"/dev/urandom", false, true, "random numbers"},
     {"/dev/random", false, true, "random numbers"},
-    /* Resolved to /proc/<pid> when the rule is added: this process only. */
-    {"/proc/self", false, false, "the process's own /proc entry"},
+    /* Resolved to /proc/<pid> when the rule is added: this process only.
+     * Not the whole entry: /proc/self/net shows the namespace's sockets
+     * (the host's connections and socket paths under Landlock, where there
+     * is no network namespace), mountinfo the host's mounts. */
+    {"/proc/self/fd", false, false, "the process's own descriptors"},
+    {"/proc/self/fdinfo", false, false, "the process's own descriptors"},
+    {"/proc/self/task", false, false, "the process's own threads"},
+    {"/proc/self/stat", false, true, "the process's own status"},
+    {"/proc/self/statm", false, true, "the process's own status"},
+    {"/proc/self/status", false, true, "the process's own status"},
+    {"/proc/self/maps", false, true, "the process's own memory map"},
+    {"/proc/self/cmdline", false, true, "the process's own command line"},
+    {"/proc/self/comm", false, true, "the process's own name"},
+    {"/proc/self/limits", false, true, "the process's own limits"},
     {"/sys/devices/system/cpu", false, false, "os.cpu_count()"},
 };
 

@@ -250,14 +250,24 @@ def test_host_files_refused_even_to_root(box):
             if fd >= 0:
                 print("pid 1:", os.read(fd, 200).split(b"\\n")[0].decode())
             attempt("proc self", libc.open, b"/proc/self/status", os.O_RDONLY)
+            py("proc self fd", lambda: os.listdir("/proc/self/fd"))
+            py("proc self maps", lambda: open("/proc/self/maps").read())
+            # The namespace's sockets and the host's mounts: under Landlock
+            # the host's (no network namespace).
+            attempt("proc self net", libc.open, b"/proc/self/net/tcp", os.O_RDONLY)
+            attempt("proc self net unix", libc.open, b"/proc/self/net/unix", os.O_RDONLY)
+            attempt("proc self mountinfo", libc.open, b"/proc/self/mountinfo", os.O_RDONLY)
             py("shadow", lambda: open("/etc/shadow").read())
             ''')
     finally:
         os.unlink(f"/tmp/{marker}")
     assert r.returncode == 0, r
+    assert o["proc self fd"] == o["proc self maps"] == "OK", r
     if box.kernel == "landlock":
         assert o == {"passwd": "EACCES", "listdir /etc": "EACCES", "listdir /": "EACCES",
                      "listdir /tmp": "EACCES", "proc 1": "EACCES", "proc self": "OK",
+                     "proc self fd": "OK", "proc self maps": "OK", "proc self net": "EACCES",
+                     "proc self net unix": "EACCES", "proc self mountinfo": "EACCES",
                      "shadow": "EACCES"}, r
         assert "root:" not in r.stdout
         return
