@@ -58,18 +58,78 @@ static bool uri_path(const char *uri, char out[PATH_MAX])
 	return true;
 }
 
+/* The query of a 'file:' URI as sqlite3ParseUri() reads it: '&'-separated
+ * key=value pairs, keys and values %XX decoded ("mod%65=rwc" is mode=rwc),
+ * the last mode= winning. *mode receives that mode ("" when none); *vfs
+ * whether a vfs= is given (a VFS of the program's choice, dot-file locking,
+ * writes beside the database even when it is read only). */
+static void uri_query(const char *uri, char mode[16], bool *vfs)
+{
+	const char *q = strchr(uri, '?');
+	char key[16], value[16];
+	size_t k = 0, v = 0;
+	bool in_value = false;
+
+	mode[0] = '\0';
+	*vfs = false;
+	if (!q)
+		return;
+	for (const char *c = q + 1;; c++) {
+		char ch = *c;
+
+		if (ch == '\0' || ch == '#' || ch == '&') {
+			key[k < sizeof(key) ? k : sizeof(key) - 1] = '\0';
+			value[v < sizeof(value) ? v : sizeof(value) - 1] = '\0';
+			if (streq(key, "mode"))
+				snprintf(mode, 16, "%s", v < sizeof(value) ? value : "?");
+			else if (streq(key, "vfs"))
+				*vfs = true;
+			if (ch != '&')
+				return;
+			k = v = 0;
+			in_value = false;
+			continue;
+		}
+		if (ch == '=' && !in_value) {
+			in_value = true;
+			continue;
+		}
+		if (ch == '%' && isxdigit((unsigned char)c[1]) && isxdigit((unsigned char)c[2])) {
+			char hex[3] = {c[1], c[2], '\0'};
+
+			ch = (char)strtol(hex, NULL, 16);
+			c += 2;
+		}
+		/* Too long for a key or a mode this check knows: kept as
+		 * unknown ("?"), which is neither ro nor memory. */
+		if (in_value) {
+			if (v < sizeof(value))
+				value[v] = ch;
+			v++;
+		} else {
+			if (k < sizeof(key))
+				key[k] = ch;
+			k++;
+		}
+	}
+}
+
 /* A database name as sqlite3.connect() or ATTACH give it: ':memory:' and ''
  * open no file; a 'file:' URI is checked on its decoded path part (the file
  * SQLite opens when URIs are on) and as a plain name (when they are off).
- * Written unless the URI says mode=ro. */
+ * Written unless the URI's mode (the last mode=, as SQLite reads it) is ro
+ * and it names no VFS; no file only when that mode is memory. */
 static int check_database(const char *db)
 {
 	const char *uri = startswith(db, "file:");
-	bool ro = uri && strstr(db, "mode=ro");
-	char path[PATH_MAX];
+	char path[PATH_MAX], mode[16] = "";
+	bool vfs = false, ro;
 	int r = 0;
 
-	if (!*db || streq(db, ":memory:") || (uri && strstr(db, "mode=memory")))
+	if (uri)
+		uri_query(uri, mode, &vfs);
+	ro = streq(mode, "ro") && !vfs;
+	if (!*db || streq(db, ":memory:") || (uri && streq(mode, "memory") && !vfs))
 		return 0;
 	/* The URI's path first: the one to name in the message. */
 	if (uri) {

@@ -296,6 +296,36 @@ static int socket_kind(PyObject *sock, int *ret_family, unsigned *ret_kind, int 
 	return 0;
 }
 
+int sb_guard_net_check_unix_path(const char *path, const char *op)
+{
+	PyObject *type, *value, *tb, *text;
+	const char *why = NULL;
+
+	if (sb_guard_file_check(path, true) >= 0)
+		return 0;
+	/* Reported as what a socket user catches, with the files part's
+	 * words about the rule. */
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	/* The OSError's own words, without "[Errno 2]" and the path. */
+	text = value ? PyObject_GetAttrString(value, "strerror") : NULL;
+	if (!text || !PyUnicode_Check(text)) {
+		Py_XDECREF(text);
+		PyErr_Clear();
+		text = value ? PyObject_Str(value) : NULL;
+	}
+	if (text)
+		why = PyUnicode_AsUTF8(text);
+	PyErr_Clear();
+	raise_refused("Guard network %s to AF_UNIX socket '%s' DENIED: %s", op, path,
+		      why ? why : "no expose-rw= rule covers this path");
+	Py_XDECREF(text);
+	Py_XDECREF(type);
+	Py_XDECREF(value);
+	Py_XDECREF(tb);
+	return -1;
+}
+
 /* An AF_UNIX address: abstract names are refused; a path needs the files
  * part's write grant (expose-rw), for bind as for connect and send. */
 static int check_unix(PyObject *address, const char *op)
@@ -323,33 +353,7 @@ static int check_unix(PyObject *address, const char *op)
 		return raise_refused("Guard network %s to abstract AF_UNIX socket '%s' DENIED: "
 				     "abstract sockets are refused",
 				     op, n > 1 ? path + 1 : "");
-	if (sb_guard_file_check(path, true) < 0) {
-		/* Reported as what a socket user catches, with the files part's
-		 * words about the rule. */
-		PyObject *type, *value, *tb, *text;
-		const char *why = NULL;
-
-		PyErr_Fetch(&type, &value, &tb);
-		PyErr_NormalizeException(&type, &value, &tb);
-		/* The OSError's own words, without "[Errno 2]" and the path. */
-		text = value ? PyObject_GetAttrString(value, "strerror") : NULL;
-		if (!text || !PyUnicode_Check(text)) {
-			Py_XDECREF(text);
-			PyErr_Clear();
-			text = value ? PyObject_Str(value) : NULL;
-		}
-		if (text)
-			why = PyUnicode_AsUTF8(text);
-		PyErr_Clear();
-		raise_refused("Guard network %s to AF_UNIX socket '%s' DENIED: %s", op, path,
-			      why ? why : "no expose-rw= rule covers this path");
-		Py_XDECREF(text);
-		Py_XDECREF(type);
-		Py_XDECREF(value);
-		Py_XDECREF(tb);
-		return -1;
-	}
-	return 0;
+	return sb_guard_net_check_unix_path(path, op);
 }
 
 static int check_address(PyObject *sock, PyObject *address, unsigned direction, const char *op)

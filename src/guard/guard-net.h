@@ -14,3 +14,9 @@ struct sb_net_policy;
 /* The pin sb_guard_net_resolve() built, for a kernel filter that must name the
  * same addresses (os-sandbox=unshare); NULL before. */
 const struct sb_net_policy *sb_guard_net_policy(void);
+
+/* For the other parts: a connection C code makes to the AF_UNIX socket at
+ * path (syslog's /dev/log), judged as the guard judges socket.connect() to
+ * it: the path needs an expose-rw grant. 0, or -1 with the refusal
+ * (RuleSocketConnectionRefusedError) set; op names the operation. GIL held. */
+int sb_guard_net_check_unix_path(const char *path, const char *op);
