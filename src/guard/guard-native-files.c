@@ -25,6 +25,7 @@
 #include <descrobject.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -938,7 +939,47 @@ static int on_sethostname(PyObject *args)
 	return -1;
 }
 
+/* TIOCSTI pushes characters into a terminal's input queue, TIOCLINUX's
+ * selection paste does the same on a console: on the terminal python-sb was
+ * started from, the program types commands into the user's shell, which runs
+ * them once it exits (CVE-2016-7545 and kin). The kernel layers' seccomp
+ * filter allows neither; with the guard alone, this is where they stop. The
+ * kernel compares the request on 32 bits. */
+static int on_ioctl(PyObject *args)
+{
+	PyObject *o =
+	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+	unsigned long request = o ? PyLong_AsUnsignedLongMask(o) : 0;
+	const char *name;
+	_cleanup_free_ char *message = NULL;
+
+	if (PyErr_Occurred())
+		PyErr_Clear();
+	switch ((unsigned)request) {
+	case TIOCSTI:
+		name = "TIOCSTI";
+		break;
+	case TIOCLINUX:
+		name = "TIOCLINUX";
+		break;
+	default:
+		return 0;
+	}
+	if (!sb_guard_armed())
+		return 0;
+	if (asprintf(&message,
+		     "fcntl.ioctl(%s) is refused by the guard whatever the rules: it would type "
+		     "into the terminal",
+		     name) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	sb_raise_permission(EPERM, name, message);
+	return -1;
+}
+
 static const struct sb_audit_handler native_handlers[] = {
+    {"fcntl.ioctl", on_ioctl},
     {"os.forkpty", on_forkpty},
     {"os.putenv", on_putenv},
     {"socket.sethostname", on_sethostname},
