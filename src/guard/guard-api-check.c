@@ -17,8 +17,6 @@ static struct {
 	bool category_allowed[SB_API_CATEGORY__N]; /* for names outside the registry */
 	bool any_deserialization;		   /* some unpickling entry point granted */
 	bool eval_keys; /* eval-* present: the eval layer, not a grant, decides */
-	char **site_dirs;
-	size_t n_site_dirs;
 } api;
 
 int sb_api_check_prepare(const struct sb_profile *profile)
@@ -52,53 +50,9 @@ int sb_api_check_prepare(const struct sb_profile *profile)
 	return 0;
 }
 
-/* site-packages and dist-packages on sys.path: code there generates code
- * (attrs, pydantic) and reads frames like the standard library does. */
-int sb_api_check_activate(void)
-{
-	PyObject *path = PySys_GetObject("path"); /* borrowed */
-	Py_ssize_t n;
-
-	if (!path || !PyList_Check(path))
-		return 0;
-	n = PyList_GET_SIZE(path);
-	api.site_dirs = calloc((size_t)n + 1, sizeof(char *));
-	if (!api.site_dirs)
-		return -ENOMEM;
-	for (Py_ssize_t k = 0; k < n; k++) {
-		PyObject *item = PyList_GET_ITEM(path, k);
-		const char *dir = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
-		const char *base;
-		size_t len;
-
-		if (!dir) {
-			PyErr_Clear();
-			continue;
-		}
-		len = strlen(dir);
-		while (len > 1 && dir[len - 1] == '/')
-			len--;
-		base = memrchr(dir, '/', len);
-		base = base ? base + 1 : dir;
-		if (strncmp(base, "site-packages", (size_t)(dir + len - base)) != 0 &&
-		    strncmp(base, "dist-packages", (size_t)(dir + len - base)) != 0)
-			continue;
-		if ((size_t)(dir + len - base) != strlen("site-packages"))
-			continue;
-		api.site_dirs[api.n_site_dirs] = strndup(dir, len);
-		if (!api.site_dirs[api.n_site_dirs])
-			return -ENOMEM;
-		api.n_site_dirs++;
-	}
-	return 0;
-}
-
 void sb_api_check_release(void)
 {
 	free(api.allowed);
-	for (size_t i = 0; i < api.n_site_dirs; i++)
-		free(api.site_dirs[i]);
-	free(api.site_dirs);
 	memset(&api, 0, sizeof(api));
 }
 
@@ -122,19 +76,17 @@ bool sb_api_caller_in_site_packages(void)
 	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
 	PyCodeObject *code;
 	const char *file;
-	bool library = false;
+	bool library;
 
-	if (!frame || api.n_site_dirs == 0)
+	if (!frame)
 		return false;
 	code = PyFrame_GetCode(frame);
 	file = PyUnicode_AsUTF8(code->co_filename);
 	if (!file)
 		PyErr_Clear();
-	for (size_t i = 0; file && !library && i < api.n_site_dirs; i++) {
-		const char *rest = startswith(file, api.site_dirs[i]);
-
-		library = rest && *rest == '/';
-	}
+	/* The name is the code's own file: no code object carries a
+	 * site-packages name it was not loaded from (guard-code.h). */
+	library = file && sb_guard_is_site_file(file);
 	Py_DECREF(code);
 	return library;
 }

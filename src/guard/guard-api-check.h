@@ -13,11 +13,9 @@
 #include "api-registry.h"
 #include "profile.h"
 
-/* Life cycle (guard-api.c): the verdicts (0 or -ENOMEM); after
- * initialisation, the site-packages directories on sys.path (0 or
- * -ENOMEM); freed after the run. */
+/* Life cycle (guard-api.c): the verdicts (0 or -ENOMEM); freed after the
+ * run. */
 int sb_api_check_prepare(const struct sb_profile *profile);
-int sb_api_check_activate(void);
 void sb_api_check_release(void);
 
 /* Whether the rules allow registry function fn (SB_API_FN_*). */
@@ -40,7 +38,7 @@ int sb_api_deny_outside_registry(const char *what, enum sb_api_category category
 /* Whether the caller (the innermost frame) is the interpreter's library or
  * site-packages, whose frame access is the runtime's own business. */
 bool sb_api_caller_is_library(void);
-/* Whether the caller is code under a site-packages directory of sys.path:
- * third-party libraries generate code (attrs, pydantic) and read frames as
- * the standard library does. */
+/* Whether the caller is code under a site-packages directory of sys.path
+ * (sb_guard_is_site_file()): third-party libraries generate code (attrs,
+ * pydantic) and read frames as the standard library does. */
 bool sb_api_caller_in_site_packages(void);

@@ -571,9 +571,21 @@ static int check_compile(void)
 	return sb_api_check(SB_API_FN_builtins_compile);
 }
 
+/* Whether site-packages code gives code it makes a site-packages name:
+ * jinja2 compiles a package's templates under their file names, pytest
+ * rewrites the asserts of its plugins from an AST, types.coroutine()
+ * derives a library's generator. The library's own act, as its dynamic
+ * code is (docs/python-sb.md: the exemption is a path). */
+static bool site_compiles_own_name(const char *name)
+{
+	return sb_guard_is_site_file(name) &&
+	       (sb_api_caller_in_site_packages() || sb_code_derived_by_stdlib());
+}
+
 /* compile(), and eval/exec of a string, raise "compile" (source, filename).
- * Source compiled under the standard library's file name is refused unless
- * it is that file's content, whatever the grants. The launcher's own
+ * Source compiled under a library's file name (the standard library's,
+ * site-packages') is refused unless it is that file's content, whatever the
+ * grants; site-packages code may use its own tree's names. The launcher's own
  * compiles have no Python frame: a file the parser reads (source None: the
  * script, stdin, the REPL's lines) and the -c command, once. Any other
  * frameless compile is a callback the program registered
@@ -598,8 +610,8 @@ static int on_compile(PyObject *args)
 	name = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
 	if (!name)
 		PyErr_Clear();
-	else if (source != Py_None && sb_guard_is_runtime_file(name) &&
-		 sb_code_check_compile(source, name) < 0)
+	else if (source != Py_None && sb_guard_is_library_file(name) &&
+		 !site_compiles_own_name(name) && sb_code_check_compile(source, name) < 0)
 		return -1;
 	/* The eval layer parsing a source it checks, or compiling the result
 	 * (learning passes the program's compile() through: its file name is
@@ -655,7 +667,8 @@ static bool asked_by_program(void)
 
 /* code.__new__ (CodeType(), code.replace()): (code, filename, name, ...).
  * A code object given the standard library's file name passes only when
- * the standard library derives it from its own (types.coroutine()); and
+ * the standard library derives it from its own (types.coroutine()), one
+ * given a site-packages name when site-packages makes it too; and
  * any code object is the program's unless types.coroutine() (the same code
  * with other flags) or site-packages makes it: modulefinder's replace()
  * of file names, say, does what its caller asks. */
@@ -667,6 +680,8 @@ static int on_code_new(PyObject *args)
 
 	PyErr_Clear();
 	if (name && sb_guard_is_runtime_file(name) && !sb_code_derived_by_stdlib())
+		return sb_code_refuse_laundering("making a code object", name);
+	if (name && sb_guard_is_site_file(name) && !site_compiles_own_name(name))
 		return sb_code_refuse_laundering("making a code object", name);
 	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_code_derived_by_stdlib() ||
 	    sb_api_caller_in_site_packages())
@@ -837,11 +852,6 @@ static bool running_command(void)
 
 static int api_activate(char **reterr)
 {
-	int r;
-
-	r = sb_api_check_activate();
-	if (r < 0)
-		return r;
 	command_compile_pending = running_command();
 	if (sb_api_wrap_activate() < 0) {
 		PyErr_Clear();

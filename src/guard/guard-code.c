@@ -26,14 +26,25 @@ bool sb_code_is_runtime(PyCodeObject *code)
 	return file && sb_guard_is_runtime_file(file);
 }
 
+bool sb_code_is_library(PyCodeObject *code)
+{
+	const char *file =
+	    PyUnicode_Check(code->co_filename) ? PyUnicode_AsUTF8(code->co_filename) : NULL;
+
+	if (!file)
+		PyErr_Clear();
+	return file && sb_guard_is_library_file(file);
+}
+
 int sb_code_refuse_laundering(const char *what, const char *filename)
 {
+	bool site = sb_guard_is_site_file(filename);
 	_cleanup_free_ char *message = NULL;
 
-	if (asprintf(&message,
-		     "%s under the standard library's file name '%s' is refused by the API guard: "
-		     "its frames would pass for the interpreter's own",
-		     what, filename) < 0) {
+	if (asprintf(&message, "%s under the %s file name '%s' is refused by the API guard: %s",
+		     what, site ? "site-packages" : "standard library's", filename,
+		     site ? "its frames would pass for that library's own, exempt from the rules"
+			  : "its frames would pass for the interpreter's own") < 0) {
 		message = NULL;
 		PyErr_NoMemory();
 		return -1;
@@ -110,34 +121,39 @@ int sb_code_check_compile(PyObject *source, const char *filename)
 	return same ? 0 : sb_code_refuse_laundering("compiling source", filename);
 }
 
-/* Whether data is the bytecode cache of the source file `file` (after the
- * 16-byte header), at any optimisation level: the bytes the guard itself
- * read for importlib (guard-open-code.h), or else the file read again. */
+/* Whether data is what importlib reads for the source file `file`, after
+ * the 16-byte header: its bytecode cache at any optimisation level, or the
+ * .pyc beside it (a sourceless module: compileall -b, a .pyc-only
+ * package). The bytes the guard itself read for importlib
+ * (guard-open-code.h), or else the file read again. */
 static bool is_cache_of(const char *file, const char *data, size_t len)
 {
 	static const char *const opts[] = {"", ".opt-1", ".opt-2"};
 	const char *base = strrchr(file, '/'), *dot;
 	char path[PATH_MAX];
+	int n;
 
 	if (!base || !(dot = strrchr(base, '.')) || !streq(dot, ".py"))
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
-		int n = snprintf(path, sizeof(path), "%.*s/__pycache__/%.*s.cpython-%d%d%s.pyc",
-				 (int)(base - file), file, (int)(dot - base - 1), base + 1,
-				 PY_MAJOR_VERSION, PY_MINOR_VERSION, opts[i]);
-
+		n = snprintf(path, sizeof(path), "%.*s/__pycache__/%.*s.cpython-%d%d%s.pyc",
+			     (int)(base - file), file, (int)(dot - base - 1), base + 1,
+			     PY_MAJOR_VERSION, PY_MINOR_VERSION, opts[i]);
 		if (n > 0 && (size_t)n < sizeof(path) &&
 		    (sb_open_code_served(path, 16, data, len) || file_holds(path, 16, data, len)))
 			return true;
 	}
-	return false;
+	n = snprintf(path, sizeof(path), "%.*sc", (int)(dot + 3 - file), file);
+	return n > 0 && (size_t)n < sizeof(path) && file_holds(path, 16, data, len);
 }
 
 /* The first code object in o (depth-first, through code constants and
- * containers) whose file is the standard library's, as a borrowed
- * reference; NULL when there is none. *deep: the nesting went past the
- * bound (then the answer is not known: the caller refuses). */
-static PyCodeObject *runtime_code_in(PyObject *o, int depth, bool *deep)
+ * containers) whose file name is exempt (the standard library's or
+ * site-packages'), as a borrowed reference; NULL when there is none.
+ * *deep: the nesting went past the bound (then the answer is not known: the
+ * caller refuses). *seen: the last file name object looked at, found not
+ * exempt (a module's code objects share one: checked once). */
+static PyCodeObject *library_code_in(PyObject *o, int depth, bool *deep, PyObject **seen)
 {
 	PyObject *items;
 	Py_ssize_t n;
@@ -149,8 +165,11 @@ static PyCodeObject *runtime_code_in(PyObject *o, int depth, bool *deep)
 	if (PyCode_Check(o)) {
 		PyCodeObject *code = (PyCodeObject *)o;
 
-		if (sb_code_is_runtime(code))
-			return code;
+		if (code->co_filename != *seen) {
+			if (sb_code_is_library(code))
+				return code;
+			*seen = code->co_filename;
+		}
 		items = code->co_consts;
 	} else if (PyTuple_Check(o) || PyList_Check(o)) {
 		items = o;
@@ -160,9 +179,9 @@ static PyCodeObject *runtime_code_in(PyObject *o, int depth, bool *deep)
 		PyCodeObject *found = NULL;
 
 		while (!found && !*deep && PyDict_Next(o, &pos, &key, &value)) {
-			found = runtime_code_in(key, depth + 1, deep);
+			found = library_code_in(key, depth + 1, deep, seen);
 			if (!found)
-				found = runtime_code_in(value, depth + 1, deep);
+				found = library_code_in(value, depth + 1, deep, seen);
 		}
 		return found;
 	} else if (PyAnySet_Check(o)) {
@@ -172,7 +191,7 @@ static PyCodeObject *runtime_code_in(PyObject *o, int depth, bool *deep)
 		PyCodeObject *found = NULL;
 
 		while (!found && !*deep && _PySet_NextEntry(o, &pos, &key, &hash))
-			found = runtime_code_in(key, depth + 1, deep);
+			found = library_code_in(key, depth + 1, deep, seen);
 		return found;
 	} else {
 		return NULL;
@@ -180,7 +199,7 @@ static PyCodeObject *runtime_code_in(PyObject *o, int depth, bool *deep)
 	n = PySequence_Fast_GET_SIZE(items);
 	for (Py_ssize_t i = 0; i < n && !*deep; i++) {
 		PyCodeObject *found =
-		    runtime_code_in(PySequence_Fast_GET_ITEM(items, i), depth + 1, deep);
+		    library_code_in(PySequence_Fast_GET_ITEM(items, i), depth + 1, deep, seen);
 
 		if (found)
 			return found;
@@ -191,6 +210,7 @@ static PyCodeObject *runtime_code_in(PyObject *o, int depth, bool *deep)
 int sb_code_check_unmarshalled(PyObject *result, PyObject *data)
 {
 	PyCodeObject *code;
+	PyObject *seen = NULL; /* identity only */
 	const char *file, *bytes;
 	Py_buffer view;
 	size_t len;
@@ -198,9 +218,9 @@ int sb_code_check_unmarshalled(PyObject *result, PyObject *data)
 
 	/* The common case first: a module's bytecode cache read by importlib,
 	 * the module's own code on top. */
-	code = PyCode_Check(result) && sb_code_is_runtime((PyCodeObject *)result)
+	code = PyCode_Check(result) && sb_code_is_library((PyCodeObject *)result)
 		   ? (PyCodeObject *)result
-		   : runtime_code_in(result, 0, &deep);
+		   : library_code_in(result, 0, &deep, &seen);
 	if (!code && !deep)
 		return 0;
 	file = code ? PyUnicode_AsUTF8(code->co_filename) : "<unknown>";
@@ -209,8 +229,10 @@ int sb_code_check_unmarshalled(PyObject *result, PyObject *data)
 		file = "<unknown>";
 	}
 	if (code && data && source_bytes(data, &view, &bytes, &len) == 0) {
-		/* All of it comes from that file: what it holds is the
-		 * standard library's, whatever file names it names. */
+		/* All of it comes from that file: what it holds is that
+		 * library's, whatever file names it names. A .pyc the
+		 * program wrote (beside its script, in a zip) names a
+		 * library's file it does not come from. */
 		genuine = is_cache_of(file, bytes, len);
 		if (view.obj)
 			PyBuffer_Release(&view);
@@ -487,11 +509,47 @@ bool sb_code_derived_by_stdlib(void)
 	return frame && sb_guard_frame_is(frame, "/types.py", "coroutine");
 }
 
+/* Whether _imp._fix_co_filename(code, path) renames code that importlib's
+ * _compile_bytecode() (the innermost frame, the standard library's own
+ * code) just unmarshalled from the cache of path: a cache written under
+ * another name (a tree moved after it was compiled, a conda package).
+ * Its locals say what it read: `code` is the code object given, made by
+ * marshal.loads(data) with nothing run in between, and `data` the bytes of
+ * path's cache (immutable bytes: a bytearray another thread rewrites
+ * could pass the comparison after the code was made of other bytes). */
+static bool renames_cache_of(PyObject *code, const char *path)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	PyObject *local_code, *data;
+	Py_buffer view;
+	const char *bytes;
+	size_t len;
+	bool genuine = false;
+
+	if (!frame ||
+	    !sb_guard_frame_is(frame, "/importlib/_bootstrap_external.py", "_compile_bytecode"))
+		return false;
+	local_code = frame_local(frame, "code");
+	data = frame_local(frame, "data");
+	if (local_code == code && data &&
+	    (PyBytes_Check(data) ||
+	     (PyMemoryView_Check(data) && PyBytes_Check(PyMemoryView_GET_BASE(data)))) &&
+	    source_bytes(data, &view, &bytes, &len) == 0) {
+		genuine = is_cache_of(path, bytes, len);
+		if (view.obj)
+			PyBuffer_Release(&view);
+	}
+	Py_XDECREF(local_code);
+	Py_XDECREF(data);
+	return genuine;
+}
+
 int sb_code_check_call(const char *function, PyObject *const *args, Py_ssize_t nargs)
 {
 	/* _imp._fix_co_filename(code, path): the file name importlib gives
-	 * the code it read from a module's cache; the standard library's only
-	 * to code that has it already. */
+	 * the code it read from a module's cache; a name exempt from the
+	 * rules (the standard library's, site-packages') only to code that
+	 * has it already, or that was read from that file's cache. */
 	if (streq(function, "_fix_co_filename") && nargs >= 2 && PyCode_Check(args[0]) &&
 	    PyUnicode_Check(args[1])) {
 		const char *path = PyUnicode_AsUTF8(args[1]);
@@ -500,9 +558,12 @@ int sb_code_check_call(const char *function, PyObject *const *args, Py_ssize_t n
 			PyErr_Clear();
 			return 0;
 		}
-		if (sb_guard_is_runtime_file(path) &&
-		    PyUnicode_Compare(((PyCodeObject *)args[0])->co_filename, args[1]) != 0)
+		if (sb_guard_is_library_file(path) &&
+		    PyUnicode_Compare(((PyCodeObject *)args[0])->co_filename, args[1]) != 0 &&
+		    !renames_cache_of(args[0], path)) {
+			PyErr_Clear();
 			return sb_code_refuse_laundering("_imp._fix_co_filename()", path);
+		}
 		PyErr_Clear();
 	}
 	/* _imp.get_frozen_object(name, data): frozen code from the caller's

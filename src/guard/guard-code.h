@@ -1,39 +1,49 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Code objects (guard-code.c): which may carry the standard library's file
- * names, and which code the standard library builds and runs as its own
- * work.
+/* Code objects (guard-code.c): which may carry a file name exempt from the
+ * program's rules (the standard library's, site-packages'), and which code
+ * the standard library builds and runs as its own work.
  *
  * Every decision that exempts "the standard library's code" (an import
- * statement written in it, a frame it reads, code it generates) tells that
+ * statement written in it, a frame it reads, code it generates) or
+ * "site-packages code" (dynamic code, frames: guard-api-check.h) tells that
  * code by its co_filename. That holds only if no code object the program
  * made can carry such a name: so every way a code object comes into being
- * with one -- compile(), marshal, code.replace() and CodeType(),
- * _imp._fix_co_filename(), _imp.get_frozen_object() with data -- is checked
- * against the file itself, whatever the python-api= grants say (a grant of
- * dynamic code or deserialization is not a grant of the runtime's
- * exemptions). */
+ * with one -- compile(), marshal (a sourceless .pyc beside the script, a
+ * zip on sys.path, marshal.loads() of bytes), code.replace() and
+ * CodeType(), _imp._fix_co_filename(), _imp.get_frozen_object() with data
+ * -- is checked against the file itself, whatever the python-api= grants
+ * say (a grant of dynamic code or deserialization is not a grant of the
+ * libraries' exemptions). A name the program's sys.path entries could lead
+ * anywhere ("<stdlib>/../../tmp/x.py") is no library's
+ * (sb_guard_is_library_file()). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
 #include <stdbool.h>
 
-/* Whether code's co_filename is the standard library's (or frozen). */
+/* Whether code's co_filename is the standard library's (or frozen): code
+ * whose functions never run on their own (guard-api.c). */
 bool sb_code_is_runtime(PyCodeObject *code);
 
-/* compile(source, filename) with filename the standard library's: 0 when
- * source is that file's content (the import machinery compiling a module
- * without a bytecode cache), else -1 with the refusal set. */
+/* Whether code's co_filename is exempt by its name: the standard
+ * library's (or frozen) or site-packages' (sb_guard_is_library_file()). */
+bool sb_code_is_library(PyCodeObject *code);
+
+/* compile(source, filename) with filename a library's: 0 when source is
+ * that file's content (the import machinery compiling a module without a
+ * bytecode cache), else -1 with the refusal set. */
 int sb_code_check_compile(PyObject *source, const char *filename);
 /* marshal.loads(data) returned result: 0 when no code object in it carries
- * the standard library's file name, or when data is that module's
- * bytecode cache (its .pyc file, header aside); else -1 with the refusal
- * set. data NULL (marshal.load() of a file): no such code object passes. */
+ * a library's file name, or when data is that module's bytecode cache (its
+ * __pycache__ file or, sourceless, the .pyc beside it; header aside); else
+ * -1 with the refusal set. data NULL (marshal.load() of a file): no such
+ * code object passes. */
 int sb_code_check_unmarshalled(PyObject *result, PyObject *data);
-/* The refusal of a code object given the standard library's file name by
- * `what`: -1 with RuleApiPermissionError set. */
+/* The refusal of a code object given a library's file name by `what`: -1
+ * with RuleApiPermissionError set. */
 int sb_code_refuse_laundering(const char *what, const char *filename);
 
 /* Whether the innermost frame is one of the standard library's code

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* io.open_code() of the standard library's bytecode caches, served by the
- * guard (guard-open-code.h). */
+/* io.open_code() of the bytecode caches of the standard library and
+ * site-packages, served by the guard (guard-open-code.h). */
 #include "guard-open-code.h"
 
 #include <fcntl.h>
@@ -69,14 +69,17 @@ bool sb_open_code_served(const char *path, size_t skip, const char *data, size_t
 	return false;
 }
 
-/* <stdlib>/.../__pycache__/<name>.pyc, no "..": what importlib asks for
- * when it imports a standard-library module. */
-static bool is_stdlib_cache(const char *path)
+/* <tree>/.../__pycache__/<name>.pyc, the tree the standard library's or a
+ * site-packages directory's, by a plain name: what importlib asks for when
+ * it imports a module whose code is exempt by its file name. */
+static bool is_library_cache(const char *path)
 {
 	const char *rel = sb_guard_runtime_relative(path), *slash;
 	size_t n;
 
-	if (!rel || strstr(rel, "/.."))
+	if (!rel)
+		rel = sb_guard_site_relative(path);
+	if (!rel)
 		return false;
 	n = strlen(rel);
 	slash = strrchr(rel, '/');
@@ -170,8 +173,8 @@ static PyObject *open_code(PyObject *path, void *userdata _unused_)
 	const char *p;
 	int error = 0;
 
-	/* Before activation (the interpreter's start) the standard library's
-	 * place is not known yet, and no marshal.loads() is checked. A
+	/* Before activation (the interpreter's start) the libraries' places
+	 * are not known yet, and no marshal.loads() is checked. A
 	 * subinterpreter (a grant) has objects of its own: CPython's way. */
 	if (!served.bytesio_type || PyInterpreterState_Get() != PyInterpreterState_Main())
 		return io_open(path);
@@ -181,7 +184,7 @@ static PyObject *open_code(PyObject *path, void *userdata _unused_)
 		PyErr_Clear();
 		return io_open(path);
 	}
-	if (!is_stdlib_cache(p))
+	if (!is_library_cache(p))
 		return io_open(path);
 	/* FileIO's event, as io.open(path, "rb") raises it: the guard decides
 	 * on it, and the program's own hooks see no difference. */

@@ -14,6 +14,10 @@ static struct {
 	char *profile_path;
 	char *stdlib_dir; /* code there is the runtime's, not the program's */
 	size_t stdlib_dir_len;
+	/* site-packages and dist-packages of sys.path as the interpreter set
+	 * it up: third-party libraries, exempt as a path (guard-api-check.h). */
+	char **site_dirs;
+	size_t n_site_dirs;
 	/* The open runtime section (sb_guard_runtime_enter), if any. */
 	void *section_tstate;
 	void *section_frame;
@@ -30,20 +34,71 @@ const char *sb_guard_profile_path(void)
 	return known.profile_path ? known.profile_path : ".py-sandboxes";
 }
 
-const char *sb_guard_runtime_relative(const char *file)
+/* Whether rel ("/a/b.py") names a file below its tree by the shortest
+ * way: no "." or ".." component and no empty one. A name is all the
+ * exemptions see, and importlib joins sys.path entries as they are: with
+ * '<stdlib>/../../tmp' on sys.path, the program's module in /tmp would be
+ * compiled from its own file under a name that starts like the standard
+ * library's. */
+static bool plain_relative(const char *rel)
+{
+	size_t n = strlen(rel);
+
+	/* Asked on every frame a decision looks at: strstr() runs past the
+	 * plain names in a few instructions. */
+	if (n == 0 || rel[n - 1] == '/' || strstr(rel, "//"))
+		return false;
+	for (const char *c = strstr(rel, "/."); c; c = strstr(c + 1, "/.")) {
+		const char *end = c[2] == '.' ? c + 3 : c + 2;
+
+		if (*end == '\0' || *end == '/')
+			return false;
+	}
+	return true;
+}
+
+/* The part of file after dir (len bytes, no trailing '/'), when file lies
+ * below it by a plain name; else NULL. */
+static const char *below(const char *file, const char *dir, size_t len)
 {
 	const char *rel;
 
-	if (!known.stdlib_dir || strncmp(file, known.stdlib_dir, known.stdlib_dir_len) != 0)
+	if (!dir || strncmp(file, dir, len) != 0)
 		return NULL;
-	rel = file + known.stdlib_dir_len;
-	if (*rel != '/')
-		return NULL;
+	rel = file + len;
+	return *rel == '/' && plain_relative(rel) ? rel : NULL;
+}
+
+const char *sb_guard_runtime_relative(const char *file)
+{
+	const char *rel = below(file, known.stdlib_dir, known.stdlib_dir_len);
+
 	/* Some builds (pyenv, venvs of them) keep third-party packages inside the
 	 * standard library tree: those are not the runtime. */
-	if (startswith(rel, "/site-packages/") || startswith(rel, "/dist-packages/"))
+	if (!rel || startswith(rel, "/site-packages/") || startswith(rel, "/dist-packages/"))
 		return NULL;
 	return rel;
+}
+
+const char *sb_guard_site_relative(const char *file)
+{
+	for (size_t i = 0; i < known.n_site_dirs; i++) {
+		const char *rel = below(file, known.site_dirs[i], strlen(known.site_dirs[i]));
+
+		if (rel)
+			return rel;
+	}
+	return NULL;
+}
+
+bool sb_guard_is_site_file(const char *file)
+{
+	return sb_guard_site_relative(file) != NULL;
+}
+
+bool sb_guard_is_library_file(const char *file)
+{
+	return sb_guard_is_runtime_file(file) || sb_guard_is_site_file(file);
 }
 
 bool sb_guard_is_stdlib_source(const char *file, const char *rel)
@@ -541,6 +596,53 @@ int sb_guard_runtime_prepare(const char *profile_path)
 	return 0;
 }
 
+/* The site-packages and dist-packages directories of sys.path, before the
+ * program runs (what it adds later is its own). */
+static int site_dirs_activate(void)
+{
+	PyObject *path = PySys_GetObject("path"); /* borrowed */
+	Py_ssize_t n;
+
+	if (!path || !PyList_Check(path))
+		return 0;
+	n = PyList_GET_SIZE(path);
+	known.site_dirs = calloc((size_t)n + 1, sizeof(char *));
+	if (!known.site_dirs)
+		return -ENOMEM;
+	for (Py_ssize_t k = 0; k < n; k++) {
+		PyObject *item = PyList_GET_ITEM(path, k);
+		const char *dir = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+		const char *base;
+		char *copy;
+		size_t len;
+
+		if (!dir) {
+			PyErr_Clear();
+			continue;
+		}
+		len = strlen(dir);
+		while (len > 1 && dir[len - 1] == '/')
+			len--;
+		base = memrchr(dir, '/', len);
+		base = base ? base + 1 : dir;
+		if ((size_t)(dir + len - base) != strlen("site-packages") ||
+		    (strncmp(base, "site-packages", strlen("site-packages")) != 0 &&
+		     strncmp(base, "dist-packages", strlen("dist-packages")) != 0))
+			continue;
+		copy = strndup(dir, len);
+		if (!copy)
+			return -ENOMEM;
+		/* A directory named by a detour ("/x/../site-packages") is
+		 * not one a name can be checked against. */
+		if (copy[0] != '/' || !plain_relative(copy)) {
+			free(copy);
+			continue;
+		}
+		known.site_dirs[known.n_site_dirs++] = copy;
+	}
+	return 0;
+}
+
 int sb_guard_runtime_activate(void)
 {
 	PyObject *stdlib_dir = PySys_GetObject("_stdlib_dir"); /* borrowed */
@@ -558,7 +660,7 @@ int sb_guard_runtime_activate(void)
 		}
 	}
 	PyErr_Clear();
-	return 0;
+	return site_dirs_activate();
 }
 
 void sb_guard_runtime_arm(void)
@@ -570,6 +672,9 @@ void sb_guard_runtime_release(void)
 {
 	free(known.profile_path);
 	free(known.stdlib_dir);
+	for (size_t i = 0; i < known.n_site_dirs; i++)
+		free(known.site_dirs[i]);
+	free(known.site_dirs);
 	memset(&known, 0, sizeof(known));
 	memset(&sb_guard_run, 0, sizeof(sb_guard_run));
 }

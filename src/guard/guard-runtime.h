@@ -153,8 +153,23 @@ bool sb_guard_in_runtime_section(void);
  * or frozen. */
 bool sb_guard_is_runtime_file(const char *file);
 /* The part of file after the standard library's directory ("/os.py"), or
- * NULL when file is not the standard library's (site-packages excluded). */
+ * NULL when file is not the standard library's (site-packages excluded,
+ * and a name with a "." or ".." component or an empty one). */
 const char *sb_guard_runtime_relative(const char *file);
+/* The part of file after the site-packages or dist-packages directory of
+ * sys.path it lies under ("/attr/_make.py"), or NULL. The directories are
+ * sys.path's when the guard was activated, before the program ran. */
+const char *sb_guard_site_relative(const char *file);
+/* Whether code from this file (a co_filename) is a third-party library's:
+ * under such a directory. The API guard exempts it as a path (dynamic code,
+ * frames: guard-api-check.h). */
+bool sb_guard_is_site_file(const char *file);
+/* Whether a co_filename is one the guard exempts by its name: the standard
+ * library's (or frozen) or a site-packages directory's. No code object may
+ * carry one unless it came from that very file (guard-code.h). A name with
+ * a "." or ".." component or an empty one is neither: importlib joins
+ * sys.path entries as they are, so such a name can lead anywhere. */
+bool sb_guard_is_library_file(const char *file);
 /* Whether file is the standard library's module rel ("/runpy.py"), from
  * the standard library's directory or frozen ("<frozen runpy>"). */
 bool sb_guard_is_stdlib_source(const char *file, const char *rel);
