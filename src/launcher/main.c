@@ -814,6 +814,14 @@ int sb_launcher_main(int argc, char **argv)
 	if (warn)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
 	report.provider = provider->name;
+	/* python-sb serve's fork server: what it forks runs untrusted code,
+	 * which learning would let do what the rules refuse. Refused before
+	 * anything of learning starts. */
+	if (zygote_fd >= 0 && mode == SB_MODE_LEARN)
+		return fail("the fork server cannot learn",
+			    profile->root_missing ? "its rule file does not exist"
+						  : "set learn=false",
+			    -EINVAL);
 	if (mode == SB_MODE_LEARN) {
 		_cleanup_free_ char *program_dir = program_directory(&cli, cwd);
 
@@ -851,8 +859,6 @@ int sb_launcher_main(int argc, char **argv)
 	if (zygote_fd >= 0) {
 		/* python-sb serve's fork server: every run it forks gets a
 		 * report, and none is run here. */
-		if (mode == SB_MODE_LEARN)
-			return fail("the fork server cannot learn", "set learn=false", -EINVAL);
 		r = sb_zygote_serve(
 		    &(struct sb_embed){
 			.cli = &cli,

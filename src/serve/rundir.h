@@ -10,14 +10,26 @@
 
 /* Creates dir (mode 0711: runs may enter it, nobody may list it), or a fresh
  * python-sb-serve.XXXXXX in /dev/shm (a tmpfs: cheaper per run) or else /tmp
- * when dir is NULL (*ret_path: the path). 0 or -errno with *reterr. */
-int sb_workdir_create(const char *dir, char **ret_path, char **reterr);
+ * when dir is NULL (*ret_path: the path), holding a "lock" file locked
+ * (flock) for as long as *ret_lock_fd is open (-1 for dir): the service's
+ * life. 0 or -errno with *reterr. */
+int sb_workdir_create(const char *dir, char **ret_path, int *ret_lock_fd, char **reterr);
+/* Removes the default work directories that a service of this user left
+ * when it was killed: python-sb-serve.XXXXXX directories (never links) of
+ * this user in /dev/shm and /tmp whose lock no live service holds.
+ * *ret_removed: how many. 0, or the first -errno (the others are still
+ * tried). */
+int sb_workdir_remove_stale(unsigned *ret_removed);
 /* Removes what runs left below path (after a crash), and path itself when
  * remove_self. */
 int sb_workdir_clean(const char *path, bool remove_self);
 
-/* A new directory below workdir with main.py and the spec's files (mode
- * 0755/0644: the run's user reads them). *ret_path: its path. 0 or -errno. */
-int sb_rundir_create(const char *workdir, const struct sb_run_spec *spec, char **ret_path);
+/* A new directory below workdir with main.py and the spec's files, readable
+ * by the run's user alone: by_group (the service is root and runs as
+ * another user), group gid with modes 0750/0640; otherwise the service's own
+ * user, 0700/0600. No other user may list or read them. *ret_path: its path.
+ * 0 or -errno. */
+int sb_rundir_create(const char *workdir, const struct sb_run_spec *spec, bool by_group, gid_t gid,
+		     char **ret_path);
 /* Removes it and everything in it. 0 or -errno. */
 int sb_rundir_remove(const char *path);

@@ -1,14 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* The `exec` runner (runner.h): a fresh python-sb per run.
  *
- *   python-sb --pysandboxes-config PROFILE --report-fd=3 --no-denials-summary --expose-ro=RUNDIR
- *             --timeout=Nms [--limit-cpu=Nms] [--limit-memory=N] main.py ARGS...
+ *   python-sb --pysandboxes-config /ABSOLUTE/PROFILE --report-fd=3 --no-denials-summary
+ *             --expose-ro=.
+ *             --timeout=Nms [--limit-cpu=Nms] [--limit-memory=N] -- main.py ARGS...
  *
  * started in the run's directory, in a session of its own, as the run's user,
- * with stdin a memfd holding the request's stdin, stdout and stderr pipes read
- * here, and fd 3 a memfd where python-sb's supervisor (outside the sandbox)
- * writes the report. python-sb's supervisor kills the program's whole process
- * tree before it exits, so once it is reaped nothing of the run is left; this
+ * with stdin a sealed read-only memfd holding the request's stdin, stdout and
+ * stderr pipes read here, and fd 3 a memfd where python-sb's supervisor
+ * (outside the sandbox) writes the report.
+ *
+ * The profile is never named relative to the run's directory, which the
+ * request fills: its files would be the rules, or their absence learning
+ * mode (no sandbox at all). serve-main.c made the name absolute and refused
+ * includes named from the current directory; the profile is checked before
+ * every run, which fails rather than learn. The run's directory is granted
+ * as "." (python-sb's cwd): its name is on no command line, which every user
+ * can read.
+ *
+ * python-sb's supervisor kills the program's whole process tree before it
+ * exits, so once it is reaped nothing of the run is left; this
  * side adds the output cap and a deadline of its own past the run's timeout,
  * in case the supervisor itself is stuck. */
 #include "runner.h"
@@ -39,7 +50,7 @@
 
 struct sb_runner {
 	char *python_sb;
-	char *profile;
+	char *profile; /* absolute */
 	char *workdir;
 	bool change_user;
 	uid_t uid;
@@ -56,6 +67,24 @@ static void runner_free(struct sb_runner *r)
 	free(r->workdir);
 	sb_strv_free(r->envp);
 	free(r);
+}
+
+/* A rule file gone (someone removed it) would mean learning mode for
+ * python-sb: the run is failed instead. */
+static int check_rule_file(const char *path, char **reterr)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return sb_error(reterr, -errno,
+				"the rule file %s is gone (%s): no run starts without its rules",
+				path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return sb_error(reterr, -EINVAL,
+				"the rule file %s is not a regular file: no run starts without "
+				"its rules",
+				path);
+	return 0;
 }
 
 int sb_runner_launch_env(char ***envp)
@@ -77,6 +106,7 @@ int sb_runner_launch_env(char ***envp)
 static int exec_open(const struct sb_runner_config *cfg, struct sb_runner **ret, char **reterr)
 {
 	struct sb_runner *r = calloc(1, sizeof(*r));
+	int e;
 
 	if (!r)
 		return -ENOMEM;
@@ -91,11 +121,15 @@ static int exec_open(const struct sb_runner_config *cfg, struct sb_runner **ret,
 		return -ENOMEM;
 	}
 	if (access(r->python_sb, X_OK) < 0) {
-		int e = errno;
-
+		e = errno;
 		sb_error(reterr, -e, "python-sb (%s): %s", cfg->python_sb, strerror(e));
 		runner_free(r);
 		return -e;
+	}
+	if (r->profile[0] != '/') {
+		sb_error(reterr, -EINVAL, "the profile's name is not absolute: %s", r->profile);
+		runner_free(r);
+		return -EINVAL;
 	}
 	*ret = r;
 	return 0;
@@ -116,15 +150,11 @@ static int push_rule(char ***argv, const char *key, unsigned long long v, const 
 	return sb_strv_consume(argv, s);
 }
 
-static int build_argv(const struct sb_runner *runner, const struct sb_run_spec *spec,
-		      const char *rundir, char ***ret)
+static int build_argv(const struct sb_runner *runner, const struct sb_run_spec *spec, char ***ret)
 {
 	_cleanup_strv_free_ char **argv = NULL;
-	char *expose;
 	int r;
 
-	if (asprintf(&expose, "--expose-ro=%s", rundir) < 0)
-		return -ENOMEM;
 	r = sb_strv_push(&argv, runner->python_sb);
 	if (r >= 0)
 		r = sb_strv_push(&argv, "--pysandboxes-config");
@@ -135,10 +165,9 @@ static int build_argv(const struct sb_runner *runner, const struct sb_run_spec *
 	/* The report carries the denials: the program's stderr stays its own. */
 	if (r >= 0)
 		r = sb_strv_push(&argv, "--no-denials-summary");
+	/* The run's directory, python-sb's cwd: by a name that tells nothing. */
 	if (r >= 0)
-		r = sb_strv_consume(&argv, expose);
-	else
-		free(expose);
+		r = sb_strv_push(&argv, "--expose-ro=.");
 	/* The limits as command-line rules, which the profile's give way to:
 	 * request.c made sure none is above the server's. */
 	if (r >= 0 && spec->limits.timeout_ms)
@@ -356,13 +385,16 @@ static int exec_run(struct sb_runner *runner, const struct sb_run_spec *spec,
 	int r, status = 0, exec_errno = 0;
 
 	*res = (struct sb_run_result){0};
-	r = sb_rundir_create(runner->workdir, spec, &rundir);
+	r = check_rule_file(runner->profile, &res->error);
+	if (r < 0)
+		return res->error ? 0 : r;
+	r = sb_rundir_create(runner->workdir, spec, runner->change_user, runner->gid, &rundir);
 	if (r < 0)
 		return r;
-	r = build_argv(runner, spec, rundir, &argv);
+	r = build_argv(runner, spec, &argv);
 	if (r >= 0) {
-		f.in = sb_memfd_with("stdin", spec->stdin_data ? spec->stdin_data : "",
-				     spec->stdin_len);
+		f.in = sb_run_readonly_memfd("stdin", spec->stdin_data ? spec->stdin_data : "",
+					     spec->stdin_len);
 		r = f.in < 0 ? f.in : 0;
 	}
 	if (r >= 0) {

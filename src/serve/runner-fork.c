@@ -425,7 +425,8 @@ static int run_prepare(const struct sb_run_spec *spec, struct run *f, char **ret
 	size_t args_len = 0;
 	int e;
 
-	f->in = sb_memfd_with("stdin", spec->stdin_data ? spec->stdin_data : "", spec->stdin_len);
+	f->in = sb_run_readonly_memfd("stdin", spec->stdin_data ? spec->stdin_data : "",
+				      spec->stdin_len);
 	if (f->in < 0)
 		return f->in;
 	e = sb_zargs_encode(spec->args, &args, &args_len);
@@ -633,7 +634,7 @@ static int fork_run(struct sb_runner *r, const struct sb_run_spec *spec, struct 
 	int e;
 
 	*res = (struct sb_run_result){0};
-	e = sb_rundir_create(r->workdir, spec, &rundir);
+	e = sb_rundir_create(r->workdir, spec, r->change_user, r->gid, &rundir);
 	if (e < 0)
 		return e;
 	e = run_prepare(spec, &f, &err);

@@ -106,5 +106,10 @@ int sb_runner_launch_env(char ***envp);
  * the run must be stopped (run-output.c). */
 bool sb_run_output_read(int *fd, bool is_stderr, struct sb_run_result *res, uint64_t cap);
 
+/* What a run reads from memory (its stdin): a memfd holding data, sealed
+ * against any change, as a read-only descriptor at offset 0 (close-on-exec),
+ * or -errno (run-memfd.c). */
+int sb_run_readonly_memfd(const char *name, const char *data, size_t len);
+
 extern const struct sb_runner_ops sb_runner_exec;
 extern const struct sb_runner_ops sb_runner_fork;

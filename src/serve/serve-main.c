@@ -102,6 +102,44 @@ static const char *host_getenv(const char *name, void *userdata _unused_)
 	return sb_strv_env_get(environ, name);
 }
 
+/* Where a run's python-sb would look for a rule file named relative to
+ * its current directory: a directory that does not exist, so that every
+ * such include shows in missing_files below it. */
+#define RUN_CWD "/nonexistent/python-sb-serve-run-directory"
+
+/* An include named relative to the current directory ("./x", "conf/x") is
+ * read, in a run, from the run's directory (the fork server's: the work
+ * directory), which the request fills: its files would add rules, or
+ * whatever the service saw here would be missing there. Found by loading
+ * the profile again as from such a directory. */
+static int check_includes(const struct sb_load_options *real)
+{
+	_cleanup_(sb_profile_freep) struct sb_profile *profile = NULL;
+	_cleanup_(sb_diags_done) struct sb_diags diags = {0};
+	struct sb_load_options opts = *real;
+	int r;
+
+	opts.cwd = RUN_CWD;
+	r = sb_profile_load(&opts, &profile, &diags);
+	if (r < 0 && r != -EINVAL)
+		return fail("cannot load the profile", real->path, r);
+	for (char **m = profile ? profile->missing_files : NULL; m && *m; m++) {
+		const char *rel = startswith(*m, RUN_CWD "/");
+
+		if (!rel)
+			continue;
+		fprintf(stderr,
+			"python-sb serve: the profile %s (or a file it includes) includes "
+			"\"%s\", a name relative to "
+			"the current directory: in a run, that is the run's directory, which "
+			"the request fills. Name it with an absolute path, or with a bare "
+			"name (no '/') for a file next to the file that includes it\n",
+			real->path, rel);
+		return EXIT_FAILURE_START;
+	}
+	return 0;
+}
+
 /* The server's limits come from the profile every run gets: a request may
  * only lower them, so they must be known (and a timeout set). */
 static int read_limits(const char *profile_path, struct sb_limits *ret)
@@ -136,11 +174,58 @@ static int read_limits(const char *profile_path, struct sb_limits *ret)
 		return fail("the profile is invalid", profile_path, r < 0 ? r : -EINVAL);
 	if (profile->root_missing)
 		return fail("the profile does not exist", profile_path, -ENOENT);
+	/* A run never learns: learning records and allows what the rules
+	 * refuse. */
+	if (profile->learn == SB_LEARN_FILE) {
+		fprintf(stderr,
+			"python-sb serve: the profile %s asks for learning mode (%s:%u: learn=%s), "
+			"which would let every run do what the rules refuse: remove the rule\n",
+			profile_path, profile->learn_origin.file, profile->learn_origin.line,
+			profile->learn_file);
+		return EXIT_FAILURE_START;
+	}
+	/* Same as an include's: a relative name is the run's directory's, whose
+	 * content the request chooses (a directory of that name, writable when
+	 * the runs are the service's user). */
+	for (size_t i = 0; i < profile->n_exposes; i++) {
+		const struct sb_expose_rule *e = &profile->exposes[i];
+
+		if (e->path[0] == '/')
+			continue;
+		fprintf(
+		    stderr,
+		    "python-sb serve: %s:%u: %s=%s is relative to the current directory: in a "
+		    "run, that is the run's directory, which the request fills. Use an absolute "
+		    "path (the run's directory is granted read-only already)\n",
+		    e->origin.file, e->origin.line, e->writable ? "expose-rw" : "expose-ro",
+		    e->path);
+		return EXIT_FAILURE_START;
+	}
 	if (!profile->limits.timeout_ms)
 		return fail("the profile must set timeout= (every run needs a deadline)",
 			    profile_path, -EINVAL);
+	r = check_includes(&opts);
+	if (r != 0)
+		return r;
 	*ret = profile->limits;
 	return 0;
+}
+
+/* --profile as an absolute name, from the service's current directory, the
+ * one it was checked from: a relative one would be looked up from each
+ * run's directory. */
+static int absolute_profile(const char *profile, char **ret)
+{
+	char cwd[PATH_MAX];
+
+	if (profile[0] == '/') {
+		*ret = strdup(profile);
+		return *ret ? 0 : -ENOMEM;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	*ret = sb_path_join(cwd, profile);
+	return *ret ? 0 : -ENOMEM;
 }
 
 static int write_default_profile(const char *workdir, char **ret_path)
@@ -220,8 +305,9 @@ static void wait_for_stop(int sfd)
 int main(int argc, char **argv)
 {
 	_cleanup_(sb_serve_options_done) struct sb_serve_options opts = {0};
-	_cleanup_free_ char *err = NULL, *workdir = NULL, *default_profile = NULL;
-	_cleanup_close_ int sfd = -1;
+	_cleanup_free_ char *err = NULL, *workdir = NULL, *default_profile = NULL, *profile = NULL;
+	_cleanup_close_ int sfd = -1, workdir_lock = -1;
+	unsigned stale = 0;
 	struct sb_runner_config rcfg = {0};
 	const struct sb_runner_ops *ops;
 	struct sb_runner *runner = NULL;
@@ -284,7 +370,22 @@ int main(int argc, char **argv)
 		return fail("--user needs the service to start as root", NULL, -EPERM);
 	}
 
-	r = sb_workdir_create(opts.workdir, &workdir, &err);
+	/* What a killed service of this user left (its runs' programs and
+	 * files), which nothing else would remove. */
+	if (!opts.workdir) {
+		r = sb_workdir_remove_stale(&stale);
+		if (r < 0)
+			fprintf(stderr,
+				"python-sb serve: warning: cannot remove a stale work directory: "
+				"%s\n",
+				strerror(-r));
+		if (stale > 0)
+			fprintf(stderr,
+				"python-sb serve: removed %u work director%s left by a service "
+				"that was killed\n",
+				stale, stale == 1 ? "y" : "ies");
+	}
+	r = sb_workdir_create(opts.workdir, &workdir, &workdir_lock, &err);
 	if (r < 0)
 		return fail("cannot create the work directory", err, r);
 	/* A directory of ours from an earlier life may still hold runs. */
@@ -297,7 +398,14 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	rcfg.profile_path = opts.profile ? opts.profile : default_profile;
+	if (opts.profile) {
+		r = absolute_profile(opts.profile, &profile);
+		if (r < 0) {
+			fail("cannot resolve the profile's name", opts.profile, r);
+			goto out;
+		}
+	}
+	rcfg.profile_path = profile ? profile : default_profile;
 	rcfg.workdir = workdir;
 	if (read_limits(rcfg.profile_path, &limits) != 0)
 		goto out;

@@ -270,7 +270,7 @@ static void check_rundir(const struct sb_run_spec *spec)
 
 	if (!workdir)
 		return;
-	r = sb_rundir_create(workdir, spec, &path);
+	r = sb_rundir_create(workdir, spec, false, 0, &path);
 	FUZZ_ASSERT(r == 0, "a valid spec cannot be written: %s", strerror(-r));
 	walk_spec = spec;
 	walk_root = path;

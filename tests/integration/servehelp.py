@@ -45,7 +45,7 @@ def proc_children():
 
 
 class Server:
-    def __init__(self, sb_bin, *args, prefix=(), env=None, workdir=True):
+    def __init__(self, sb_bin, *args, prefix=(), env=None, workdir=True, cwd=None):
         self.base = Path(tempfile.mkdtemp(prefix="python-sb-serve-test-", dir="/tmp"))
         os.chmod(self.base, 0o755)
         self.workdir = self.base / "work" if workdir else None
@@ -64,7 +64,7 @@ class Server:
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         text=True, env=run_env)
+                                         text=True, env=run_env, cwd=cwd)
             self._wait_for_port()
         except BaseException:
             self.close()
