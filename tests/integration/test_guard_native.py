@@ -23,6 +23,8 @@ import uuid
 
 import pytest
 
+from conftest import SANITIZER_ENV
+
 FILE = "RuleFileNotFoundError"
 PERM = "RulePermissionError"
 NET = "RuleSocketConnectionRefusedError"
@@ -346,3 +348,43 @@ def test_sethostname_is_refused(where):
     assert got.get("sethostname", "").startswith(PERM + ":"), r.stdout + r.stderr
     assert "whatever the rules" in got["sethostname"], got
     assert socket.gethostname() == current
+
+
+def test_tiocsti_into_the_callers_terminal_refused(sb):
+    """TIOCSTI pushes characters into a terminal's input: on the terminal
+    python-sb was started from, the user's shell would run them after it
+    exits. With the guard alone (no seccomp) the guard refuses it whatever
+    the rules; the terminal (a pty here, raw so that one byte is readable)
+    receives nothing."""
+    import fcntl
+    import tty
+    sb.profile("os-sandbox=none\npython-import=fcntl, termios\n")
+    script = sb.script(textwrap.dedent("""\
+        import fcntl, termios
+        for name in ("TIOCSTI", "TIOCLINUX"):
+            try:
+                fcntl.ioctl(0, getattr(termios, name), b"\\x0c" if name == "TIOCLINUX" else b"X")
+            except OSError as e:
+                print(name, type(e).__name__, e)
+            else:
+                print(name, "completed")
+        """))
+    master, slave = os.openpty()
+    try:
+        tty.setraw(slave)
+        proc = subprocess.run([sb.binary, str(script)], cwd=sb.root, stdin=slave,
+                              capture_output=True, text=True, timeout=60,
+                              env={**sb.env(), **SANITIZER_ENV})
+        flags = fcntl.fcntl(slave, fcntl.F_GETFL)
+        fcntl.fcntl(slave, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        try:
+            injected = os.read(slave, 64)
+        except BlockingIOError:
+            injected = b""
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert proc.returncode == 0, proc
+    assert "TIOCSTI RulePermissionError" in proc.stdout and "refused by the guard" in proc.stdout, proc
+    assert "TIOCLINUX RulePermissionError" in proc.stdout, proc
+    assert injected == b"", injected
