@@ -249,7 +249,7 @@ static int check_math(struct sb_eval_state *s, const guarded *g, PyObject *args)
 {
 	PyObject *a0 = arg(args, 0), *a1 = arg(args, 1);
 	char what[96];
-	double n, k, bits;
+	double n, k, bits, log2n;
 
 	snprintf(what, sizeof(what), "math.%s()", g->e->name);
 	switch (g->e->kind) {
@@ -264,7 +264,8 @@ static int check_math(struct sb_eval_state *s, const guarded *g, PyObject *args)
 		if (!a0 || !PyLong_Check(a0))
 			return 0;
 		if (!small_int(a0, &n))
-			n = sb_eval_int_bits(a0) * 0.6931; /* past a long long: as many bits */
+			n = INFINITY; /* past a long long */
+		log2n = isfinite(n) ? log2(n) : sb_eval_int_bits(a0);
 		if (a1 && a1 != Py_None) {
 			if (!PyLong_Check(a1))
 				return 0;
@@ -279,7 +280,7 @@ static int check_math(struct sb_eval_state *s, const guarded *g, PyObject *args)
 			k = n - k;
 		if (n < 2 || k < 1)
 			return 0;
-		return check_product(s, what, k * log2(n), 4);
+		return check_product(s, what, k * log2n, 4);
 	case K_ISQRT:
 		if (!a0 || !PyLong_Check(a0))
 			return 0;

@@ -196,6 +196,8 @@ SIBLINGS = [
     ("modular-inverse", "eval", "pow(3, -1, (1 << 4000000) + 1)", ("WORK",)),
     ("factorial", "eval", "__import__('math').factorial(10 ** 6)", ("WORK",)),
     ("comb", "eval", "__import__('math').comb(4 * 10 ** 6, 2 * 10 ** 6)", ("WORK",)),
+    ("comb-huge-n", "eval", "__import__('math').comb(1 << 100, 10 ** 6)", ("WORK",)),
+    ("perm", "eval", "__import__('math').perm(10 ** 6)", ("WORK",)),
     ("isqrt", "eval", "__import__('math').isqrt(1 << 8000000)", ("WORK",)),
     ("gcd", "eval", "__import__('math').gcd((1 << 8000000) - 1, (1 << 7999999) - 3)", ("WORK",)),
     ("prod", "eval", "__import__('math').prod([(1 << 100000) + 1] * 2000)", ("WORK",)),
