@@ -3,7 +3,9 @@
 
 /* The run-time attribute check (spec section 5): every attribute read of
  * evaluated code -- the rewritten dot, getattr, hasattr, vars, the fields of
- * a format template -- is checked here, whatever spelling led to the name.
+ * a format template, the names operator.attrgetter/methodcaller and
+ * __getattribute__ are given (eval-callables.h) -- is checked here, whatever
+ * spelling led to the name.
  * The read itself is sb_eval_getattr() (eval-helpers.h). */
 
 #define PY_SSIZE_T_CLEAN

@@ -13,10 +13,14 @@
 #define SB_EVAL_UNITS_PER_ITERATION 50.0
 /* Below this many digits CPython multiplies the schoolbook way. */
 #define SB_EVAL_KARATSUBA_CUTOFF 70.0
+/* What one work unit costs, at most, for the deadline: a unit is measured
+ * between 5 and 16 ns on 3.11 (multiplication, division, factorial), and
+ * the deadline check errs towards refusing. */
+#define SB_EVAL_NS_PER_UNIT 16.0
 
-static const char *const op_text[SB_EVAL_OP__N] = {"+", "*", "**", "<<", "%"};
+static const char *const op_text[SB_EVAL_OP__N] = {"+", "*", "**", "<<", "%", "//", "divmod"};
 
-static double bits_of(PyObject *n)
+double sb_eval_int_bits(PyObject *n)
 {
 	size_t bits = _PyLong_NumBits(n);
 
@@ -28,7 +32,7 @@ static double bits_of(PyObject *n)
 }
 
 /* An int operand as a double (inf when it does not fit in a long long). */
-static double value_of(PyObject *n)
+double sb_eval_int_value(PyObject *n)
 {
 	int overflow = 0;
 	long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
@@ -92,19 +96,20 @@ static char *describe(enum sb_eval_op op, PyObject *left, PyObject *right)
 {
 	char l[64], r[64], *s;
 
-	if (is_int(left) && bits_of(left) < 60)
-		snprintf(l, sizeof(l), "%lld", (long long)value_of(left));
+	if (is_int(left) && sb_eval_int_bits(left) < 60)
+		snprintf(l, sizeof(l), "%lld", (long long)sb_eval_int_value(left));
 	else if (is_int(left))
-		snprintf(l, sizeof(l), "<int of %.0f bits>", bits_of(left));
+		snprintf(l, sizeof(l), "<int of %.0f bits>", sb_eval_int_bits(left));
 	else
 		operand_text(left, l, sizeof(l));
-	if (is_int(right) && bits_of(right) < 60)
-		snprintf(r, sizeof(r), "%lld", (long long)value_of(right));
+	if (is_int(right) && sb_eval_int_bits(right) < 60)
+		snprintf(r, sizeof(r), "%lld", (long long)sb_eval_int_value(right));
 	else if (is_int(right))
-		snprintf(r, sizeof(r), "<int of %.0f bits>", bits_of(right));
+		snprintf(r, sizeof(r), "<int of %.0f bits>", sb_eval_int_bits(right));
 	else
 		operand_text(right, r, sizeof(r));
-	if (asprintf(&s, "%s %s %s", l, op_text[op], r) < 0)
+	if (op == SB_EVAL_OP_DIVMOD ? asprintf(&s, "divmod(%s, %s)", l, r) < 0
+				    : asprintf(&s, "%s %s %s", l, op_text[op], r) < 0)
 		return NULL;
 	return s;
 }
@@ -121,22 +126,49 @@ static int refuse(struct sb_eval_state *s, enum sb_eval_op op, PyObject *left, P
 	return sb_eval_deny_budget(s->rules, what, key, NULL);
 }
 
-/* Charges work units; refuses when the iteration budget cannot take them. */
-static int charge(struct sb_eval_state *s, double units, enum sb_eval_op op, PyObject *left,
-		  PyObject *right)
+int sb_eval_work_deadline(struct sb_eval_state *s, double ns, const char *what)
+{
+	if (s->active && ns >= 1e6 && (double)sb_eval_now_ns() + ns > (double)s->deadline_ns)
+		return sb_eval_deny_budget(s->rules, what, SB_EVAL_TIMEOUT, NULL);
+	return 0;
+}
+
+int sb_eval_work_charge(struct sb_eval_state *s, double units, const char *what)
 {
 	double iterations = units / SB_EVAL_UNITS_PER_ITERATION;
+	double ns = units * SB_EVAL_NS_PER_UNIT;
 
 	if (iterations < 1)
 		return 0;
 	if ((double)s->iterations + iterations > (double)s->max_iterations)
-		return refuse(s, op, left, right, SB_EVAL_MAX_ITERATIONS);
+		return sb_eval_deny_budget(s->rules, what, SB_EVAL_MAX_ITERATIONS, NULL);
+	/* The C call cannot be stopped once it runs: work that would end past
+	 * the deadline is refused before it starts, whatever eval-max-iterations
+	 * allows (a profile may raise it far past the timeout). */
+	if (sb_eval_work_deadline(s, ns, what) < 0)
+		return -1;
 	s->iterations += (unsigned long long)iterations;
 	return 0;
 }
 
+/* Charges work units for op; refuses as the operator written out. */
+static int charge(struct sb_eval_state *s, double units, enum sb_eval_op op, PyObject *left,
+		  PyObject *right)
+{
+	_cleanup_free_ char *what = NULL;
+
+	if (units / SB_EVAL_UNITS_PER_ITERATION < 1)
+		return 0;
+	what = describe(op, left, right);
+	if (!what) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_eval_work_charge(s, units, what);
+}
+
 /* The cost of multiplying numbers of na and nb digits. */
-static double mul_units(double na, double nb)
+double sb_eval_mul_units(double na, double nb)
 {
 	double lo = na < nb ? na : nb, hi = na < nb ? nb : na;
 
@@ -145,19 +177,30 @@ static double mul_units(double na, double nb)
 	return hi / lo * pow(lo, 1.585);
 }
 
+/* CPython 3.11 divides the schoolbook way (x_divrem): one pass over the
+ * divisor's digits per digit of the quotient. A one-digit divisor takes a
+ * linear path. */
+double sb_eval_div_units(double na, double nb)
+{
+	if (nb < 2 || na < nb)
+		return na;
+	return (na - nb + 1) * nb;
+}
+
 static int check_int_op(struct sb_eval_state *s, enum sb_eval_op op, PyObject *left,
 			PyObject *right)
 {
-	double budget_bits = (double)s->max_alloc * 8, lb = bits_of(left), rb = bits_of(right);
+	double budget_bits = (double)s->max_alloc * 8, lb = sb_eval_int_bits(left),
+	       rb = sb_eval_int_bits(right);
 	double exponent, result_bits;
 
 	switch (op) {
 	case SB_EVAL_OP_MUL:
 		if (lb + rb > budget_bits)
 			return refuse(s, op, left, right, SB_EVAL_MAX_ALLOC);
-		return charge(s, mul_units(lb / 30, rb / 30), op, left, right);
+		return charge(s, sb_eval_mul_units(lb / 30, rb / 30), op, left, right);
 	case SB_EVAL_OP_POW:
-		exponent = value_of(right);
+		exponent = sb_eval_int_value(right);
 		if (exponent <= 1 || lb <= 1)
 			return 0; /* 0, 1, -1, negative or tiny exponents: small or a float */
 		result_bits = (lb - 1) * exponent;
@@ -165,12 +208,19 @@ static int check_int_op(struct sb_eval_state *s, enum sb_eval_op op, PyObject *l
 			return refuse(s, op, left, right, SB_EVAL_MAX_ALLOC);
 		return charge(s, pow(result_bits / 30, 1.585), op, left, right);
 	case SB_EVAL_OP_LSHIFT:
-		exponent = value_of(right);
+		exponent = sb_eval_int_value(right);
 		if (exponent <= 0 || lb == 0)
 			return 0;
 		if (lb + exponent > budget_bits)
 			return refuse(s, op, left, right, SB_EVAL_MAX_ALLOC);
 		return 0;
+	case SB_EVAL_OP_MOD:
+	case SB_EVAL_OP_FLOORDIV:
+	case SB_EVAL_OP_DIVMOD:
+		/* The result is no larger than the operands, but the work is
+		 * quadratic: (1 << 4_000_000) // ((1 << 2_000_000) + 1) holds the
+		 * interpreter for seconds in one C call. */
+		return charge(s, sb_eval_div_units(lb / 30 + 1, rb / 30 + 1), op, left, right);
 	default:
 		return 0;
 	}
@@ -198,7 +248,7 @@ int sb_eval_op_check(struct sb_eval_state *s, enum sb_eval_op op, PyObject *left
 
 			if (size < 0 || !is_int(count))
 				continue;
-			n = value_of(count);
+			n = sb_eval_int_value(count);
 			if (n > 0 && size * n > budget)
 				return refuse(s, op, left, right, SB_EVAL_MAX_ALLOC);
 		}
@@ -214,15 +264,20 @@ int sb_eval_op_check(struct sb_eval_state *s, enum sb_eval_op op, PyObject *left
 
 int sb_eval_op_check_modpow(struct sb_eval_state *s, PyObject *base, PyObject *exp, PyObject *mod)
 {
-	double eb, md;
+	double eb, md, units;
 
 	if (!is_int(base) || !is_int(exp) || !is_int(mod))
 		return 0;
 	/* One modular multiplication per bit of the exponent, and as many
-	 * squarings. */
-	eb = bits_of(exp);
-	md = bits_of(mod) / 30 + 1;
-	return charge(s, 2 * eb * mul_units(md, md), SB_EVAL_OP_POW, base, exp);
+	 * squarings; a negative exponent first inverts the base, an extended
+	 * gcd as quadratic as a division; the base is reduced modulo mod. */
+	eb = sb_eval_int_bits(exp);
+	md = sb_eval_int_bits(mod) / 30 + 1;
+	units = 2 * eb * sb_eval_mul_units(md, md) +
+		sb_eval_div_units(sb_eval_int_bits(base) / 30 + 1, md);
+	if (sb_eval_int_value(exp) < 0)
+		units += md * md;
+	return charge(s, units, SB_EVAL_OP_POW, base, exp);
 }
 
 PyObject *sb_eval_op_apply(enum sb_eval_op op, PyObject *left, PyObject *right)
@@ -238,6 +293,10 @@ PyObject *sb_eval_op_apply(enum sb_eval_op op, PyObject *left, PyObject *right)
 		return PyNumber_Lshift(left, right);
 	case SB_EVAL_OP_MOD:
 		return PyNumber_Remainder(left, right);
+	case SB_EVAL_OP_FLOORDIV:
+		return PyNumber_FloorDivide(left, right);
+	case SB_EVAL_OP_DIVMOD:
+		return PyNumber_Divmod(left, right);
 	default:
 		PyErr_SetString(PyExc_SystemError, "unknown eval guard operator");
 		return NULL;
@@ -293,7 +352,7 @@ static int star_check(struct sb_eval_state *s, PyObject *values, Py_ssize_t *arg
 
 	if (!v || !is_int(v) || PyBool_Check(v))
 		return 0;
-	return width_refused(s, fabs(value_of(v)));
+	return width_refused(s, fabs(sb_eval_int_value(v)));
 }
 
 int sb_eval_printf_check(struct sb_eval_state *s, PyObject *t, PyObject *values)

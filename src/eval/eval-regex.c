@@ -2,6 +2,8 @@
 #include "eval-regex.h"
 
 #include "eval-errors.h"
+#include "eval-ops.h"
+#include "eval-state.h"
 #include "eval-runtime.h"
 #include "util.h"
 
@@ -9,14 +11,19 @@
  * sits (the pattern comes first). */
 static const struct {
 	const char *name;
-	Py_ssize_t flags_at;
+	Py_ssize_t flags_at, text_at; /* text_at -1: no text */
 } module_functions[] = {
-    {"compile", 1},  {"match", 2}, {"search", 2}, {"fullmatch", 2}, {"findall", 2},
-    {"finditer", 2}, {"split", 3}, {"sub", 4},	  {"subn", 4},
+    {"compile", 1, -1}, {"match", 2, 1}, {"search", 2, 1}, {"fullmatch", 2, 1}, {"findall", 2, 1},
+    {"finditer", 2, 1}, {"split", 3, 1}, {"sub", 4, 2},	   {"subn", 4, 2},
 };
 
-static const char *const pattern_methods[] = {
-    "match", "search", "fullmatch", "findall", "finditer", "split", "sub", "subn", "scanner",
+/* A compiled pattern's methods, and where their text sits. */
+static const struct {
+	const char *name;
+	Py_ssize_t text_at;
+} pattern_methods[] = {
+    {"match", 0}, {"search", 0}, {"fullmatch", 0}, {"findall", 0}, {"finditer", 0},
+    {"split", 0}, {"sub", 1},	 {"subn", 1},	   {"scanner", 0},
 };
 
 /* The opcodes of re's parser, read from its constants module. */
@@ -63,7 +70,8 @@ static struct {
 	PyObject *parse; /* re._parser.parse */
 	PyObject *ops[OP__N];
 	PyObject *maxrepeat;
-	PyObject *verdicts; /* (pattern, flags) -> None (safe) or the problem (str) */
+	PyObject
+	    *verdicts; /* (pattern, flags) -> the unbounded repeats (int) or the problem (str) */
 } re;
 
 static int re_ready(void)
@@ -136,7 +144,8 @@ static bool branch_disjoint(PyObject *alternatives)
 
 /* Walks a parsed subpattern: *variable when it can match texts of many
  * lengths (an unbounded repeat); *problem set to what makes it explode. */
-static int analyze(PyObject *sub, bool in_repeat, bool *variable, const char **problem, int depth)
+static int analyze(PyObject *sub, bool in_repeat, bool *variable, const char **problem,
+		   int *wide_count, int depth)
 {
 	PyObject *items;
 	int e = 0;
@@ -151,7 +160,7 @@ static int analyze(PyObject *sub, bool in_repeat, bool *variable, const char **p
 	for (Py_ssize_t i = 0; e == 0 && !*problem && i < PySequence_Fast_GET_SIZE(items); i++) {
 		PyObject *item = PySequence_Fast_GET_ITEM(items, i), *av;
 		bool inner = false;
-		int op;
+		int op, unused = 0;
 
 		if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2)
 			continue;
@@ -171,8 +180,9 @@ static int analyze(PyObject *sub, bool in_repeat, bool *variable, const char **p
 			       (PyObject_RichCompareBool(hi, re.maxrepeat, Py_GE) == 1 ||
 				PyLong_AsLong(hi) - PyLong_AsLong(lo) > SB_EVAL_RE_WIDE_REPEAT);
 			PyErr_Clear();
+			*wide_count += wide;
 			e = analyze(PyTuple_GET_ITEM(av, 2), in_repeat || wide, &inner, problem,
-				    depth + 1);
+				    wide_count, depth + 1);
 			if (wide && inner && !*problem)
 				*problem = "a repeat inside a repeat";
 			*variable = *variable || wide || inner;
@@ -182,21 +192,21 @@ static int analyze(PyObject *sub, bool in_repeat, bool *variable, const char **p
 			/* No backtracking into it: judged on its own. */
 			if (PyTuple_Check(av) && PyTuple_GET_SIZE(av) == 3)
 				e = analyze(PyTuple_GET_ITEM(av, 2), false, &inner, problem,
-					    depth + 1);
+					    &unused, depth + 1);
 			break;
 		case OP_ATOMIC_GROUP:
-			e = analyze(av, false, &inner, problem, depth + 1);
+			e = analyze(av, false, &inner, problem, &unused, depth + 1);
 			break;
 		case OP_ASSERT:
 		case OP_ASSERT_NOT:
 			if (PyTuple_Check(av) && PyTuple_GET_SIZE(av) == 2)
 				e = analyze(PyTuple_GET_ITEM(av, 1), false, &inner, problem,
-					    depth + 1);
+					    wide_count, depth + 1);
 			break;
 		case OP_SUBPATTERN:
 			if (PyTuple_Check(av) && PyTuple_GET_SIZE(av) == 4) {
 				e = analyze(PyTuple_GET_ITEM(av, 3), in_repeat, &inner, problem,
-					    depth + 1);
+					    wide_count, depth + 1);
 				*variable = *variable || inner;
 			}
 			break;
@@ -208,7 +218,7 @@ static int analyze(PyObject *sub, bool in_repeat, bool *variable, const char **p
 			     e == 0 && !*problem && k < PyList_GET_SIZE(PyTuple_GET_ITEM(av, 1));
 			     k++)
 				e = analyze(PyList_GET_ITEM(PyTuple_GET_ITEM(av, 1), k), in_repeat,
-					    &inner, problem, depth + 1);
+					    &inner, problem, wide_count, depth + 1);
 			if (e == 0 && in_repeat && !*problem &&
 			    !branch_disjoint(PyTuple_GET_ITEM(av, 1)))
 				*problem = "an alternation inside a repeat";
@@ -259,14 +269,16 @@ static int refuse(struct sb_eval_rules *r, PyObject *pattern, PyObject *problem)
 	return sb_eval_deny(r, what, -1, hint);
 }
 
-/* 0 when the engine may run pattern, -1 with an exception otherwise. */
-static int check_pattern(struct sb_eval_rules *r, PyObject *pattern, PyObject *flags)
+/* 0 when the engine may run pattern, -1 with an exception otherwise.
+ * *degree: how many unbounded repeats the engine may backtrack into. */
+static int check_pattern(struct sb_eval_rules *r, PyObject *pattern, PyObject *flags, int *degree)
 {
 	PyObject *key, *verdict, *parsed;
 	const char *problem = NULL;
 	bool variable = false;
-	int e;
+	int e, wide = 0;
 
+	*degree = 0;
 	if (!PyUnicode_Check(pattern) && !PyBytes_Check(pattern))
 		return 0; /* re raises its own TypeError */
 	if (re_ready() < 0)
@@ -284,13 +296,13 @@ static int check_pattern(struct sb_eval_rules *r, PyObject *pattern, PyObject *f
 			Py_DECREF(key);
 			return 0;
 		}
-		e = analyze(parsed, false, &variable, &problem, 0);
+		e = analyze(parsed, false, &variable, &problem, &wide, 0);
 		Py_DECREF(parsed);
 		if (e < 0) {
 			Py_DECREF(key);
 			return -1;
 		}
-		verdict = problem ? PyUnicode_FromString(problem) : Py_NewRef(Py_None);
+		verdict = problem ? PyUnicode_FromString(problem) : PyLong_FromLong(wide);
 		if (!verdict || PyDict_SetItem(re.verdicts, key, verdict) < 0) {
 			Py_XDECREF(verdict);
 			Py_DECREF(key);
@@ -301,8 +313,10 @@ static int check_pattern(struct sb_eval_rules *r, PyObject *pattern, PyObject *f
 	Py_DECREF(key);
 	if (!verdict)
 		return -1;
-	if (verdict == Py_None)
+	if (PyLong_Check(verdict)) {
+		*degree = (int)PyLong_AsLong(verdict);
 		return 0;
+	}
 	return refuse(r, pattern, verdict);
 }
 
@@ -310,7 +324,7 @@ typedef struct {
 	PyObject_HEAD struct sb_eval_rules *rules;
 	PyObject *func;
 	PyObject *pattern; /* a compiled pattern's method: its pattern object */
-	Py_ssize_t flags_at;
+	Py_ssize_t flags_at, text_at;
 } regex_wrapper;
 
 static void wrapper_dealloc(PyObject *self)
@@ -322,11 +336,11 @@ static void wrapper_dealloc(PyObject *self)
 	PyObject_Free(self);
 }
 
-static int check_compiled(struct sb_eval_rules *r, PyObject *compiled)
+static int check_compiled(struct sb_eval_rules *r, PyObject *compiled, int *degree)
 {
 	PyObject *pattern = PyObject_GetAttrString(compiled, "pattern");
 	PyObject *flags = PyObject_GetAttrString(compiled, "flags");
-	int e = pattern && flags ? check_pattern(r, pattern, flags) : -1;
+	int e = pattern && flags ? check_pattern(r, pattern, flags, degree) : -1;
 
 	Py_XDECREF(pattern);
 	Py_XDECREF(flags);
@@ -338,14 +352,50 @@ static bool is_compiled(PyObject *o)
 	return streq(Py_TYPE(o)->tp_name, "re.Pattern");
 }
 
+/* An unbounded repeat backtracks over every length of the run it matched,
+ * at every start: `\d+x` on a run of n digits takes n ** 2 / 2 steps of the
+ * engine (9 to 15 ns each measured, 46 s for n = 100_000), d repeats in sequence
+ * (`a*a*a*b`, `.*.*=.*`) n ** (d + 1) / (d + 1)!. One C call, out of reach
+ * of any check once it runs: refused before it starts when that bound
+ * would end past eval-timeout's deadline. The bound is the worst case: a
+ * text too long for it is the program's to match (or eval-timeout's to
+ * raise). */
+#define SB_EVAL_RE_NS_PER_STEP 16.0
+
+static int charge_text(struct sb_eval_rules *r, const regex_wrapper *w, PyObject *args,
+		       PyObject *kwargs, int degree)
+{
+	PyObject *text = NULL;
+	struct sb_eval_state *s;
+	double n, steps = 1;
+	char what[160];
+
+	if (degree < 1 || w->text_at < 0)
+		return 0;
+	if (PyTuple_GET_SIZE(args) > w->text_at)
+		text = PyTuple_GET_ITEM(args, w->text_at);
+	else if (kwargs)
+		text = PyDict_GetItemString(kwargs, "string");
+	if (!text || !(PyUnicode_Check(text) || PyBytes_Check(text) || PyByteArray_Check(text)))
+		return 0;
+	n = (double)PyObject_Size(text);
+	for (int k = 1; k <= degree + 1; k++)
+		steps *= n / k;
+	snprintf(what, sizeof(what),
+		 "a regular expression with %d unbounded repeat%s on a text of %.0f characters",
+		 degree, degree > 1 ? "s" : "", n);
+	s = sb_eval_state_for(r);
+	return s ? sb_eval_work_deadline(s, steps * SB_EVAL_RE_NS_PER_STEP, what) : -1;
+}
+
 static PyObject *wrapper_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	regex_wrapper *w = (regex_wrapper *)self;
 	PyObject *pattern = NULL, *flags = NULL;
-	int e;
+	int e, degree = 0;
 
 	if (w->pattern) {
-		e = check_compiled(w->rules, w->pattern);
+		e = check_compiled(w->rules, w->pattern, &degree);
 	} else {
 		pattern = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
 			  : kwargs		     ? PyDict_GetItemString(kwargs, "pattern")
@@ -356,11 +406,11 @@ static PyObject *wrapper_call(PyObject *self, PyObject *args, PyObject *kwargs)
 		if (!pattern)
 			e = 0;
 		else if (is_compiled(pattern))
-			e = check_compiled(w->rules, pattern);
+			e = check_compiled(w->rules, pattern, &degree);
 		else
-			e = check_pattern(w->rules, pattern, flags);
+			e = check_pattern(w->rules, pattern, flags, &degree);
 	}
-	if (e < 0)
+	if (e < 0 || charge_text(w->rules, w, args, kwargs, degree) < 0)
 		return NULL;
 	return PyObject_Call(w->func, args, kwargs);
 }
@@ -391,18 +441,22 @@ static bool is_re_module(PyObject *o)
 PyObject *sb_eval_regex_wrap(struct sb_eval_rules *r, PyObject *obj, PyObject *name,
 			     PyObject *value)
 {
-	Py_ssize_t flags_at = -1;
+	Py_ssize_t flags_at = -1, text_at = -1;
 	bool compiled = false;
 	regex_wrapper *w;
 
 	if (is_re_module(obj)) {
 		for (size_t i = 0; i < ELEMENTSOF(module_functions); i++)
-			if (PyUnicode_CompareWithASCIIString(name, module_functions[i].name) == 0)
+			if (PyUnicode_CompareWithASCIIString(name, module_functions[i].name) == 0) {
 				flags_at = module_functions[i].flags_at;
+				text_at = module_functions[i].text_at;
+			}
 	} else if (is_compiled(obj)) {
 		for (size_t i = 0; i < ELEMENTSOF(pattern_methods); i++)
-			compiled = compiled ||
-				   PyUnicode_CompareWithASCIIString(name, pattern_methods[i]) == 0;
+			if (PyUnicode_CompareWithASCIIString(name, pattern_methods[i].name) == 0) {
+				compiled = true;
+				text_at = pattern_methods[i].text_at;
+			}
 	}
 	if (flags_at < 0 && !compiled)
 		return Py_NewRef(value);
@@ -415,5 +469,6 @@ PyObject *sb_eval_regex_wrap(struct sb_eval_rules *r, PyObject *obj, PyObject *n
 	w->func = Py_NewRef(value);
 	w->pattern = compiled ? Py_NewRef(obj) : NULL;
 	w->flags_at = flags_at;
+	w->text_at = text_at;
 	return (PyObject *)w;
 }

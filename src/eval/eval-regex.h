@@ -6,7 +6,10 @@
  * reach of any tick or timeout. So the patterns the engine would explore in
  * exponential time are refused before it starts: a repeat inside a repeat
  * (`(a+)+`), an ambiguous alternation inside a repeat (`(a|ab)*`), a
- * backreference. What reaches the engine from evaluated code goes through
+ * backreference. Unbounded repeats backtrack polynomially (`\d+x` on a long
+ * run of digits, `a*a*a*b`, `.*.*=.*`): the worst case, from the text's
+ * length, is weighed against eval-timeout before the engine starts. What reaches the engine from
+ * evaluated code goes through
  * the attribute read: `re.match`..., and a compiled pattern's methods, come
  * back wrapped. */
 

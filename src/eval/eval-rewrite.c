@@ -32,6 +32,7 @@ enum cls {
 	C_POW,
 	C_LSHIFT,
 	C_MOD,
+	C_FLOORDIV,
 	C__N,
 };
 
@@ -44,7 +45,7 @@ static const char *const cls_names[C__N] = {
     "Expr",	     "BoolOp",	      "Or",
     "Load",	     "Subscript",     "Add",
     "Mult",	     "Pow",	      "LShift",
-    "Mod",
+    "Mod",	     "FloorDiv",
 };
 
 static struct {
@@ -173,8 +174,9 @@ static int op_of(PyObject *op)
 		enum cls c;
 		enum sb_eval_op op;
 	} ops[] = {
-	    {C_ADD, SB_EVAL_OP_ADD},	   {C_MULT, SB_EVAL_OP_MUL}, {C_POW, SB_EVAL_OP_POW},
-	    {C_LSHIFT, SB_EVAL_OP_LSHIFT}, {C_MOD, SB_EVAL_OP_MOD},
+	    {C_ADD, SB_EVAL_OP_ADD}, {C_MULT, SB_EVAL_OP_MUL},
+	    {C_POW, SB_EVAL_OP_POW}, {C_LSHIFT, SB_EVAL_OP_LSHIFT},
+	    {C_MOD, SB_EVAL_OP_MOD}, {C_FLOORDIV, SB_EVAL_OP_FLOORDIV},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(ops); i++)

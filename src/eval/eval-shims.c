@@ -2,6 +2,7 @@
 #include "eval-shims.h"
 
 #include "eval-attr.h"
+#include "eval-callables.h"
 #include "eval-errors.h"
 #include "eval-format.h"
 #include "eval-grammar.h"
@@ -118,10 +119,14 @@ static PyObject *s_breakpoint(PyObject *self, PyObject *const *a _unused_, Py_ss
 
 static PyObject *s_type(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	if (!rules_of(self))
+	struct sb_eval_rules *r = rules_of(self);
+
+	if (!r)
 		return NULL;
+	/* type(attrgetter('x')) is the raw attrgetter: guarded as it is when
+	 * read off its module. */
 	if (nargs == 1)
-		return Py_NewRef((PyObject *)Py_TYPE(args[0]));
+		return sb_eval_callable_wrap(r, NULL, NULL, (PyObject *)Py_TYPE(args[0]));
 	return refused(self, "type(name, bases, dict)",
 		       "evaluated code does not make classes "
 		       "this way");
@@ -233,6 +238,63 @@ static PyObject *s_pow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 	return PyNumber_Power(args[0], args[1], Py_None);
 }
 
+/* divmod(a, b): the work of a // b. */
+static PyObject *s_divmod(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	struct sb_eval_rules *r = rules_of(self);
+	struct sb_eval_state *s;
+
+	if (!r || nargs_between("divmod", nargs, 2, 2) < 0 || !(s = sb_eval_state_for(r)))
+		return NULL;
+	if (sb_eval_op_check(s, SB_EVAL_OP_DIVMOD, args[0], args[1]) < 0)
+		return NULL;
+	return PyNumber_Divmod(args[0], args[1]);
+}
+
+/* round(n, -k) of an int computes 10 ** k, then divides n by it: both in
+ * one C call. */
+static PyObject *s_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	struct sb_eval_rules *r = rules_of(self);
+	PyObject *real, *number = nargs > 0 ? args[0] : NULL, *ndigits = nargs > 1 ? args[1] : NULL;
+	struct sb_eval_state *s;
+
+	if (!r || !(s = sb_eval_state_for(r)))
+		return NULL;
+	for (Py_ssize_t k = 0; kwnames && k < PyTuple_GET_SIZE(kwnames); k++) {
+		PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+
+		if (PyUnicode_CompareWithASCIIString(key, "ndigits") == 0)
+			ndigits = args[nargs + k];
+		else if (PyUnicode_CompareWithASCIIString(key, "number") == 0)
+			number = args[nargs + k];
+	}
+	if (number && PyLong_Check(number) && ndigits && PyLong_Check(ndigits)) {
+		double k = -sb_eval_int_value(ndigits), bits = k * 3.3219280948873622;
+		char what[96];
+
+		snprintf(what, sizeof(what), "round(<int of %.0f bits>, %.0f)",
+			 sb_eval_int_bits(number), -k);
+		if (k > 0 && bits > (double)s->max_alloc * 8) {
+			sb_eval_deny_budget(r, what, SB_EVAL_MAX_ALLOC, NULL);
+			return NULL;
+		}
+		if (k > 0 &&
+		    sb_eval_work_charge(
+			s,
+			pow(bits / 30 + 1, 1.585) +
+			    sb_eval_div_units(sb_eval_int_bits(number) / 30 + 1, bits / 30 + 1),
+			what) < 0)
+			return NULL;
+	}
+	real = PyDict_GetItemString(sb_eval_builtins_dict(), "round");
+	if (!real) {
+		PyErr_SetString(PyExc_NameError, "round not found");
+		return NULL;
+	}
+	return PyObject_Vectorcall(real, args, (size_t)nargs, kwnames);
+}
+
 /* A builtin that runs through an iterable in C (sum, any, sorted...): the
  * iterable goes through a counting iterator, so that eval-max-iterations and
  * the timeout hold in that loop (sum([[0]] * 10**6, []) is quadratic). */
@@ -337,7 +399,7 @@ static PyObject *s_import(PyObject *self, PyObject *const *args, Py_ssize_t narg
 {
 	struct sb_eval_rules *r = rules_of(self);
 	PyObject *name = nargs > 0 ? args[0] : NULL, *level = nargs > 4 ? args[4] : NULL;
-	PyObject *real;
+	PyObject *real, *module, *fromlist, *out;
 
 	if (!r)
 		return NULL;
@@ -365,7 +427,28 @@ static PyObject *s_import(PyObject *self, PyObject *const *args, Py_ssize_t narg
 		PyErr_SetString(PyExc_ImportError, "__import__ not found");
 		return NULL;
 	}
-	return PyObject_Vectorcall(real, args, (size_t)nargs, kw);
+	module = PyObject_Vectorcall(real, args, (size_t)nargs, kw);
+	fromlist = nargs > 3 ? args[3] : NULL;
+	for (Py_ssize_t k = 0; kw && k < PyTuple_GET_SIZE(kw); k++)
+		if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kw, k), "fromlist") == 0)
+			fromlist = args[nargs + k];
+	/* `from operator import attrgetter` reads the module's attributes in
+	 * C (IMPORT_FROM): what it binds is guarded as `operator.attrgetter`
+	 * would be. */
+	if (!module || !fromlist)
+		return module;
+	switch (PyObject_IsTrue(fromlist)) {
+	case 0:
+		return module;
+	case 1:
+		break;
+	default:
+		Py_DECREF(module);
+		return NULL;
+	}
+	out = sb_eval_callable_from_import(r, module, fromlist);
+	Py_DECREF(module);
+	return out;
 }
 
 #define FAST(name, fn)                                                                             \
@@ -393,6 +476,8 @@ static PyMethodDef shims[] = {
     FAST("format", s_format),
     FAST("range", s_range),
     FAST("pow", s_pow),
+    FAST("divmod", s_divmod),
+    FASTKW("round", s_round),
     FASTKW("eval", s_eval),
     FASTKW("exec", s_exec),
     FASTKW("compile", s_compile),

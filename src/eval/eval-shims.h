@@ -13,6 +13,8 @@
  *   format             the spec's widths checked
  *   range              counted when long (eval-iter.h)
  *   pow                checked as ** is
+ *   divmod             checked as // is
+ *   round              round(n, -k) charged (10 ** k, then a division)
  *   eval, exec, compile guarded again, under the same profile
  *   __import__         eval-import, then the program's own import rules */
 

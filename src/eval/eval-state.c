@@ -61,6 +61,67 @@ struct sb_eval_state *sb_eval_state_new(struct sb_eval_rules *r, bool learning)
 	return s;
 }
 
+/* CPython (3.11+) bounds int <-> str conversions of other bases than
+ * powers of two, quadratic in C, at sys.int_max_str_digits (4300 by
+ * default): str(10 ** 10**6) would hold the interpreter for seconds. The
+ * program may have lifted it (sys.set_int_max_str_digits(0), -X
+ * int_max_str_digits); while an evaluation runs it is the default again.
+ * Counted: evaluations nest and leaked threads run on. */
+#define SB_EVAL_INT_MAX_STR_DIGITS 4300
+static unsigned pinned;
+static long pinned_saved = -1;
+
+static long int_digits_get(void)
+{
+	PyObject *get = PySys_GetObject("get_int_max_str_digits"); /* borrowed */
+	PyObject *v = get ? PyObject_CallNoArgs(get) : NULL;
+	long n = v && PyLong_Check(v) ? PyLong_AsLong(v) : -1;
+
+	Py_XDECREF(v);
+	PyErr_Clear();
+	return n;
+}
+
+static void int_digits_set(long n)
+{
+	PyObject *set = PySys_GetObject("set_int_max_str_digits"); /* borrowed */
+	PyObject *v = set ? PyObject_CallFunction(set, "l", n) : NULL;
+
+	Py_XDECREF(v);
+	PyErr_Clear();
+}
+
+static void int_digits_pin(void)
+{
+	PyObject *type, *value, *tb;
+	long n;
+
+	if (pinned++ > 0)
+		return;
+	PyErr_Fetch(&type, &value, &tb);
+	n = int_digits_get();
+	pinned_saved = -1;
+	if (n == 0 || n > SB_EVAL_INT_MAX_STR_DIGITS) {
+		pinned_saved = n;
+		int_digits_set(SB_EVAL_INT_MAX_STR_DIGITS);
+	}
+	PyErr_Restore(type, value, tb);
+}
+
+static void int_digits_unpin(void)
+{
+	PyObject *type, *value, *tb;
+
+	if (pinned == 0 || --pinned > 0)
+		return;
+	/* The evaluation may end with its exception set: kept. */
+	PyErr_Fetch(&type, &value, &tb);
+	if (pinned_saved >= 0)
+		int_digits_set(pinned_saved);
+	pinned_saved = -1;
+	PyErr_Restore(type, value, tb);
+}
+
 void sb_eval_state_push(struct sb_eval_state *s)
 {
 	struct sb_eval_state *parent = sb_eval_current;
@@ -79,10 +140,12 @@ void sb_eval_state_push(struct sb_eval_state *s)
 	s->parent = parent;
 	s->active = true;
 	sb_eval_current = s;
+	int_digits_pin();
 }
 
 void sb_eval_state_pop(struct sb_eval_state *s)
 {
+	int_digits_unpin();
 	sb_eval_current = s->parent;
 	if (s->parent)
 		s->parent->iterations += s->iterations;
