@@ -39,7 +39,8 @@ enum {
 	OPT_ZYGOTE = 1u << 17,	  /* --pysandboxes-zygote=FD: python-sb serve's fork server */
 	OPT_DENIALS = 1u << 18,	  /* --denials: every refusal listed at exit */
 	OPT_NO_DENIALS_SUMMARY = 1u << 19, /* --no-denials-summary */
-	OPT_INSIDE = 1u << 20, /* --pysandboxes-inside: re-entered under a wrapper provider */
+	OPT_INSIDE = 1u << 20,	 /* --pysandboxes-inside: re-entered under a wrapper provider */
+	OPT_NO_LEARN = 1u << 21, /* --pysandboxes-no-learn: a missing rule file is an error */
 };
 
 /* CPython's SHORT_OPTS ("bBc:dEhiIJm:OPqRsStuvVW:xX:?"). 't' is still accepted, and ignored, by
@@ -94,6 +95,7 @@ static const struct long_opt {
     {"report-fd", OPT_ARG | OPT_OURS | OPT_REPORT_FD},
     {"denials", OPT_OURS | OPT_DENIALS},
     {"no-denials-summary", OPT_OURS | OPT_NO_DENIALS_SUMMARY},
+    {"pysandboxes-no-learn", OPT_OURS | OPT_NO_LEARN},
 };
 
 static const struct {
@@ -467,6 +469,7 @@ int sb_cli_parse(int argc, char *const *argv, struct sb_cli *ret, char **reterr)
 	p.cli.explain = p.flags & OPT_EXPLAIN;
 	p.cli.denials = p.flags & OPT_DENIALS;
 	p.cli.no_denials_summary = p.flags & OPT_NO_DENIALS_SUMMARY;
+	p.cli.no_learn = p.flags & OPT_NO_LEARN;
 	p.cli.version = p.cli.version_level > 0;
 
 	*ret = p.cli;

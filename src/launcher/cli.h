@@ -22,7 +22,10 @@ struct sb_cli {
 	bool explain;		 /* --explain: print the effective policy and exit */
 	bool denials;		 /* --denials: list every refusal at exit */
 	bool no_denials_summary; /* --no-denials-summary: no line at exit */
-	char *worker;		 /* --pysandboxes-worker=FD: serve partial-mode calls (hidden) */
+	/* --pysandboxes-no-learn: learning (a missing rule file, learn=) is an
+	 * error; python-sb serve's runs (hidden) */
+	bool no_learn;
+	char *worker; /* --pysandboxes-worker=FD: serve partial-mode calls (hidden) */
 	char *zygote; /* --pysandboxes-zygote=FD: python-sb serve's fork server (hidden) */
 	/* --pysandboxes-inside=FD: started by python-sb itself under a wrapper
 	 * provider, FD being the handover record (wrap.h; hidden). */

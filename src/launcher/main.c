@@ -814,9 +814,15 @@ int sb_launcher_main(int argc, char **argv)
 	if (warn)
 		fprintf(stderr, "python-sb: warning: %s\n", note);
 	report.provider = provider->name;
-	/* python-sb serve's fork server: what it forks runs untrusted code,
-	 * which learning would let do what the rules refuse. Refused before
-	 * anything of learning starts. */
+	/* python-sb serve's fork server and its runs: what they run is
+	 * untrusted code, which learning would let do what the rules refuse
+	 * (a rule file removed between the service's check and this start
+	 * must not mean learning). Refused before anything of learning starts. */
+	if (cli.no_learn && mode == SB_MODE_LEARN)
+		return fail("this run cannot learn",
+			    profile->root_missing ? "its rule file does not exist"
+						  : "its rules ask for learning",
+			    -EINVAL);
 	if (zygote_fd >= 0 && mode == SB_MODE_LEARN)
 		return fail("the fork server cannot learn",
 			    profile->root_missing ? "its rule file does not exist"

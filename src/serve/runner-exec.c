@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The `exec` runner (runner.h): a fresh python-sb per run.
  *
- *   python-sb --pysandboxes-config /ABSOLUTE/PROFILE --report-fd=3 --no-denials-summary
+ *   python-sb --pysandboxes-config /ABSOLUTE/PROFILE --report-fd=3 --pysandboxes-no-learn
+ *             --no-denials-summary
  *             --expose-ro=.
  *             --timeout=Nms [--limit-cpu=Nms] [--limit-memory=N] -- main.py ARGS...
  *
@@ -162,6 +163,10 @@ static int build_argv(const struct sb_runner *runner, const struct sb_run_spec *
 		r = sb_strv_push(&argv, runner->profile);
 	if (r >= 0)
 		r = sb_strv_push(&argv, "--report-fd=3");
+	/* Never learning mode (no confinement), should the rule file go
+	 * between the service's check and this start. */
+	if (r >= 0)
+		r = sb_strv_push(&argv, "--pysandboxes-no-learn");
 	/* The report carries the denials: the program's stderr stays its own. */
 	if (r >= 0)
 		r = sb_strv_push(&argv, "--no-denials-summary");

@@ -144,6 +144,19 @@ def test_rule_file_linked_to_nothing_is_an_error_not_learning(sb, where):
     assert os.path.islink(link) and not os.path.exists(link)
 
 
+def test_no_learn_option_refuses_a_missing_rule_file(sb):
+    """python-sb serve's runs start with --pysandboxes-no-learn: a rule file
+    gone between the service's check and the start is an error, never
+    learning mode (no confinement)."""
+    marker = sb.path("MARK")
+    r = sb.run("--pysandboxes-config", sb.path("absent"), "--pysandboxes-no-learn", "-c",
+               f"open({str(marker)!r}, 'w')")
+    assert r.returncode == EXIT_CONFIG, r
+    assert "this run cannot learn: its rule file does not exist" in r.stderr, r
+    assert "LEARNING MODE" not in r.stderr
+    assert not marker.exists() and not sb.path("absent").exists()
+
+
 def test_no_rule_file_anywhere_learns_into_cwd(sb):
     marker = sb.path("MARK")
     s = sb.script(f"open({str(marker)!r}, 'w')\n", rel="app/main.py")
