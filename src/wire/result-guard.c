@@ -17,6 +17,7 @@ const struct sb_prescan_limits sb_prescan_default_limits = {
     .max_memo = 1u << 18,
     .max_marks = 1000,
     .max_stack = 1u << 20,
+    .max_depth = 1000,
 };
 
 /* The value types of remote-result-mode=data-only, beyond those pickle writes
@@ -145,6 +146,25 @@ struct item {
 	enum kind kind;
 	const char *str; /* K_STR: into the stream */
 	size_t str_len;
+	/* How deep containers nest in it: 0 for a scalar, 1 for an empty
+	 * container. A mutable one's is its object's (obj). */
+	size_t depth;
+	size_t obj; /* 1 + index in scan.objs: a list, dict, set or object; 0: none */
+};
+
+/* A container later opcodes can add to (APPEND, SETITEM, ADDITEMS, BUILD):
+ * shared by its copies on the stack and in the memo, so a GET of it sees
+ * what was added since. */
+struct obj {
+	size_t depth;
+	size_t on_stack; /* copies of it on the stack */
+	/* Put into another container while no copy of it was on the stack: it
+	 * was complete. The container it went into counted its depth then, so
+	 * it may not grow any more (CPython's pickler never adds to a container
+	 * after it used it: growing it would hide how deep the data nests). A
+	 * reference to a container still on the stack (a cycle: a list holding
+	 * itself) does not count. */
+	bool placed;
 };
 
 struct scan {
@@ -155,6 +175,8 @@ struct scan {
 	size_t n_stack, cap_stack;
 	struct item *memo;
 	bool *memo_set;
+	struct obj *objs;
+	size_t n_objs, cap_objs;
 	size_t cap_memo;
 	size_t memo_count; /* distinct indices stored: where MEMOIZE stores */
 	size_t marks;
@@ -187,7 +209,7 @@ static int refuse(struct scan *s, const char *fmt, ...)
 	return -EPERM;
 }
 
-static int push(struct scan *s, enum kind k, const char *str, size_t len)
+static int push_item(struct scan *s, struct item it)
 {
 	if (s->n_stack == s->cap_stack) {
 		size_t cap = s->cap_stack ? s->cap_stack * 2 : 64;
@@ -201,9 +223,90 @@ static int push(struct scan *s, enum kind k, const char *str, size_t len)
 		s->stack = n;
 		s->cap_stack = cap;
 	}
-	s->stack[s->n_stack++] = (struct item){k, str, len};
-	if (k == K_MARK && ++s->marks > s->lim->max_marks)
+	s->stack[s->n_stack++] = it;
+	if (it.obj)
+		s->objs[it.obj - 1].on_stack++;
+	if (it.kind == K_MARK && ++s->marks > s->lim->max_marks)
 		return refuse(s, "MARK nesting deeper than %zu", s->lim->max_marks);
+	return 0;
+}
+
+/* A scalar, a mark or a global. */
+static int push(struct scan *s, enum kind k, const char *str, size_t len)
+{
+	return push_item(s, (struct item){.kind = k, .str = str, .str_len = len});
+}
+
+static size_t depth_of(const struct scan *s, const struct item *it)
+{
+	return it->obj ? s->objs[it->obj - 1].depth : it->depth;
+}
+
+static int too_deep(struct scan *s, size_t depth)
+{
+	if (depth > s->lim->max_depth)
+		return refuse(s,
+			      "containers nested deeper than %zu levels (the caller would "
+			      "recurse that deep to hash or compare them)",
+			      s->lim->max_depth);
+	return 0;
+}
+
+/* A container nesting depth deep: a tuple or frozenset (never changes), or
+ * with mutable set a new object. */
+static int push_container(struct scan *s, enum kind k, size_t depth, bool mutable)
+{
+	struct item it = {.kind = k, .depth = depth};
+	int r = too_deep(s, depth);
+
+	if (r < 0)
+		return r;
+	if (mutable) {
+		if (s->n_objs == s->cap_objs) {
+			size_t cap = s->cap_objs ? s->cap_objs * 2 : 64;
+			struct obj *n = realloc(s->objs, cap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			s->objs = n;
+			s->cap_objs = cap;
+		}
+		s->objs[s->n_objs++] = (struct obj){.depth = depth};
+		it.obj = s->n_objs;
+	}
+	return push_item(s, it);
+}
+
+/* child, just taken off the stack, goes into a container: the depth the
+ * container gets from it. */
+static size_t place(struct scan *s, const struct item *child)
+{
+	if (child->obj && s->objs[child->obj - 1].on_stack == 0)
+		s->objs[child->obj - 1].placed = true;
+	return depth_of(s, child) + 1;
+}
+
+/* The mutable container at the top of the stack gets an item of depth
+ * child (from place()). */
+static int grow(struct scan *s, size_t child)
+{
+	struct obj *o;
+	int r;
+
+	if (s->n_stack == 0 || s->stack[s->n_stack - 1].kind == K_MARK)
+		return refuse(s, "items added to nothing");
+	if (!s->stack[s->n_stack - 1].obj)
+		return refuse(s, "items added to something that is not a list, dict, set or "
+				 "object");
+	o = &s->objs[s->stack[s->n_stack - 1].obj - 1];
+	if (child <= o->depth)
+		return 0;
+	if (o->placed)
+		return refuse(s, "items added to a container already put into another (CPython's "
+				 "pickler never does that; it would hide how deep the data nests)");
+	if ((r = too_deep(s, child)) < 0)
+		return r;
+	o->depth = child;
 	return 0;
 }
 
@@ -213,11 +316,14 @@ static int pop(struct scan *s, struct item *ret)
 	if (s->n_stack == 0 || s->stack[s->n_stack - 1].kind == K_MARK)
 		return refuse(s, "stack underflow");
 	*ret = s->stack[--s->n_stack];
+	if (ret->obj)
+		s->objs[ret->obj - 1].on_stack--;
 	return 0;
 }
 
-/* An item used as data: in data-only mode a class must never be a value. */
-static int pop_value(struct scan *s)
+/* An item used as data: in data-only mode a class must never be a value.
+ * *ret_depth (optional): the depth a container gets from it (place()). */
+static int pop_value(struct scan *s, size_t *ret_depth)
 {
 	struct item it = {0};
 	int r = pop(s, &it);
@@ -229,19 +335,23 @@ static int pop_value(struct scan *s)
 			      "a class used as a value (refused by remote-result-mode=data-only)");
 	if (it.kind == K_CONSTRUCTOR)
 		return refuse(s, "a class whose calls are checked used as a value");
+	if (ret_depth) {
+		size_t d = place(s, &it);
+
+		*ret_depth = d > *ret_depth ? d : *ret_depth;
+	}
 	return 0;
 }
 
-static int pop_mark(struct scan *s)
+/* The items down to the last MARK, and the mark. *ret_depth (NULL: the
+ * items are dropped, POP_MARK): the depth a container gets from them. */
+static int pop_mark(struct scan *s, size_t *ret_depth)
 {
-	while (s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK) {
-		if (s->stack[s->n_stack - 1].kind == K_GLOBAL && s->channel == SB_CHANNEL_DATA_ONLY)
-			return refuse(s, "a class used as a value (refused by "
-					 "remote-result-mode=data-only)");
-		if (s->stack[s->n_stack - 1].kind == K_CONSTRUCTOR)
-			return refuse(s, "a class whose calls are checked used as a value");
-		s->n_stack--;
-	}
+	int r;
+
+	while (s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK)
+		if ((r = pop_value(s, ret_depth)) < 0)
+			return r;
 	if (s->n_stack == 0)
 		return refuse(s, "no MARK on the stack");
 	s->n_stack--;
@@ -332,7 +442,7 @@ static int memo_get(struct scan *s, uint64_t idx)
 {
 	if (idx >= s->cap_memo || !s->memo_set[idx])
 		return refuse(s, "memo index %llu was never stored", (unsigned long long)idx);
-	return push(s, s->memo[idx].kind, s->memo[idx].str, s->memo[idx].str_len);
+	return push_item(s, s->memo[idx]);
 }
 
 static int parse_index(struct scan *s, uint64_t *ret)
@@ -405,22 +515,24 @@ static int stack_global(struct scan *s)
 static int build_call(struct scan *s, size_t n_args, enum kind result)
 {
 	struct item callable = {0};
+	size_t depth = 1;
 	int r;
 
 	for (size_t i = 0; i < n_args; i++)
-		if ((r = pop_value(s)) < 0)
+		if ((r = pop_value(s, &depth)) < 0)
 			return r;
 	if ((r = pop(s, &callable)) < 0)
 		return r;
 	if (callable.kind != K_GLOBAL && callable.kind != K_CONSTRUCTOR)
 		return refuse(s, "a call whose callable is not a global");
-	return push(s, result, NULL, 0);
+	/* What a call makes may hold its arguments: as deep, and more. */
+	return push_container(s, result, depth, true);
 }
 
 static int step_op(struct scan *s)
 {
 	const char *arg = NULL;
-	size_t arglen = 0;
+	size_t arglen = 0, depth;
 	uint64_t idx;
 	int r;
 
@@ -437,14 +549,13 @@ static int step_op(struct scan *s)
 			s->marks--;
 			return 0;
 		}
-		return pop_value(s);
+		return pop_value(s, NULL);
 	case '1': /* POP_MARK */
-		return pop_mark(s);
+		return pop_mark(s, NULL);
 	case '2': /* DUP */
 		if (s->n_stack == 0 || s->stack[s->n_stack - 1].kind == K_MARK)
 			return refuse(s, "DUP of nothing");
-		return push(s, s->stack[s->n_stack - 1].kind, s->stack[s->n_stack - 1].str,
-			    s->stack[s->n_stack - 1].str_len);
+		return push_item(s, s->stack[s->n_stack - 1]);
 	case 'F': /* FLOAT */
 	case 'I': /* INT */
 	case 'L': /* LONG */
@@ -465,11 +576,13 @@ static int step_op(struct scan *s)
 	case 'N':  /* NONE */
 	case 0x88: /* NEWTRUE */
 	case 0x89: /* NEWFALSE */
+		return push(s, K_VALUE, NULL, 0);
+	case ')': /* EMPTY_TUPLE */
+		return push_container(s, K_VALUE, 1, false);
 	case '}':  /* EMPTY_DICT */
 	case ']':  /* EMPTY_LIST */
-	case ')':  /* EMPTY_TUPLE */
 	case 0x8f: /* EMPTY_SET */
-		return push(s, K_VALUE, NULL, 0);
+		return push_container(s, K_VALUE, 1, true);
 	case 'T':  /* BINSTRING */
 	case 'B':  /* BINBYTES */
 	case 'U':  /* SHORT_BINSTRING */
@@ -491,39 +604,38 @@ static int step_op(struct scan *s)
 			return r;
 		return push(s, K_STR, arg, arglen);
 	case 'a': /* APPEND */
-		if ((r = pop_value(s)) < 0)
+		depth = 1;
+		if ((r = pop_value(s, &depth)) < 0)
 			return r;
-		return s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK
-			   ? 0
-			   : refuse(s, "APPEND without a list");
+		return grow(s, depth);
 	case 'e':  /* APPENDS */
 	case 'u':  /* SETITEMS */
 	case 0x90: /* ADDITEMS */
-		if ((r = pop_mark(s)) < 0)
+		depth = 1;
+		if ((r = pop_mark(s, &depth)) < 0)
 			return r;
-		return s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK
-			   ? 0
-			   : refuse(s, "items added to nothing");
+		return grow(s, depth);
 	case 's': /* SETITEM */
-		if ((r = pop_value(s)) < 0 || (r = pop_value(s)) < 0)
+		depth = 1;
+		if ((r = pop_value(s, &depth)) < 0 || (r = pop_value(s, &depth)) < 0)
 			return r;
-		return s->n_stack > 0 && s->stack[s->n_stack - 1].kind != K_MARK
-			   ? 0
-			   : refuse(s, "SETITEM without a dict");
+		return grow(s, depth);
 	case 'd':  /* DICT */
 	case 'l':  /* LIST */
 	case 't':  /* TUPLE */
 	case 0x91: /* FROZENSET */
-		if ((r = pop_mark(s)) < 0)
+		depth = 1;
+		if ((r = pop_mark(s, &depth)) < 0)
 			return r;
-		return push(s, K_VALUE, NULL, 0);
+		return push_container(s, K_VALUE, depth, s->op == 'd' || s->op == 'l');
 	case 0x85: /* TUPLE1 */
 	case 0x86: /* TUPLE2 */
 	case 0x87: /* TUPLE3 */
+		depth = 1;
 		for (int i = 0; i <= s->op - 0x85; i++)
-			if ((r = pop_value(s)) < 0)
+			if ((r = pop_value(s, &depth)) < 0)
 				return r;
-		return push(s, K_VALUE, NULL, 0);
+		return push_container(s, K_VALUE, depth, false);
 	case 'g': /* GET */
 		if ((r = parse_index(s, &idx)) < 0)
 			return r;
@@ -577,7 +689,8 @@ static int step_op(struct scan *s)
 	case 0x92: /* NEWOBJ_EX */
 		return build_call(s, 2, K_NEWOBJ);
 	case 'b': /* BUILD */
-		if ((r = pop_value(s)) < 0)
+		depth = 1;
+		if ((r = pop_value(s, &depth)) < 0)
 			return r;
 		if (s->n_stack == 0)
 			return refuse(s, "BUILD of nothing");
@@ -587,7 +700,8 @@ static int step_op(struct scan *s)
 		if (s->stack[s->n_stack - 1].kind != K_NEWOBJ &&
 		    s->stack[s->n_stack - 1].kind != K_OBJ)
 			return refuse(s, "BUILD on plain data");
-		return 0;
+		/* The state goes into the object. */
+		return grow(s, depth);
 	case 'c':
 		return refuse(s, "GLOBAL (protocol 0) is refused: names a global by text lines");
 	case 'i':
@@ -675,6 +789,7 @@ static int prescan(const void *data, size_t len, enum sb_result_channel channel,
 	free(s.stack);
 	free(s.memo);
 	free(s.memo_set);
+	free(s.objs);
 	return r;
 }
 

@@ -24,6 +24,10 @@ struct sb_prescan_limits {
 	size_t max_memo;  /* memo entries, and the largest memo index */
 	size_t max_marks; /* MARK nesting */
 	size_t max_stack;
+	/* Nesting of the containers the unpickler rebuilds: CPython hashes a
+	 * tuple used as a key by recursing in C without a limit, a stack
+	 * overflow a few hundred thousand levels down. */
+	size_t max_depth;
 };
 
 extern const struct sb_prescan_limits sb_prescan_default_limits;

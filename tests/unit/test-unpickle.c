@@ -104,10 +104,10 @@ static void test_exception_channel(void)
 	}
 	refused_for(PyBytes_AS_STRING(ordered_dict), (size_t)PyBytes_GET_SIZE(ordered_dict),
 		    SB_CHANNEL_EXCEPTION,
-		    "global 'collections.OrderedDict' is not an exception class",
+		    "global 'collections.OrderedDict' is not an Exception class",
 		    "collections.OrderedDict in the exception channel");
 	refused_for(PyBytes_AS_STRING(builtins_list), (size_t)PyBytes_GET_SIZE(builtins_list),
-		    SB_CHANNEL_EXCEPTION, "global 'builtins.list' is not an exception class",
+		    SB_CHANNEL_EXCEPTION, "global 'builtins.list' is not an Exception class",
 		    "builtins.list in the exception channel");
 	v = load(PyBytes_AS_STRING(ordered_dict), (size_t)PyBytes_GET_SIZE(ordered_dict),
 		 SB_CHANNEL_OBJECTS, err, sizeof(err));
@@ -296,7 +296,7 @@ static void test_prescan_first(void)
 		    SB_CHANNEL_DATA_ONLY, "global 'uuid.SafeUUID' is not a value type",
 		    "a BUILD into uuid.SafeUUID.safe");
 	refused_for(PyBytes_AS_STRING(safeuuid), (size_t)PyBytes_GET_SIZE(safeuuid),
-		    SB_CHANNEL_EXCEPTION, "global 'uuid.SafeUUID' is not an exception class",
+		    SB_CHANNEL_EXCEPTION, "global 'uuid.SafeUUID' is not an Exception class",
 		    "a BUILD into uuid.SafeUUID.safe");
 	safe = PyRun_String("uuid.SafeUUID.safe.value", Py_eval_input, globals, globals);
 	tap_ok(safe && PyLong_Check(safe) && PyLong_AsLong(safe) == 0,
@@ -359,6 +359,174 @@ static void test_large(void)
 	}
 }
 
+/* Nesting the caller would recurse through in C: a tuple 400,000 deep used
+ * as a dict key overflows the stack when the unpickler hashes it (tuplehash
+ * has no recursion limit). Refused by the prescan in every channel, before
+ * anything is rebuilt; a container grown after it was put into another
+ * (which would hide the depth from a count made when it was put there) is
+ * refused too; cycles and deep-but-bounded data pass. */
+static void test_nesting(void)
+{
+	static const struct {
+		const char *stream;
+		const char *reason;
+		const char *what;
+	} hostile[] = {
+	    {"b'\\x80\\x05}' + b')' + b'\\x85' * 400000 + b'Ns.'",
+	     "containers nested deeper than 1000 levels", "a tuple 400,000 deep as a dict key"},
+	    {"b'\\x80\\x05' + b']' * 1500 + b'a' * 1499 + b'.'",
+	     "containers nested deeper than 1000 levels", "lists 1,500 deep"},
+	    {"b'\\x80\\x05' + b'(' + b')' + b'\\x85' * 999 + b'\\x91.'",
+	     "containers nested deeper than 1000 levels", "a frozenset over a tuple 1,000 deep"},
+	    /* L = [] is memoized and used in a chain of 600 tuples; then a
+	     * chain of 600 more is appended to L: each count stays under the
+	     * limit, the data nests 1,200 deep. */
+	    {"b'\\x80\\x05]\\x94' + b'0' + b'h\\x00' + b'\\x85' * 600 + b'\\x94' + b'0' + "
+	     "b'h\\x00' "
+	     "+ b')' + b'\\x85' * 600 + b'a' + b'0' + b'h\\x01.'",
+	     "items added to a container already put into another",
+	     "a memoized list grown after a chain was built on it"},
+	};
+	static const char *const legit[] = {
+	    "functools.reduce(lambda a, _: (a,), range(990), ())",
+	    "functools.reduce(lambda a, _: [a], range(300), [])",
+	    "{functools.reduce(lambda a, _: (a,), range(900), ()): 1}",
+	};
+	char err[1024];
+
+	for (size_t i = 0; i < ELEMENTSOF(hostile); i++) {
+		PyObject *b = stream(hostile[i].stream);
+
+		if (!b) {
+			tap_ok(false, "%s", hostile[i].what);
+			continue;
+		}
+		for (int ch = SB_CHANNEL_DATA_ONLY; ch <= SB_CHANNEL_EXCEPTION; ch++)
+			refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b),
+				    (enum sb_result_channel)ch, hostile[i].reason, hostile[i].what);
+		Py_DECREF(b);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(legit); i++) {
+		PyObject *data = pickled(legit[i], 5), *v;
+
+		v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+				SB_CHANNEL_DATA_ONLY, err, sizeof(err))
+			 : NULL;
+		tap_ok(v != NULL, "%s passes", legit[i]);
+		if (!v)
+			tap_diag("%s", err);
+		Py_XDECREF(v);
+		Py_XDECREF(data);
+		PyErr_Clear();
+	}
+	/* Cycles, as CPython's pickler writes them: references to a container
+	 * still being built. */
+	PyRun_SimpleString("cyc1 = []\ncyc1.append(cyc1)\n"
+			   "cyc2a = []\ncyc2b = {'a': cyc2a}\ncyc2a.append(cyc2b)\n"
+			   "cyc2a.append([[[cyc2b]]])\n");
+	for (int i = 1; i <= 2; i++) {
+		PyObject *data = pickled(i == 1 ? "cyc1" : "cyc2a", 5), *v;
+
+		v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+				SB_CHANNEL_DATA_ONLY, err, sizeof(err))
+			 : NULL;
+		tap_ok(v && PyList_Check(v), "a cyclic list (%d) passes", i);
+		if (!v)
+			tap_diag("%s", err);
+		Py_XDECREF(v);
+		Py_XDECREF(data);
+		PyErr_Clear();
+	}
+}
+
+/* The exception raised from an exception frame (err: its type and message). */
+static PyObject *raised(const char *descriptor, char *err, size_t errlen)
+{
+	PyObject *data = pickled(descriptor, 5), *et, *ev, *etb, *msg;
+
+	err[0] = '\0';
+	if (!data)
+		return NULL;
+	if (sb_raise_remote_exception(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+				      false, "test()") ||
+	    !PyErr_Occurred()) {
+		Py_DECREF(data);
+		return NULL;
+	}
+	Py_DECREF(data);
+	PyErr_Fetch(&et, &ev, &etb);
+	PyErr_NormalizeException(&et, &ev, &etb);
+	msg = ev ? PyObject_Str(ev) : NULL;
+	snprintf(err, errlen, "%s: %s", ev ? Py_TYPE(ev)->tp_name : "?",
+		 msg ? PyUnicode_AsUTF8(msg) : "?");
+	Py_XDECREF(msg);
+	Py_XDECREF(et);
+	Py_XDECREF(etb);
+	PyErr_Clear();
+	return ev;
+}
+
+/* The worker describes the exception's class: a function can name its own
+ * exception builtins.SystemExit and pickle it as a real SystemExit(0) under
+ * an exception frame (not a BaseException one). The caller must never raise
+ * a BaseException that is not an Exception, nor take a __cause__ or
+ * __context__ from the worker. */
+static void test_base_exception_lies(void)
+{
+	static const struct {
+		const char *descriptor;
+		const char *what;
+	} lies[] = {
+	    {"('builtins', 'SystemExit', '', [], '', pickle.dumps(SystemExit(0), 5))",
+	     "builtins.SystemExit pickled as itself"},
+	    {"('builtins', 'KeyboardInterrupt', '', [], '', pickle.dumps(KeyboardInterrupt(), 5))",
+	     "builtins.KeyboardInterrupt pickled as itself"},
+	    {"('builtins', 'GeneratorExit', '', [], '', b'')",
+	     "builtins.GeneratorExit, no rich form"},
+	    {"('builtins', 'BaseExceptionGroup', 'g', [], '', "
+	     "pickle.dumps(BaseExceptionGroup('g', [SystemExit(1)]), 5))",
+	     "a BaseExceptionGroup holding a SystemExit"},
+	};
+	char err[1024];
+	PyObject *e;
+
+	for (size_t i = 0; i < ELEMENTSOF(lies); i++) {
+		e = raised(lies[i].descriptor, err, sizeof(err));
+		tap_ok(e && PyObject_TypeCheck(e, (PyTypeObject *)PyExc_Exception) &&
+			   strstr(err, "SandBoxBaseExceptionError"),
+		       "%s in an exception frame raises SandBoxBaseExceptionError (%s)",
+		       lies[i].what, err);
+		Py_XDECREF(e);
+	}
+	/* A ValueError whose BUILD sets __cause__ to a SystemExit: the class
+	 * is refused in the exception channel, the descriptor's ValueError is
+	 * raised without it. */
+	e = raised("('builtins', 'ValueError', 'x', [], '', P(G('builtins', 'ValueError') + "
+		   "S('x') + b'\\x85R}' + S('__cause__') + G('builtins', 'SystemExit') + "
+		   "b'K\\x00\\x85Rsb.'))",
+		   err, sizeof(err));
+	tap_ok(e && Py_TYPE(e) == (PyTypeObject *)PyExc_ValueError && !PyException_GetCause(e),
+	       "a __cause__ set to SystemExit does not cross (%s)", err);
+	Py_XDECREF(e);
+	/* An Exception cause crosses the channel, and is dropped. */
+	e = raised("('builtins', 'ValueError', 'x', [], '', P(G('builtins', 'ValueError') + "
+		   "S('x') + b'\\x85R}' + S('__cause__') + G('builtins', 'KeyError') + "
+		   "b'K\\x00\\x85Rs' + S('__context__') + G('builtins', 'KeyError') + "
+		   "b'K\\x01\\x85Rsb.'))",
+		   err, sizeof(err));
+	tap_ok(e && Py_TYPE(e) == (PyTypeObject *)PyExc_ValueError && !PyException_GetCause(e) &&
+		   !PyException_GetContext(e),
+	       "__cause__ and __context__ set by the worker are dropped (%s)", err);
+	Py_XDECREF(e);
+	/* An ExceptionGroup of Exceptions keeps its class. */
+	e = raised("('builtins', 'ExceptionGroup', 'g', [], '', "
+		   "pickle.dumps(ExceptionGroup('g', [ValueError(1)]), 5))",
+		   err, sizeof(err));
+	tap_ok(e && streq(Py_TYPE(e)->tp_name, "ExceptionGroup"),
+	       "an ExceptionGroup of Exceptions crosses (%s)", err);
+	Py_XDECREF(e);
+}
+
 int main(void)
 {
 	PyPreConfig pre;
@@ -375,7 +543,7 @@ int main(void)
 	if (PyStatus_Exception(Py_InitializeFromConfig(&config)))
 		return tap_skip_all("no Python");
 	PyConfig_Clear(&config);
-	PyRun_SimpleString("import collections, decimal, fractions, pickle, uuid\n"
+	PyRun_SimpleString("import collections, decimal, fractions, functools, pickle, uuid\n"
 			   "def S(s):\n"
 			   "    b = s.encode()\n"
 			   "    return b'\\x8c' + bytes([len(b)]) + b\n"
@@ -396,5 +564,7 @@ int main(void)
 	test_prescan_first();
 	test_decimal_context();
 	test_large();
+	test_nesting();
+	test_base_exception_lies();
 	return tap_done();
 }
