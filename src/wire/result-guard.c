@@ -2,6 +2,7 @@
 #include "result-guard.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@ const struct sb_prescan_limits sb_prescan_default_limits = {
     .max_marks = 1000,
     .max_stack = 1u << 20,
     .max_depth = 1000,
+    .max_same_hash = 64,
 };
 
 /* The value types of remote-result-mode=data-only, beyond those pickle writes
@@ -142,6 +144,16 @@ enum kind {
 	K_NEWOBJ, /* what NEWOBJ built (BUILD may follow) */
 };
 
+/* What the scan knows of an item's hash, for the collision check (count_key()). */
+enum hash_kind {
+	H_OPAQUE,  /* an object the scan does not hash, or no hash (a list) */
+	H_KNOWN,   /* computed (str and bytes: a stand-in for their keyed hash) */
+	H_SUSPECT, /* a number the scan cannot hash (protocol-0 text): counted together */
+	H_UNIQUE,  /* NaN: hashed by identity, never collides */
+};
+
+enum ctor { C_OTHER, C_COMPLEX, C_SET };
+
 struct item {
 	enum kind kind;
 	const char *str; /* K_STR: into the stream */
@@ -150,6 +162,15 @@ struct item {
 	 * container. A mutable one's is its object's (obj). */
 	size_t depth;
 	size_t obj; /* 1 + index in scan.objs: a list, dict, set or object; 0: none */
+	/* Its hash as a dict key or set element, as CPython computes it. */
+	enum hash_kind hash_kind;
+	uint64_t hash;
+	/* A tuple of one or two numbers, or a number: its values as floats
+	 * (complex()'s arguments). */
+	unsigned n_nums;
+	double nums[2];
+	/* K_GLOBAL: builtins.complex, set or frozenset. */
+	enum ctor ctor;
 };
 
 /* A container later opcodes can add to (APPEND, SETITEM, ADDITEMS, BUILD):
@@ -177,6 +198,10 @@ struct scan {
 	bool *memo_set;
 	struct obj *objs;
 	size_t n_objs, cap_objs;
+	/* (container, hash) -> keys inserted, open addressing. */
+	struct hash_count *counts;
+	size_t n_counts, cap_counts;
+	size_t n_frozensets; /* ids of frozensets, counted down from UINT32_MAX */
 	size_t cap_memo;
 	size_t memo_count; /* distinct indices stored: where MEMOIZE stores */
 	size_t marks;
@@ -209,6 +234,227 @@ static int refuse(struct scan *s, const char *fmt, ...)
 	return -EPERM;
 }
 
+/* CPython's numeric hash (Python/pyhash.c, Objects/longobject.c,
+ * floatobject.c, complexobject.c, tupleobject.c, setobject.c), 64-bit. The
+ * worker can choose ints of one hash value (k * (2**61 - 1)), floats,
+ * complex numbers and tuples of them: a dict or set of 40,000 such keys
+ * takes quadratic time to build, with the GIL held. */
+#define HASH_BITS    61
+#define HASH_MODULUS ((UINT64_C(1) << HASH_BITS) - 1)
+#define HASH_INF     UINT64_C(314159)
+#define HASH_IMAG    UINT64_C(1000003)
+#define NONE_HASH    UINT64_C(0x5bd1e9955bd1e995) /* per process in CPython: any constant */
+
+static uint64_t hash_fix(uint64_t h)
+{
+	return h == (uint64_t)-1 ? (uint64_t)-2 : h;
+}
+
+/* value = sign * magnitude, magnitude given mod HASH_MODULUS. */
+static uint64_t hash_signed(uint64_t mag_mod, bool negative)
+{
+	return hash_fix(negative ? (uint64_t)0 - mag_mod : mag_mod);
+}
+
+static uint64_t hash_int64(int64_t v)
+{
+	uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	return hash_signed(mag % HASH_MODULUS, v < 0);
+}
+
+/* r * 256 + b mod HASH_MODULUS, r < HASH_MODULUS: multiplying by 2**8 is a
+ * rotation of the 61 bits. */
+static uint64_t mod_shift_add(uint64_t r, uint64_t b)
+{
+	r = ((r << 8) & HASH_MODULUS) | r >> (HASH_BITS - 8);
+	r += b;
+	return r >= HASH_MODULUS ? r - HASH_MODULUS : r;
+}
+
+/* A little-endian two's complement integer of n bytes (LONG1, LONG4). */
+static uint64_t hash_long(const unsigned char *p, size_t n)
+{
+	bool negative = n > 0 && (p[n - 1] & 0x80);
+	uint64_t r = 0, pow256 = 1;
+
+	/* magnitude = value for >= 0; 2**(8n) - unsigned value for < 0. */
+	for (size_t i = n; i-- > 0;)
+		r = mod_shift_add(r, p[i]);
+	if (negative) {
+		for (size_t i = 0; i < n; i++)
+			pow256 = mod_shift_add(pow256, 0);
+		r = pow256 >= r ? pow256 - r : pow256 + HASH_MODULUS - r;
+		r = r >= HASH_MODULUS ? r - HASH_MODULUS : r;
+	}
+	return hash_signed(r, negative);
+}
+
+/* _Py_HashDouble; false for NaN (hashed by identity). */
+static bool hash_double(double v, uint64_t *ret)
+{
+	uint64_t x = 0, y;
+	int e, sign = 1;
+	double m;
+
+	if (isinf(v)) {
+		*ret = v > 0 ? HASH_INF : (uint64_t)0 - HASH_INF;
+		return true;
+	}
+	if (isnan(v))
+		return false;
+	m = frexp(v, &e);
+	if (m < 0) {
+		sign = -1;
+		m = -m;
+	}
+	while (m) {
+		x = ((x << 28) & HASH_MODULUS) | x >> (HASH_BITS - 28);
+		m *= 268435456.0;
+		e -= 28;
+		y = (uint64_t)m;
+		m -= (double)y;
+		x += y;
+		if (x >= HASH_MODULUS)
+			x -= HASH_MODULUS;
+	}
+	e = e >= 0 ? e % HASH_BITS : HASH_BITS - 1 - ((-1 - e) % HASH_BITS);
+	x = ((x << e) & HASH_MODULUS) | x >> (HASH_BITS - e);
+	*ret = hash_fix(sign < 0 ? (uint64_t)0 - x : x);
+	return true;
+}
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	/* FNV-1a: str and bytes hash with a per-process key the worker does
+	 * not know; equal contents still share it. */
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * UINT64_C(0x100000001b3);
+	return hash_fix(h);
+}
+
+#define XXPRIME_1 UINT64_C(11400714785074694791)
+#define XXPRIME_2 UINT64_C(14029467366897019727)
+#define XXPRIME_5 UINT64_C(2870177450012600261)
+
+/* The hash of a tuple, frozenset (frozen) of items, or why there is none. */
+static enum hash_kind hash_items(const struct item *items, size_t n, bool frozen, uint64_t *ret)
+{
+	enum hash_kind k = H_KNOWN;
+	uint64_t acc = frozen ? 0 : XXPRIME_5;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct item *it = &items[i];
+
+		if (it->hash_kind == H_OPAQUE)
+			return H_OPAQUE;
+		if (it->hash_kind == H_UNIQUE)
+			k = k == H_KNOWN ? H_UNIQUE : k;
+		else if (it->hash_kind == H_SUSPECT)
+			k = H_SUSPECT;
+		if (frozen) {
+			acc ^= ((it->hash ^ UINT64_C(89869747)) ^ (it->hash << 16)) *
+			       UINT64_C(3644798167);
+		} else {
+			acc += it->hash * XXPRIME_2;
+			acc = (acc << 31) | (acc >> 33);
+			acc *= XXPRIME_1;
+		}
+	}
+	if (frozen) {
+		acc ^= ((uint64_t)n + 1) * UINT64_C(1927868237);
+		acc ^= (acc >> 11) ^ (acc >> 25);
+		acc = acc * 69069U + UINT64_C(907133923);
+		*ret = acc == (uint64_t)-1 ? UINT64_C(590923713) : acc;
+	} else {
+		acc += n ^ (XXPRIME_5 ^ UINT64_C(3527539));
+		*ret = acc == (uint64_t)-1 ? UINT64_C(1546275796) : acc;
+	}
+	return k;
+}
+
+struct hash_count {
+	uint64_t hash;
+	uint32_t container; /* 0: empty */
+	uint32_t count;
+};
+
+/* One more key of hash h in container: more than max_same_hash keys of one
+ * hash value in one dict or set is refused (CPython's pickler never writes
+ * a key twice, so these are distinct keys, compared with each other).
+ * *shared (optional) is set when the key's hash was already there. */
+static int count_key(struct scan *s, size_t container, const struct item *key, bool *shared)
+{
+	uint64_t h, slot;
+
+	if (key->hash_kind == H_OPAQUE || key->hash_kind == H_UNIQUE)
+		return 0;
+	/* Numbers the scan cannot hash are counted as if they shared one. */
+	h = key->hash_kind == H_SUSPECT ? UINT64_C(0x5555555555555555) : key->hash;
+	if (2 * (s->n_counts + 1) > s->cap_counts) {
+		size_t cap = s->cap_counts ? s->cap_counts * 2 : 1024;
+		struct hash_count *n = calloc(cap, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap_counts; i++) {
+			struct hash_count *c = &s->counts[i];
+
+			if (!c->container)
+				continue;
+			slot = (c->hash ^ c->container * XXPRIME_1) * XXPRIME_2 % cap;
+			while (n[slot].container)
+				slot = (slot + 1) % cap;
+			n[slot] = *c;
+		}
+		free(s->counts);
+		s->counts = n;
+		s->cap_counts = cap;
+	}
+	slot = (h ^ container * XXPRIME_1) * XXPRIME_2 % s->cap_counts;
+	while (s->counts[slot].container &&
+	       (s->counts[slot].container != container || s->counts[slot].hash != h))
+		slot = (slot + 1) % s->cap_counts;
+	if (!s->counts[slot].container) {
+		s->counts[slot] = (struct hash_count){h, (uint32_t)container, 0};
+		s->n_counts++;
+	}
+	if (shared && s->counts[slot].count > 0)
+		*shared = true;
+	if (++s->counts[slot].count > s->lim->max_same_hash)
+		return refuse(
+		    s,
+		    "more than %zu keys of one dict or set share one hash value (building "
+		    "it would take quadratic time in the caller)",
+		    s->lim->max_same_hash);
+	return 0;
+}
+
+/* The keys of items[0..n) (every other one from the first for a dict) go
+ * into container. */
+static int count_keys(struct scan *s, size_t container, const struct item *items, size_t n,
+		      size_t stride, bool *shared)
+{
+	int r;
+
+	for (size_t i = 0; i < n; i += stride)
+		if ((r = count_key(s, container, &items[i], shared)) < 0)
+			return r;
+	return 0;
+}
+
+/* Where the last MARK is (the items above it start one higher). */
+static size_t mark_index(const struct scan *s)
+{
+	size_t i = s->n_stack;
+
+	while (i > 0 && s->stack[i - 1].kind != K_MARK)
+		i--;
+	return i; /* 0: no mark (pop_mark refuses) */
+}
+
 static int push_item(struct scan *s, struct item it)
 {
 	if (s->n_stack == s->cap_stack) {
@@ -229,6 +475,13 @@ static int push_item(struct scan *s, struct item it)
 	if (it.kind == K_MARK && ++s->marks > s->lim->max_marks)
 		return refuse(s, "MARK nesting deeper than %zu", s->lim->max_marks);
 	return 0;
+}
+
+static int push_hashed(struct scan *s, enum hash_kind k, uint64_t h, unsigned n_nums, double num)
+{
+	return push_item(
+	    s, (struct item){
+		   .kind = K_VALUE, .hash_kind = k, .hash = h, .n_nums = n_nums, .nums = {num, 0}});
 }
 
 /* A scalar, a mark or a global. */
@@ -252,12 +505,11 @@ static int too_deep(struct scan *s, size_t depth)
 	return 0;
 }
 
-/* A container nesting depth deep: a tuple or frozenset (never changes), or
- * with mutable set a new object. */
-static int push_container(struct scan *s, enum kind k, size_t depth, bool mutable)
+/* A container it.depth deep: a tuple or frozenset (never changes), or with
+ * mutable set a new object. */
+static int push_container(struct scan *s, struct item it, bool mutable)
 {
-	struct item it = {.kind = k, .depth = depth};
-	int r = too_deep(s, depth);
+	int r = too_deep(s, it.depth);
 
 	if (r < 0)
 		return r;
@@ -271,7 +523,7 @@ static int push_container(struct scan *s, enum kind k, size_t depth, bool mutabl
 			s->objs = n;
 			s->cap_objs = cap;
 		}
-		s->objs[s->n_objs++] = (struct obj){.depth = depth};
+		s->objs[s->n_objs++] = (struct obj){.depth = it.depth};
 		it.obj = s->n_objs;
 	}
 	return push_item(s, it);
@@ -506,7 +758,12 @@ static int stack_global(struct scan *s)
 	case SB_CHANNEL_OBJECTS_NOGUARD:
 		break;
 	}
-	return push(s, K_GLOBAL, NULL, 0);
+	return push_item(s, (struct item){.kind = K_GLOBAL,
+					  .ctor = !streq(m, "builtins") ? C_OTHER
+						  : streq(n, "complex") ? C_COMPLEX
+						  : streq(n, "set") || streq(n, "frozenset")
+						      ? C_SET
+						      : C_OTHER});
 }
 
 /* REDUCE, NEWOBJ, NEWOBJ_EX: the callable must be a global the channel
@@ -514,19 +771,42 @@ static int stack_global(struct scan *s)
  * chains compose). */
 static int build_call(struct scan *s, size_t n_args, enum kind result)
 {
-	struct item callable = {0};
-	size_t depth = 1;
+	struct item callable = {0}, args = {0}, made = {.kind = result, .depth = 1};
+	uint64_t re, im;
 	int r;
 
+	if (s->n_stack > 0)
+		args = s->stack[s->n_stack - 1];
 	for (size_t i = 0; i < n_args; i++)
-		if ((r = pop_value(s, &depth)) < 0)
+		if ((r = pop_value(s, &made.depth)) < 0)
 			return r;
 	if ((r = pop(s, &callable)) < 0)
 		return r;
 	if (callable.kind != K_GLOBAL && callable.kind != K_CONSTRUCTOR)
 		return refuse(s, "a call whose callable is not a global");
+	/* set(list) and frozenset(list) insert keys the scan does not see;
+	 * CPython's pickler writes sets with EMPTY_SET/ADDITEMS and FROZENSET
+	 * (protocol 4 and 5, the only ones with STACK_GLOBAL). */
+	if (callable.ctor == C_SET &&
+	    (s->channel == SB_CHANNEL_DATA_ONLY || s->channel == SB_CHANNEL_EXCEPTION))
+		return refuse(
+		    s, "a set made by calling builtins.set or frozenset (pickle writes "
+		       "sets with EMPTY_SET/ADDITEMS and FROZENSET, whose keys are checked)");
+	if (callable.ctor == C_COMPLEX) {
+		made.hash_kind = H_SUSPECT;
+		if (n_args == 1 && args.kind == K_VALUE && args.n_nums > 0 &&
+		    args.hash_kind != H_OPAQUE) {
+			if (!hash_double(args.nums[0], &re) ||
+			    !hash_double(args.n_nums > 1 ? args.nums[1] : 0.0, &im))
+				made.hash_kind = H_UNIQUE;
+			else {
+				made.hash_kind = H_KNOWN;
+				made.hash = hash_fix(re + HASH_IMAG * im);
+			}
+		}
+	}
 	/* What a call makes may hold its arguments: as deep, and more. */
-	return push_container(s, result, depth, true);
+	return push_container(s, made, true);
 }
 
 static int step_op(struct scan *s)
@@ -561,28 +841,54 @@ static int step_op(struct scan *s)
 	case 'L': /* LONG */
 	case 'S': /* STRING */
 	case 'V': /* UNICODE (raw-unicode-escape: the text is not known here) */
+		/* Protocol 0 text, which the worker never writes: not hashed. */
 		if ((r = line(s, &arg, &arglen)) < 0)
 			return r;
-		return push(s, K_VALUE, NULL, 0);
+		return push_hashed(s, H_SUSPECT, 0, 0, 0);
 	case 'J': /* BININT */
 	case 'M': /* BININT2 */
 	case 'K': /* BININT1 */
-	case 'G': /* BINFLOAT */
-		arglen = s->op == 'J' ? 4 : s->op == 'M' ? 2 : s->op == 'K' ? 1 : 8;
+		arglen = s->op == 'J' ? 4 : s->op == 'M' ? 2 : 1;
 		if ((r = need(s, arglen)) < 0)
 			return r;
+		idx = le(s->p, arglen);
 		s->p += arglen;
-		return push(s, K_VALUE, NULL, 0);
-	case 'N':  /* NONE */
+		{
+			int64_t v = s->op == 'J' ? (int64_t)(int32_t)(uint32_t)idx : (int64_t)idx;
+
+			return push_hashed(s, H_KNOWN, hash_int64(v), 1, (double)v);
+		}
+	case 'G': /* BINFLOAT (big-endian) */
+		if ((r = need(s, 8)) < 0)
+			return r;
+		{
+			uint64_t bits = 0, h = 0;
+			enum hash_kind k;
+			double v;
+
+			for (int i = 0; i < 8; i++)
+				bits = bits << 8 | s->p[i];
+			s->p += 8;
+			memcpy(&v, &bits, sizeof(v));
+			k = hash_double(v, &h) ? H_KNOWN : H_UNIQUE;
+			return push_hashed(s, k, h, 1, v);
+		}
+	case 'N': /* NONE */
+		return push_hashed(s, H_KNOWN, NONE_HASH, 0, 0);
 	case 0x88: /* NEWTRUE */
 	case 0x89: /* NEWFALSE */
-		return push(s, K_VALUE, NULL, 0);
+		return push_hashed(s, H_KNOWN, s->op == 0x88, 1, s->op == 0x88);
 	case ')': /* EMPTY_TUPLE */
-		return push_container(s, K_VALUE, 1, false);
+	{
+		struct item t = {.kind = K_VALUE, .depth = 1};
+
+		t.hash_kind = hash_items(NULL, 0, false, &t.hash);
+		return push_container(s, t, false);
+	}
 	case '}':  /* EMPTY_DICT */
 	case ']':  /* EMPTY_LIST */
 	case 0x8f: /* EMPTY_SET */
-		return push_container(s, K_VALUE, 1, true);
+		return push_container(s, (struct item){.kind = K_VALUE, .depth = 1}, true);
 	case 'T':  /* BINSTRING */
 	case 'B':  /* BINBYTES */
 	case 'U':  /* SHORT_BINSTRING */
@@ -596,13 +902,33 @@ static int step_op(struct scan *s)
 									   : 8;
 		if ((r = counted(s, arglen, &arg, &arglen)) < 0)
 			return r;
-		return push(s, K_VALUE, NULL, 0);
+		if (s->op == 0x96)
+			return push(s, K_VALUE, NULL, 0); /* bytearray: no hash */
+		if (s->op == 0x8a || s->op == 0x8b) {
+			int64_t v = 0;
+
+			if (arglen > 0 && arglen <= 8) {
+				uint64_t u = le((const unsigned char *)arg, arglen);
+
+				if (arglen < 8 && (u >> (8 * arglen - 1)))
+					u |= ~UINT64_C(0) << (8 * arglen);
+				v = (int64_t)u;
+			}
+			return push_hashed(s, H_KNOWN,
+					   hash_long((const unsigned char *)arg, arglen),
+					   arglen <= 8, (double)v);
+		}
+		return push_hashed(s, H_KNOWN, hash_bytes(arg, arglen), 0, 0);
 	case 'X':  /* BINUNICODE */
 	case 0x8c: /* SHORT_BINUNICODE */
 	case 0x8d: /* BINUNICODE8 */
 		if ((r = counted(s, s->op == 'X' ? 4 : s->op == 0x8c ? 1 : 8, &arg, &arglen)) < 0)
 			return r;
-		return push(s, K_STR, arg, arglen);
+		return push_item(s, (struct item){.kind = K_STR,
+						  .str = arg,
+						  .str_len = arglen,
+						  .hash_kind = H_KNOWN,
+						  .hash = hash_bytes(arg, arglen)});
 	case 'a': /* APPEND */
 		depth = 1;
 		if ((r = pop_value(s, &depth)) < 0)
@@ -611,11 +937,20 @@ static int step_op(struct scan *s)
 	case 'e':  /* APPENDS */
 	case 'u':  /* SETITEMS */
 	case 0x90: /* ADDITEMS */
+		idx = mark_index(s);
+		if (s->op != 'e' && idx >= 2 && s->stack[idx - 2].obj &&
+		    (r = count_keys(s, s->stack[idx - 2].obj, s->stack + idx, s->n_stack - idx,
+				    s->op == 'u' ? 2 : 1, NULL)) < 0)
+			return r;
 		depth = 1;
 		if ((r = pop_mark(s, &depth)) < 0)
 			return r;
 		return grow(s, depth);
 	case 's': /* SETITEM */
+		if (s->n_stack >= 3 && s->stack[s->n_stack - 3].obj &&
+		    (r = count_key(s, s->stack[s->n_stack - 3].obj, &s->stack[s->n_stack - 2],
+				   NULL)) < 0)
+			return r;
 		depth = 1;
 		if ((r = pop_value(s, &depth)) < 0 || (r = pop_value(s, &depth)) < 0)
 			return r;
@@ -624,18 +959,61 @@ static int step_op(struct scan *s)
 	case 'l':  /* LIST */
 	case 't':  /* TUPLE */
 	case 0x91: /* FROZENSET */
-		depth = 1;
-		if ((r = pop_mark(s, &depth)) < 0)
+	{
+		struct item c = {.kind = K_VALUE, .depth = 1};
+		bool shared = false;
+		size_t n;
+
+		idx = mark_index(s);
+		n = s->n_stack - idx;
+		if (s->op == 'd')
+			/* The object push_container() makes. */
+			r = count_keys(s, s->n_objs + 1, s->stack + idx, n, 2, NULL);
+		else if (s->op == 0x91)
+			r = count_keys(s, UINT32_MAX - s->n_frozensets++, s->stack + idx, n, 1,
+				       &shared);
+		else
+			r = 0;
+		if (r < 0)
 			return r;
-		return push_container(s, K_VALUE, depth, s->op == 'd' || s->op == 'l');
+		if (s->op == 't' || s->op == 0x91)
+			c.hash_kind = hash_items(s->stack + idx, n, s->op == 0x91, &c.hash);
+		/* Equal items are one element of a frozenset: its hash would be
+		 * another. */
+		if (shared && c.hash_kind == H_KNOWN)
+			c.hash_kind = H_SUSPECT;
+		if (s->op == 't' && n > 0 && n <= 2 && s->stack[idx].n_nums == 1 &&
+		    s->stack[s->n_stack - 1].n_nums == 1) {
+			c.n_nums = (unsigned)n;
+			c.nums[0] = s->stack[idx].nums[0];
+			c.nums[1] = s->stack[s->n_stack - 1].nums[0];
+		}
+		if ((r = pop_mark(s, &c.depth)) < 0)
+			return r;
+		return push_container(s, c, s->op == 'd' || s->op == 'l');
+	}
 	case 0x85: /* TUPLE1 */
 	case 0x86: /* TUPLE2 */
 	case 0x87: /* TUPLE3 */
-		depth = 1;
-		for (int i = 0; i <= s->op - 0x85; i++)
-			if ((r = pop_value(s, &depth)) < 0)
+	{
+		struct item c = {.kind = K_VALUE, .depth = 1};
+		size_t n = (size_t)(s->op - 0x85) + 1;
+
+		if (s->n_stack >= n) {
+			const struct item *items = s->stack + s->n_stack - n;
+
+			c.hash_kind = hash_items(items, n, false, &c.hash);
+			if (n <= 2 && items[0].n_nums == 1 && items[n - 1].n_nums == 1) {
+				c.n_nums = (unsigned)n;
+				c.nums[0] = items[0].nums[0];
+				c.nums[1] = items[n - 1].nums[0];
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			if ((r = pop_value(s, &c.depth)) < 0)
 				return r;
-		return push_container(s, K_VALUE, depth, false);
+		return push_container(s, c, false);
+	}
 	case 'g': /* GET */
 		if ((r = parse_index(s, &idx)) < 0)
 			return r;
@@ -790,6 +1168,7 @@ static int prescan(const void *data, size_t len, enum sb_result_channel channel,
 	free(s.memo);
 	free(s.memo_set);
 	free(s.objs);
+	free(s.counts);
 	return r;
 }
 

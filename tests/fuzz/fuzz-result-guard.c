@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						       .max_memo = 4,
 						       .max_marks = 3,
 						       .max_stack = 8,
-						       .max_depth = 5};
+						       .max_depth = 5,
+						       .max_same_hash = 2};
 	char err[512], what[256];
 	int r[4], small, check;
 

@@ -60,8 +60,8 @@ def collide():
 
 @sandbox
 def collide_frame():
-    body = b'(' + b''.join(b'\\x8a\\x08' + (k * P).to_bytes(8, 'little', signed=True)
-                           for k in range(1, 40001))
+    body = b'(' + b''.join(b'\\x8a\\x10' + (k * P).to_bytes(16, 'little', signed=True)
+                           for k in range(1, 25001))
     os.write(3, frame(b'V', b'\\x80\\x05\\x8f' + body + b'\\x90.'))
     os._exit(0)
 
@@ -101,6 +101,23 @@ ATTACKS = {
                 print("inject:", i, "protocol", "nobody asked for" in str(e))
             time.sleep(0.3)
     ''',
+    "collide": '''
+        import time
+        for f in (collide, collide_frame):
+            t = time.monotonic()
+            try:
+                f()
+                print("collide: no error")
+            except RestrictedUnpicklingError as e:
+                print("collide: refused", "share one hash value" in str(e)
+                      or "a set made by calling builtins.set" in str(e))
+            print("collide: fast", time.monotonic() - t < 5)
+        try:  # collide_frame's worker left with os._exit
+            echo(0)
+        except SandBoxProtocolError:
+            pass
+        print("collide: after", echo(7))
+    ''',
 }
 
 
@@ -138,12 +155,24 @@ def test_forged_reply_does_not_shift_replies(partial):
     assert "inject: 2 43" in r.stdout, r.stdout
 
 
+def test_hash_collisions_refused(partial):
+    """A4: 40,000 keys of one hash value (quadratic to insert, with the GIL
+    held: minutes): refused before anything is built."""
+    r = run_attack(partial, ATTACKS["collide"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("collide: refused True") == 2, r.stdout
+    assert r.stdout.count("collide: fast True") == 2, r.stdout
+    assert "collide: after 7" in r.stdout, r.stdout
+
+
 def test_attacks_as_nobody(partial_nobody):
     provider = "landlock" if LANDLOCK_ABI >= 1 else "subprocess"
-    body = ATTACKS["deep"] + ATTACKS["exit"] + ATTACKS["inject"] + '    print("survived")\n'
+    body = (ATTACKS["deep"] + ATTACKS["exit"] + ATTACKS["inject"] + ATTACKS["collide"]
+            + '    print("survived")\n')
     r = run_attack(partial_nobody, body, provider)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert "deep: refused True" in r.stdout, r.stdout
     assert r.stdout.count("exit: after 42") == 2, r.stdout
     assert "'mine'" not in r.stdout and "inject: 2 43" in r.stdout, r.stdout
+    assert r.stdout.count("collide: refused True") == 2, r.stdout
     assert "survived" in r.stdout

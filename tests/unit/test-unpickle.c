@@ -527,6 +527,149 @@ static void test_base_exception_lies(void)
 	Py_XDECREF(e);
 }
 
+/* Keys of one hash value: building a dict or set of n of them compares each
+ * with the others, quadratic with the GIL held (40,000 ints k * (2**61 - 1)
+ * froze the caller for minutes). The prescan computes CPython's hash of
+ * numbers and tuples and refuses more than 64 keys of one value in one dict
+ * or set; each stream below collides only if its hash is computed exactly
+ * as CPython does (64 keys or fewer without the right hash). */
+static void test_hash_collisions(void)
+{
+	static const struct {
+		const char *value;
+		const char *what;
+	} colliding[] = {
+	    {"{k * HM for k in range(1, 101)}", "100 ints k * (2**61 - 1) in a set"},
+	    {"{-k * HM: 0 for k in range(1, 101)}", "100 negative ints as dict keys"},
+	    {"frozenset(k * HM for k in range(1, 101))", "100 ints in a frozenset"},
+	    {"{3 + i * HM for i in range(4, 54)} | {3.0 * 2.0 ** (-61 * j) for j in range(1, 18)}",
+	     "50 ints and 17 floats of hash 3"},
+	    {"{complex(1000003 * 100 + 5 - 1000003 * i, i) for i in range(100)}",
+	     "100 complex numbers of one hash"},
+	    {"{t: 1 for t in colliding_pairs(100)}", "100 pairs of ints of one tuple hash"},
+	    {"{(None, t) for t in colliding_pairs(100)}", "100 tuples holding None and a pair"},
+	    {"{('k', k * HM) for k in range(1, 101)}", "100 tuples of a str and a colliding int"},
+	    /* x * 2**61 hashes as x. */
+	    {"{complex(0.1 * 2.0 ** (61 * j), -3.7 * 2.0 ** (61 * i)) for i in range(-4, 5) "
+	     "for j in range(-4, 5)}",
+	     "81 complex numbers of one hash"},
+	    {"{f: 0 for f in colliding_frozensets(100)}", "100 frozensets of two ints of one hash"},
+	};
+	static const char *const legit[] = {
+	    "set(range(100000))",
+	    "{str(i): i for i in range(30000)}",
+	    "{2.0 ** e for e in range(-1074, 1024)}",
+	    "{(i, -i, float(i)) for i in range(20000)}",
+	    "{complex(i, -i) for i in range(20000)}",
+	    "{frozenset((i, i + 1)) for i in range(10000)}",
+	    "{-1: 1, -2: 2, None: 3, True: 4, (): 5, b'x': 6, 'x': 7, float('nan'): 8}",
+	};
+	char err[1024];
+
+	PyRun_SimpleString(
+	    "HM = (1 << 61) - 1\n"
+	    "def colliding_pairs(n):\n"
+	    "    M = 1 << 64\n"
+	    "    P1, P2, P5 = 11400714785074694791, 14029467366897019727, "
+	    "2870177450012600261\n"
+	    "    rotl = lambda x: ((x << 31) | (x >> 33)) % M\n"
+	    "    rotr = lambda x: ((x >> 31) | (x << 33)) % M\n"
+	    "    z = rotr(12345 * pow(P1, -1, M) % M)\n"
+	    "    out, i = [], 0\n"
+	    "    while len(out) < n:\n"
+	    "        i += 1\n"
+	    "        a1 = rotl((P5 + i * P2) % M) * P1 % M\n"
+	    "        h2 = (z - a1) * pow(P2, -1, M) % M\n"
+	    "        h2 = h2 - M if h2 >= M // 2 else h2\n"
+	    "        if -HM < h2 < HM and h2 != -1:\n"
+	    "            out.append((i, h2))\n"
+	    "    assert len({hash(t) for t in out}) == 1\n"
+	    "    return out\n"
+	    "def colliding_frozensets(n):\n"
+	    "    M = 1 << 64\n"
+	    "    sh = lambda h: (((h ^ 89869747) ^ (h << 16)) * 3644798167) % M\n"
+	    "    def unsh(v):\n"
+	    "        w = v * pow(3644798167, -1, M) % M ^ 89869747\n"
+	    "        return (w ^ (w << 16) ^ (w << 32) ^ (w << 48)) % M\n"
+	    "    out, i = [], 0\n"
+	    "    while len(out) < n:\n"
+	    "        i += 1\n"
+	    "        h = unsh(sh(1) ^ sh(2) ^ sh(i))\n"
+	    "        h = h - M if h >= M // 2 else h\n"
+	    "        if -HM < h < HM and h != -1 and h not in (1, 2) and i not in (1, 2):\n"
+	    "            out.append(frozenset((i, h)))\n"
+	    "    assert len({hash(f) for f in out}) == 1\n"
+	    "    return out\n");
+	for (size_t i = 0; i < ELEMENTSOF(colliding); i++) {
+		PyObject *b = pickled(colliding[i].value, 5);
+
+		if (!b) {
+			tap_ok(false, "%s", colliding[i].what);
+			continue;
+		}
+		refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), SB_CHANNEL_DATA_ONLY,
+			    "keys of one dict or set share one hash value", colliding[i].what);
+		refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), SB_CHANNEL_EXCEPTION,
+			    "keys of one dict or set share one hash value", colliding[i].what);
+		Py_DECREF(b);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(legit); i++) {
+		PyObject *data = pickled(legit[i], 5), *v;
+
+		v = data ? load(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+				SB_CHANNEL_DATA_ONLY, err, sizeof(err))
+			 : NULL;
+		tap_ok(v != NULL, "%s passes", legit[i]);
+		if (!v)
+			tap_diag("%s", err);
+		Py_XDECREF(v);
+		Py_XDECREF(data);
+		PyErr_Clear();
+	}
+	/* The scan's hash of each value is CPython's: with 64 ints of
+	 * CPython's hash of it (of its sign), the 65th key passes the limit
+	 * only if the scan hashes it the same. */
+	{
+		static const char *const values[] = {
+		    "1.5",	     "-2.5e-300",    "5e-324",	      "1.7976931348623157e308",
+		    "-0.1",	     "float('inf')", "float('-inf')", "2**200 + 12345",
+		    "-(2**300) - 7", "-(2**63)",     "2**64 - 1",     "-1",
+		};
+
+		for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+			char expr[256];
+			PyObject *b;
+
+			snprintf(
+			    expr, sizeof(expr),
+			    "[{%s} | {(lambda h: h + k * HM if h >= 0 else h - k * HM)(hash(%s)) "
+			    "for k in range(100, 164)}]",
+			    values[i], values[i]);
+			b = pickled(expr, 5);
+			if (!b) {
+				tap_ok(false, "%s", values[i]);
+				continue;
+			}
+			refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b),
+				    SB_CHANNEL_DATA_ONLY,
+				    "keys of one dict or set share one hash value", values[i]);
+			Py_DECREF(b);
+		}
+	}
+	/* set(list) would insert keys the scan does not see; pickle never
+	 * writes it (EMPTY_SET/ADDITEMS, FROZENSET). */
+	{
+		PyObject *b = stream("P(G('builtins', 'set') + b']' + b'K\\x01a' + b'\\x85R.')");
+
+		if (b) {
+			refused_for(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b),
+				    SB_CHANNEL_DATA_ONLY, "a set made by calling builtins.set",
+				    "set([1]) by REDUCE");
+			Py_DECREF(b);
+		}
+	}
+}
+
 int main(void)
 {
 	PyPreConfig pre;
@@ -566,5 +709,6 @@ int main(void)
 	test_large();
 	test_nesting();
 	test_base_exception_lies();
+	test_hash_collisions();
 	return tap_done();
 }
