@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <ctype.h>
 
 #include "util.h"
 
@@ -152,7 +154,19 @@ enum hash_kind {
 	H_UNIQUE,  /* NaN: hashed by identity, never collides */
 };
 
-enum ctor { C_OTHER, C_COMPLEX, C_SET };
+enum ctor {
+	C_OTHER,
+	C_COMPLEX,
+	C_SET,
+	C_FRACTION,
+	C_DECIMAL,
+	C_UUID,
+	C_IPV6_ADDRESS,
+	C_IPV4_NETWORK,
+	C_IPV4_INTERFACE,
+	C_IPV6_NETWORK,
+	C_IPV6_INTERFACE,
+};
 
 struct item {
 	enum kind kind;
@@ -169,6 +183,11 @@ struct item {
 	 * (complex()'s arguments). */
 	unsigned n_nums;
 	double nums[2];
+	/* The same for ints, as magnitude mod 2**61 - 1 and sign (Fraction()'s
+	 * arguments). A tuple of one str keeps it in str (Decimal()'s). */
+	unsigned n_ints;
+	uint64_t imod[2];
+	bool ineg[2];
 	/* K_GLOBAL: builtins.complex, set or frozenset. */
 	enum ctor ctor;
 };
@@ -186,6 +205,12 @@ struct obj {
 	 * reference to a container still on the stack (a cycle: a list holding
 	 * itself) does not count. */
 	bool placed;
+	/* A uuid.UUID made by NEWOBJ: its hash is its int's, which BUILD sets
+	 * (hash_kind, hash). For a dict: those of its "int" entry (a UUID's
+	 * state). */
+	enum ctor ctor;
+	enum hash_kind hash_kind;
+	uint64_t hash;
 };
 
 struct scan {
@@ -256,13 +281,6 @@ static uint64_t hash_signed(uint64_t mag_mod, bool negative)
 	return hash_fix(negative ? (uint64_t)0 - mag_mod : mag_mod);
 }
 
-static uint64_t hash_int64(int64_t v)
-{
-	uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-
-	return hash_signed(mag % HASH_MODULUS, v < 0);
-}
-
 /* r * 256 + b mod HASH_MODULUS, r < HASH_MODULUS: multiplying by 2**8 is a
  * rotation of the 61 bits. */
 static uint64_t mod_shift_add(uint64_t r, uint64_t b)
@@ -272,8 +290,9 @@ static uint64_t mod_shift_add(uint64_t r, uint64_t b)
 	return r >= HASH_MODULUS ? r - HASH_MODULUS : r;
 }
 
-/* A little-endian two's complement integer of n bytes (LONG1, LONG4). */
-static uint64_t hash_long(const unsigned char *p, size_t n)
+/* A little-endian two's complement integer of n bytes (LONG1, LONG4): its
+ * magnitude mod HASH_MODULUS, and its sign. */
+static uint64_t long_mod(const unsigned char *p, size_t n, bool *ret_negative)
 {
 	bool negative = n > 0 && (p[n - 1] & 0x80);
 	uint64_t r = 0, pow256 = 1;
@@ -287,7 +306,89 @@ static uint64_t hash_long(const unsigned char *p, size_t n)
 		r = pow256 >= r ? pow256 - r : pow256 + HASH_MODULUS - r;
 		r = r >= HASH_MODULUS ? r - HASH_MODULUS : r;
 	}
-	return hash_signed(r, negative);
+	*ret_negative = negative;
+	return r;
+}
+
+static uint64_t mulmod(uint64_t a, uint64_t b)
+{
+	return (uint64_t)((unsigned __int128)a * b % HASH_MODULUS);
+}
+
+static uint64_t powmod(uint64_t b, uint64_t e)
+{
+	uint64_t r = 1;
+
+	for (b %= HASH_MODULUS; e; e >>= 1, b = mulmod(b, b))
+		if (e & 1)
+			r = mulmod(r, b);
+	return r;
+}
+
+/* fractions.Fraction.__hash__ of n/d (before reduction: the residue of n/d
+ * is the same unless both are multiples of the modulus, and then this says
+ * infinity for all of them, which only counts more keys as colliding). */
+static uint64_t hash_ratio(uint64_t n, bool n_negative, uint64_t d, bool d_negative)
+{
+	uint64_t h = d == 0 ? HASH_INF : mulmod(n, powmod(d, HASH_MODULUS - 2));
+
+	return hash_signed(h, n != 0 && n_negative != d_negative);
+}
+
+/* decimal.Decimal.__hash__ of the text str(Decimal) writes: [-]digits[.digits]
+ * [E[+-]digits], Infinity, NaN, sNaN. false when it is some other text (the
+ * constructor also takes spaces, underscores, other digits...). */
+static bool hash_decimal(const char *t, size_t n, enum hash_kind *ret_kind, uint64_t *ret)
+{
+	const char *end = t + n;
+	bool negative = false, digits = false;
+	uint64_t coef = 0;
+	int64_t exp = 0, e = 0;
+
+	if (t < end && (*t == '-' || *t == '+'))
+		negative = *t++ == '-';
+	if ((size_t)(end - t) == 8 && strncasecmp(t, "Infinity", 8) == 0) {
+		*ret_kind = H_KNOWN;
+		*ret = hash_signed(HASH_INF, negative);
+		return true;
+	}
+	if (((size_t)(end - t) >= 3 && strncasecmp(t, "NaN", 3) == 0) ||
+	    ((size_t)(end - t) >= 4 && strncasecmp(t, "sNaN", 4) == 0)) {
+		/* Hashed by identity; a signaling NaN cannot be hashed. */
+		*ret_kind = H_UNIQUE;
+		return true;
+	}
+	for (; t < end && *t >= '0' && *t <= '9'; t++, digits = true)
+		coef = mulmod(coef, 10) + (uint64_t)(*t - '0');
+	if (t < end && *t == '.')
+		for (t++; t < end && *t >= '0' && *t <= '9'; t++, digits = true, exp--)
+			coef = mulmod(coef, 10) + (uint64_t)(*t - '0');
+	if (!digits)
+		return false;
+	if (t < end && (*t == 'e' || *t == 'E')) {
+		bool e_negative = false, e_digits = false;
+
+		if (++t < end && (*t == '-' || *t == '+'))
+			e_negative = *t++ == '-';
+		for (; t < end && *t >= '0' && *t <= '9'; t++, e_digits = true) {
+			if (e > INT64_MAX / 20)
+				return false;
+			e = e * 10 + (*t - '0');
+		}
+		if (!e_digits)
+			return false;
+		exp += e_negative ? -e : e;
+	}
+	if (t != end)
+		return false;
+	coef %= HASH_MODULUS;
+	/* 10 ** exp, for a negative exp the inverse of 10 to its power. */
+	coef = mulmod(coef, exp >= 0 ? powmod(10, (uint64_t)exp % (HASH_MODULUS - 1))
+				     : powmod(powmod(10, HASH_MODULUS - 2),
+					      (uint64_t)(-exp) % (HASH_MODULUS - 1)));
+	*ret_kind = H_KNOWN;
+	*ret = hash_signed(coef, negative);
+	return true;
 }
 
 /* _Py_HashDouble; false for NaN (hashed by identity). */
@@ -339,14 +440,28 @@ static uint64_t hash_bytes(const void *p, size_t n)
 #define XXPRIME_2 UINT64_C(14029467366897019727)
 #define XXPRIME_5 UINT64_C(2870177450012600261)
 
+/* An item's hash: a UUID's is its object's, set by BUILD. */
+static void key_hash(const struct scan *s, const struct item *it, enum hash_kind *ret_kind,
+		     uint64_t *ret)
+{
+	const struct obj *o = s && it->obj ? &s->objs[it->obj - 1] : NULL;
+
+	*ret_kind = o && o->ctor == C_UUID ? o->hash_kind : it->hash_kind;
+	*ret = o && o->ctor == C_UUID ? o->hash : it->hash;
+}
+
 /* The hash of a tuple, frozenset (frozen) of items, or why there is none. */
-static enum hash_kind hash_items(const struct item *items, size_t n, bool frozen, uint64_t *ret)
+static enum hash_kind hash_items(const struct scan *s, const struct item *items, size_t n,
+				 bool frozen, uint64_t *ret)
 {
 	enum hash_kind k = H_KNOWN;
 	uint64_t acc = frozen ? 0 : XXPRIME_5;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct item *it = &items[i];
+		struct item eff = items[i];
+		const struct item *it = &eff;
+
+		key_hash(s, &items[i], &eff.hash_kind, &eff.hash);
 
 		if (it->hash_kind == H_OPAQUE)
 			return H_OPAQUE;
@@ -387,12 +502,15 @@ struct hash_count {
  * *shared (optional) is set when the key's hash was already there. */
 static int count_key(struct scan *s, size_t container, const struct item *key, bool *shared)
 {
+	enum hash_kind kind;
 	uint64_t h, slot;
 
-	if (key->hash_kind == H_OPAQUE || key->hash_kind == H_UNIQUE)
+	key_hash(s, key, &kind, &h);
+	if (kind == H_OPAQUE || kind == H_UNIQUE)
 		return 0;
 	/* Numbers the scan cannot hash are counted as if they shared one. */
-	h = key->hash_kind == H_SUSPECT ? UINT64_C(0x5555555555555555) : key->hash;
+	if (kind == H_SUSPECT)
+		h = UINT64_C(0x5555555555555555);
 	if (2 * (s->n_counts + 1) > s->cap_counts) {
 		size_t cap = s->cap_counts ? s->cap_counts * 2 : 1024;
 		struct hash_count *n = calloc(cap, sizeof(*n));
@@ -445,6 +563,19 @@ static int count_keys(struct scan *s, size_t container, const struct item *items
 	return 0;
 }
 
+/* A dict's "int" entry, the state of a UUID: its hash, kept on the dict. */
+static void note_entries(struct scan *s, size_t dict, const struct item *items, size_t n)
+{
+	for (size_t i = 0; dict && i + 1 < n; i += 2)
+		if (items[i].kind == K_STR && items[i].str_len == 3 &&
+		    memcmp(items[i].str, "int", 3) == 0) {
+			s->objs[dict - 1].hash_kind =
+			    items[i + 1].n_ints == 1 ? H_KNOWN : H_SUSPECT;
+			s->objs[dict - 1].hash =
+			    hash_signed(items[i + 1].imod[0], items[i + 1].ineg[0]);
+		}
+}
+
 /* Where the last MARK is (the items above it start one higher). */
 static size_t mark_index(const struct scan *s)
 {
@@ -475,6 +606,156 @@ static int push_item(struct scan *s, struct item it)
 	if (it.kind == K_MARK && ++s->marks > s->lim->max_marks)
 		return refuse(s, "MARK nesting deeper than %zu", s->lim->max_marks);
 	return 0;
+}
+
+/* The hash of the tuple CPython hashes for an ipaddress value, from ints
+ * given mod the modulus. */
+static uint64_t hash_int_tuple(const uint64_t *mods, const bool *none, size_t n)
+{
+	struct item items[3] = {{0}};
+	uint64_t h = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		items[i].hash_kind = H_KNOWN;
+		items[i].hash = none[i] ? NONE_HASH : hash_signed(mods[i], false);
+	}
+	hash_items(NULL, items, n, false, &h);
+	return h;
+}
+
+static uint64_t mod128(unsigned __int128 v)
+{
+	return (uint64_t)(v % HASH_MODULUS);
+}
+
+/* Decimal digits, no sign, no leading zero, at most max. */
+static bool parse_small(const char *t, size_t n, unsigned max, unsigned *ret)
+{
+	unsigned v = 0;
+
+	if (n == 0 || n > 3 || (n > 1 && t[0] == '0'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(t[i] - '0');
+	}
+	*ret = v;
+	return v <= max;
+}
+
+/* a.b.c.d as str() writes it. */
+static bool parse_ipv4(const char *t, size_t n, unsigned __int128 *ret)
+{
+	uint32_t v = 0;
+
+	for (int part = 0; part < 4; part++) {
+		const char *dot = part < 3 ? memchr(t, '.', n) : t + n;
+		unsigned b;
+
+		if (!dot || !parse_small(t, (size_t)(dot - t), 255, &b))
+			return false;
+		v = v << 8 | b;
+		if (part < 3) {
+			n -= (size_t)(dot - t) + 1;
+			t = dot + 1;
+		}
+	}
+	*ret = v;
+	return true;
+}
+
+/* Hex groups with at most one "::", as str() writes it (no scope, no
+ * dotted tail). */
+static bool parse_ipv6(const char *t, size_t n, unsigned __int128 *ret)
+{
+	unsigned head[8], tail[8];
+	int n_head = 0, n_tail = 0;
+	unsigned __int128 v = 0;
+	bool gap = false;
+	size_t i = 0;
+
+	if (n >= 2 && t[0] == ':' && t[1] == ':') {
+		gap = true;
+		i = 2;
+	}
+	while (i < n) {
+		unsigned g = 0, digits = 0;
+
+		for (; i < n && isxdigit((unsigned char)t[i]); i++) {
+			if (++digits > 4)
+				return false;
+			g = g * 16 + (unsigned)(isdigit((unsigned char)t[i])
+						    ? t[i] - '0'
+						    : tolower((unsigned char)t[i]) - 'a' + 10);
+		}
+		if (digits == 0 || n_head + n_tail >= 8)
+			return false;
+		if (gap)
+			tail[n_tail++] = g;
+		else
+			head[n_head++] = g;
+		if (i == n)
+			break;
+		if (t[i++] != ':' || i == n)
+			return false;
+		if (t[i] == ':') {
+			if (gap)
+				return false;
+			gap = true;
+			i++;
+		}
+	}
+	if (gap ? n_head + n_tail > 7 : n_head != 8)
+		return false;
+	for (int k = 0; k < n_head; k++)
+		v = v << 16 | head[k];
+	for (int k = n_head + n_tail; k < 8; k++)
+		v <<= 16;
+	for (int k = 0; k < n_tail; k++)
+		v = v << 16 | tail[k];
+	*ret = v;
+	return true;
+}
+
+/* The hash of ipaddress.IPv4Network("a.b.c.d/p") and the like, from the
+ * text their pickling writes: hash(int(network) ^ int(netmask)) for a
+ * network, hash((ip, prefixlen, int(network))) for an interface. */
+static bool hash_ip(enum ctor ctor, const char *t, size_t n, uint64_t *ret)
+{
+	bool v6 = ctor == C_IPV6_NETWORK || ctor == C_IPV6_INTERFACE;
+	unsigned bits = v6 ? 128 : 32, prefix;
+	const char *slash = memchr(t, '/', n);
+	unsigned __int128 ip, mask;
+
+	if (!slash || !parse_small(slash + 1, (size_t)(t + n - slash - 1), bits, &prefix) ||
+	    !(v6 ? parse_ipv6(t, (size_t)(slash - t), &ip)
+		 : parse_ipv4(t, (size_t)(slash - t), &ip)))
+		return false;
+	mask = prefix == 0 ? 0 : (~(unsigned __int128)0 << (128 - prefix)) >> (128 - bits);
+	if (ctor == C_IPV4_NETWORK || ctor == C_IPV6_NETWORK) {
+		*ret = hash_signed(mod128((ip & mask) ^ mask), false);
+	} else {
+		uint64_t mods[3] = {mod128(ip), prefix, mod128(ip & mask)};
+		bool none[3] = {false, false, false};
+
+		*ret = hash_int_tuple(mods, none, 3);
+	}
+	return true;
+}
+
+/* An int: its magnitude mod 2**61 - 1, its sign, and as a float when it
+ * fits in 64 bits. */
+static int push_int(struct scan *s, uint64_t mod, bool negative, bool fits, double num)
+{
+	return push_item(s, (struct item){.kind = K_VALUE,
+					  .hash_kind = H_KNOWN,
+					  .hash = hash_signed(mod, negative),
+					  .n_nums = fits,
+					  .nums = {num, 0},
+					  .n_ints = 1,
+					  .imod = {mod, 0},
+					  .ineg = {negative, false}});
 }
 
 static int push_hashed(struct scan *s, enum hash_kind k, uint64_t h, unsigned n_nums, double num)
@@ -717,6 +998,32 @@ static int parse_index(struct scan *s, uint64_t *ret)
 	return 0;
 }
 
+/* The classes whose instances the collision check hashes. */
+static enum ctor ctor_of(const char *m, const char *n)
+{
+	static const struct {
+		const char *module, *name;
+		enum ctor ctor;
+	} table[] = {
+	    {"builtins", "complex", C_COMPLEX},
+	    {"builtins", "set", C_SET},
+	    {"builtins", "frozenset", C_SET},
+	    {"fractions", "Fraction", C_FRACTION},
+	    {"decimal", "Decimal", C_DECIMAL},
+	    {"uuid", "UUID", C_UUID},
+	    {"ipaddress", "IPv6Address", C_IPV6_ADDRESS},
+	    {"ipaddress", "IPv4Network", C_IPV4_NETWORK},
+	    {"ipaddress", "IPv4Interface", C_IPV4_INTERFACE},
+	    {"ipaddress", "IPv6Network", C_IPV6_NETWORK},
+	    {"ipaddress", "IPv6Interface", C_IPV6_INTERFACE},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(table); i++)
+		if (streq(m, table[i].module) && streq(n, table[i].name))
+			return table[i].ctor;
+	return C_OTHER;
+}
+
 static int stack_global(struct scan *s)
 {
 	struct item name = {0}, module = {0};
@@ -749,7 +1056,8 @@ static int stack_global(struct scan *s)
 		if (sb_result_denied_global(m, n))
 			return refuse(s, "global '%s.%s' is in the result guard's denylist", m, n);
 		if (sb_result_checked_constructor(m, n))
-			return push(s, K_CONSTRUCTOR, NULL, 0);
+			return push_item(
+			    s, (struct item){.kind = K_CONSTRUCTOR, .ctor = ctor_of(m, n)});
 		break;
 	case SB_CHANNEL_OBJECTS:
 		if (sb_result_denied_global(m, n))
@@ -758,12 +1066,31 @@ static int stack_global(struct scan *s)
 	case SB_CHANNEL_OBJECTS_NOGUARD:
 		break;
 	}
-	return push_item(s, (struct item){.kind = K_GLOBAL,
-					  .ctor = !streq(m, "builtins") ? C_OTHER
-						  : streq(n, "complex") ? C_COMPLEX
-						  : streq(n, "set") || streq(n, "frozenset")
-						      ? C_SET
-						      : C_OTHER});
+	return push_item(s, (struct item){.kind = K_GLOBAL, .ctor = ctor_of(m, n)});
+}
+
+/* A tuple of n items, as the arguments of complex(), Fraction() or
+ * Decimal(). */
+static void tuple_args(struct item *t, const struct item *items, size_t n)
+{
+	if (n == 0 || n > 2)
+		return;
+	if (items[0].n_nums == 1 && items[n - 1].n_nums == 1) {
+		t->n_nums = (unsigned)n;
+		t->nums[0] = items[0].nums[0];
+		t->nums[1] = items[n - 1].nums[0];
+	}
+	if (items[0].n_ints == 1 && items[n - 1].n_ints == 1) {
+		t->n_ints = (unsigned)n;
+		t->imod[0] = items[0].imod[0];
+		t->ineg[0] = items[0].ineg[0];
+		t->imod[1] = items[n - 1].imod[0];
+		t->ineg[1] = items[n - 1].ineg[0];
+	}
+	if (n == 1 && items[0].kind == K_STR) {
+		t->str = items[0].str;
+		t->str_len = items[0].str_len;
+	}
 }
 
 /* REDUCE, NEWOBJ, NEWOBJ_EX: the callable must be a global the channel
@@ -805,8 +1132,49 @@ static int build_call(struct scan *s, size_t n_args, enum kind result)
 			}
 		}
 	}
+	/* Fraction and Decimal hash as the rational they are: n * (2**61 - 1)
+	 * collide as ints do, and are compared in Python. */
+	if (callable.ctor == C_FRACTION) {
+		made.hash_kind = H_SUSPECT;
+		if (n_args == 1 && args.kind == K_VALUE && args.n_ints == 1) {
+			made.hash_kind = H_KNOWN;
+			made.hash = hash_signed(args.imod[0], args.ineg[0]);
+		} else if (n_args == 1 && args.kind == K_VALUE && args.n_ints == 2) {
+			made.hash_kind = H_KNOWN;
+			made.hash =
+			    hash_ratio(args.imod[0], args.ineg[0], args.imod[1], args.ineg[1]);
+		}
+	}
+	if (callable.ctor == C_DECIMAL &&
+	    !(n_args == 1 && args.kind == K_VALUE && args.str &&
+	      hash_decimal(args.str, args.str_len, &made.hash_kind, &made.hash)))
+		made.hash_kind = H_SUSPECT;
+	/* hash((ip, scope_id)), the scope None: what its pickling keeps. */
+	if (callable.ctor == C_IPV6_ADDRESS) {
+		made.hash_kind = H_SUSPECT;
+		if (n_args == 1 && args.kind == K_VALUE && args.n_ints == 1 && !args.ineg[0]) {
+			uint64_t mods[2] = {args.imod[0], 0};
+			bool none[2] = {false, true};
+
+			made.hash_kind = H_KNOWN;
+			made.hash = hash_int_tuple(mods, none, 2);
+		}
+	}
+	if (callable.ctor >= C_IPV4_NETWORK && callable.ctor <= C_IPV6_INTERFACE) {
+		made.hash_kind = H_SUSPECT;
+		if (n_args == 1 && args.kind == K_VALUE && args.str &&
+		    hash_ip(callable.ctor, args.str, args.str_len, &made.hash))
+			made.hash_kind = H_KNOWN;
+	}
 	/* What a call makes may hold its arguments: as deep, and more. */
-	return push_container(s, made, true);
+	if ((r = push_container(s, made, true)) < 0)
+		return r;
+	/* A UUID gets its hash with its state (BUILD). */
+	if (callable.ctor == C_UUID) {
+		s->objs[s->n_objs - 1].ctor = C_UUID;
+		s->objs[s->n_objs - 1].hash_kind = H_SUSPECT;
+	}
+	return 0;
 }
 
 static int step_op(struct scan *s)
@@ -855,8 +1223,9 @@ static int step_op(struct scan *s)
 		s->p += arglen;
 		{
 			int64_t v = s->op == 'J' ? (int64_t)(int32_t)(uint32_t)idx : (int64_t)idx;
+			uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
-			return push_hashed(s, H_KNOWN, hash_int64(v), 1, (double)v);
+			return push_int(s, mag % HASH_MODULUS, v < 0, true, (double)v);
 		}
 	case 'G': /* BINFLOAT (big-endian) */
 		if ((r = need(s, 8)) < 0)
@@ -877,12 +1246,12 @@ static int step_op(struct scan *s)
 		return push_hashed(s, H_KNOWN, NONE_HASH, 0, 0);
 	case 0x88: /* NEWTRUE */
 	case 0x89: /* NEWFALSE */
-		return push_hashed(s, H_KNOWN, s->op == 0x88, 1, s->op == 0x88);
+		return push_int(s, s->op == 0x88, false, true, s->op == 0x88);
 	case ')': /* EMPTY_TUPLE */
 	{
 		struct item t = {.kind = K_VALUE, .depth = 1};
 
-		t.hash_kind = hash_items(NULL, 0, false, &t.hash);
+		t.hash_kind = hash_items(s, NULL, 0, false, &t.hash);
 		return push_container(s, t, false);
 	}
 	case '}':  /* EMPTY_DICT */
@@ -914,9 +1283,10 @@ static int step_op(struct scan *s)
 					u |= ~UINT64_C(0) << (8 * arglen);
 				v = (int64_t)u;
 			}
-			return push_hashed(s, H_KNOWN,
-					   hash_long((const unsigned char *)arg, arglen),
-					   arglen <= 8, (double)v);
+			bool negative = false;
+			uint64_t mod = long_mod((const unsigned char *)arg, arglen, &negative);
+
+			return push_int(s, mod, negative, arglen <= 8, (double)v);
 		}
 		return push_hashed(s, H_KNOWN, hash_bytes(arg, arglen), 0, 0);
 	case 'X':  /* BINUNICODE */
@@ -942,6 +1312,8 @@ static int step_op(struct scan *s)
 		    (r = count_keys(s, s->stack[idx - 2].obj, s->stack + idx, s->n_stack - idx,
 				    s->op == 'u' ? 2 : 1, NULL)) < 0)
 			return r;
+		if (s->op == 'u' && idx >= 2)
+			note_entries(s, s->stack[idx - 2].obj, s->stack + idx, s->n_stack - idx);
 		depth = 1;
 		if ((r = pop_mark(s, &depth)) < 0)
 			return r;
@@ -951,6 +1323,8 @@ static int step_op(struct scan *s)
 		    (r = count_key(s, s->stack[s->n_stack - 3].obj, &s->stack[s->n_stack - 2],
 				   NULL)) < 0)
 			return r;
+		if (s->n_stack >= 3)
+			note_entries(s, s->stack[s->n_stack - 3].obj, s->stack + s->n_stack - 2, 2);
 		depth = 1;
 		if ((r = pop_value(s, &depth)) < 0 || (r = pop_value(s, &depth)) < 0)
 			return r;
@@ -977,20 +1351,21 @@ static int step_op(struct scan *s)
 		if (r < 0)
 			return r;
 		if (s->op == 't' || s->op == 0x91)
-			c.hash_kind = hash_items(s->stack + idx, n, s->op == 0x91, &c.hash);
+			c.hash_kind = hash_items(s, s->stack + idx, n, s->op == 0x91, &c.hash);
 		/* Equal items are one element of a frozenset: its hash would be
 		 * another. */
 		if (shared && c.hash_kind == H_KNOWN)
 			c.hash_kind = H_SUSPECT;
-		if (s->op == 't' && n > 0 && n <= 2 && s->stack[idx].n_nums == 1 &&
-		    s->stack[s->n_stack - 1].n_nums == 1) {
-			c.n_nums = (unsigned)n;
-			c.nums[0] = s->stack[idx].nums[0];
-			c.nums[1] = s->stack[s->n_stack - 1].nums[0];
-		}
+		if (s->op == 't')
+			tuple_args(&c, s->stack + idx, n);
 		if ((r = pop_mark(s, &c.depth)) < 0)
 			return r;
-		return push_container(s, c, s->op == 'd' || s->op == 'l');
+		if ((r = push_container(s, c, s->op == 'd' || s->op == 'l')) < 0)
+			return r;
+		/* pop_mark() left the items where they were. */
+		if (s->op == 'd')
+			note_entries(s, s->n_objs, s->stack + idx, n);
+		return 0;
 	}
 	case 0x85: /* TUPLE1 */
 	case 0x86: /* TUPLE2 */
@@ -1002,12 +1377,8 @@ static int step_op(struct scan *s)
 		if (s->n_stack >= n) {
 			const struct item *items = s->stack + s->n_stack - n;
 
-			c.hash_kind = hash_items(items, n, false, &c.hash);
-			if (n <= 2 && items[0].n_nums == 1 && items[n - 1].n_nums == 1) {
-				c.n_nums = (unsigned)n;
-				c.nums[0] = items[0].nums[0];
-				c.nums[1] = items[n - 1].nums[0];
-			}
+			c.hash_kind = hash_items(s, items, n, false, &c.hash);
+			tuple_args(&c, items, n);
 		}
 		for (size_t i = 0; i < n; i++)
 			if ((r = pop_value(s, &c.depth)) < 0)
@@ -1068,6 +1439,16 @@ static int step_op(struct scan *s)
 		return build_call(s, 2, K_NEWOBJ);
 	case 'b': /* BUILD */
 		depth = 1;
+		if (s->n_stack >= 2 && s->stack[s->n_stack - 2].obj &&
+		    s->objs[s->stack[s->n_stack - 2].obj - 1].ctor == C_UUID) {
+			struct obj *u = &s->objs[s->stack[s->n_stack - 2].obj - 1];
+			const struct item *state = &s->stack[s->n_stack - 1];
+
+			u->hash_kind = state->obj && s->objs[state->obj - 1].hash_kind != H_OPAQUE
+					   ? s->objs[state->obj - 1].hash_kind
+					   : H_SUSPECT;
+			u->hash = state->obj ? s->objs[state->obj - 1].hash : 0;
+		}
 		if ((r = pop_value(s, &depth)) < 0)
 			return r;
 		if (s->n_stack == 0)

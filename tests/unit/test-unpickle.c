@@ -554,6 +554,23 @@ static void test_hash_collisions(void)
 	     "for j in range(-4, 5)}",
 	     "81 complex numbers of one hash"},
 	    {"{f: 0 for f in colliding_frozensets(100)}", "100 frozensets of two ints of one hash"},
+	    /* Compared in Python: hours for 40,000. */
+	    {"{fractions.Fraction(k * HM, 7) for k in range(1, 101)}", "100 Fractions of hash 0"},
+	    {"{fractions.Fraction(1 + 3 * k * HM, 3) for k in range(100)}",
+	     "100 Fractions of the hash of 1/3"},
+	    {"{decimal.Decimal(k * HM) for k in range(1, 101)}", "100 Decimals of hash 0"},
+	    {"{decimal.Decimal(k * HM).scaleb(-7) for k in range(1, 101)}",
+	     "100 Decimals with a fraction part, of hash 0"},
+	    {"{uuid.UUID(int=k * HM) for k in range(1, 101)}", "100 UUIDs of hash 0"},
+	    {"{ipaddress.IPv6Address(k * HM) for k in range(1, 101)}",
+	     "100 IPv6 addresses of one hash"},
+	    {"{ipaddress.IPv6Network((k * HM) << 8 ^ ((1 << 128) - 256), 120) "
+	     "for k in range(1, 101)}",
+	     "100 IPv6 networks of one hash"},
+	    {"{ipaddress.IPv6Interface((k * HM, 0)) for k in range(1, 101)}",
+	     "100 IPv6 interfaces /0 of one hash"},
+	    {"{ipaddress.IPv6Interface((k * HM, 128)) for k in range(1, 101)}",
+	     "100 IPv6 interfaces /128 of one hash"},
 	};
 	static const char *const legit[] = {
 	    "set(range(100000))",
@@ -562,6 +579,11 @@ static void test_hash_collisions(void)
 	    "{(i, -i, float(i)) for i in range(20000)}",
 	    "{complex(i, -i) for i in range(20000)}",
 	    "{frozenset((i, i + 1)) for i in range(10000)}",
+	    "{fractions.Fraction(i, 7) for i in range(5000)}",
+	    "{decimal.Decimal(i) / 7 for i in range(5000)}",
+	    "{uuid.UUID(int=i) for i in range(5000)}",
+	    "{ipaddress.ip_network(f'10.{i >> 8}.{i & 255}.0/24') for i in range(5000)}",
+	    "{ipaddress.ip_interface(f'2001:db8::{i:x}/64') for i in range(5000)}",
 	    "{-1: 1, -2: 2, None: 3, True: 4, (): 5, b'x': 6, 'x': 7, float('nan'): 8}",
 	};
 	char err[1024];
@@ -631,9 +653,37 @@ static void test_hash_collisions(void)
 	 * only if the scan hashes it the same. */
 	{
 		static const char *const values[] = {
-		    "1.5",	     "-2.5e-300",    "5e-324",	      "1.7976931348623157e308",
-		    "-0.1",	     "float('inf')", "float('-inf')", "2**200 + 12345",
-		    "-(2**300) - 7", "-(2**63)",     "2**64 - 1",     "-1",
+		    "1.5",
+		    "-2.5e-300",
+		    "5e-324",
+		    "1.7976931348623157e308",
+		    "-0.1",
+		    "float('inf')",
+		    "float('-inf')",
+		    "2**200 + 12345",
+		    "-(2**300) - 7",
+		    "-(2**63)",
+		    "2**64 - 1",
+		    "-1",
+		    "fractions.Fraction(-7, 3)",
+		    "fractions.Fraction(2**100, 3**50)",
+		    "fractions.Fraction(5)",
+		    "decimal.Decimal('-1.5e-7')",
+		    "decimal.Decimal('12345.678E+20')",
+		    "decimal.Decimal('-Infinity')",
+		    "decimal.Decimal('0E-10')",
+		    "decimal.Decimal('1E-1000')",
+		    "decimal.Decimal(2**200).scaleb(-300)",
+		    "uuid.UUID(int=2**127 + 12345)",
+
+		    "ipaddress.ip_network('10.1.0.0/16')",
+		    "ipaddress.ip_network('0.0.0.0/0')",
+		    "ipaddress.ip_interface('192.168.3.7/20')",
+		    "ipaddress.ip_network('2001:db8::/32')",
+		    "ipaddress.ip_network('::/0')",
+		    "ipaddress.ip_network('::1/128')",
+		    "ipaddress.ip_network('fe80:0:0:1::/64')",
+
 		};
 
 		for (size_t i = 0; i < ELEMENTSOF(values); i++) {
@@ -686,14 +736,15 @@ int main(void)
 	if (PyStatus_Exception(Py_InitializeFromConfig(&config)))
 		return tap_skip_all("no Python");
 	PyConfig_Clear(&config);
-	PyRun_SimpleString("import collections, decimal, fractions, functools, pickle, uuid\n"
-			   "def S(s):\n"
-			   "    b = s.encode()\n"
-			   "    return b'\\x8c' + bytes([len(b)]) + b\n"
-			   "def G(module, name):\n"
-			   "    return S(module) + S(name) + b'\\x93'\n"
-			   "def P(body):\n"
-			   "    return b'\\x80\\x05' + body\n");
+	PyRun_SimpleString(
+	    "import collections, decimal, fractions, functools, ipaddress, pickle, uuid\n"
+	    "def S(s):\n"
+	    "    b = s.encode()\n"
+	    "    return b'\\x8c' + bytes([len(b)]) + b\n"
+	    "def G(module, name):\n"
+	    "    return S(module) + S(name) + b'\\x93'\n"
+	    "def P(body):\n"
+	    "    return b'\\x80\\x05' + body\n");
 	globals = PyModule_GetDict(PyImport_AddModule("__main__"));
 	pickle = PyImport_ImportModule("pickle");
 	dumps = pickle ? PyObject_GetAttrString(pickle, "dumps") : NULL;
