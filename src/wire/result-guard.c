@@ -496,6 +496,18 @@ struct hash_count {
 	uint32_t count;
 };
 
+/* Where (hash, container) starts in a table of cap (a power of two)
+ * entries: the high bits of a multiplicative hash. */
+static uint64_t count_slot(uint64_t hash, size_t container, size_t cap)
+{
+	/* splitmix64's finalizer: keys differing in any bit spread. */
+	uint64_t x = hash ^ (uint64_t)container * XXPRIME_1;
+
+	x = (x ^ x >> 30) * UINT64_C(0xbf58476d1ce4e5b9);
+	x = (x ^ x >> 27) * UINT64_C(0x94d049bb133111eb);
+	return (x ^ x >> 31) & (cap - 1);
+}
+
 /* One more key of hash h in container: more than max_same_hash keys of one
  * hash value in one dict or set is refused (CPython's pickler never writes
  * a key twice, so these are distinct keys, compared with each other).
@@ -522,19 +534,19 @@ static int count_key(struct scan *s, size_t container, const struct item *key, b
 
 			if (!c->container)
 				continue;
-			slot = (c->hash ^ c->container * XXPRIME_1) * XXPRIME_2 % cap;
+			slot = count_slot(c->hash, c->container, cap);
 			while (n[slot].container)
-				slot = (slot + 1) % cap;
+				slot = (slot + 1) & (cap - 1);
 			n[slot] = *c;
 		}
 		free(s->counts);
 		s->counts = n;
 		s->cap_counts = cap;
 	}
-	slot = (h ^ container * XXPRIME_1) * XXPRIME_2 % s->cap_counts;
+	slot = count_slot(h, container, s->cap_counts);
 	while (s->counts[slot].container &&
 	       (s->counts[slot].container != container || s->counts[slot].hash != h))
-		slot = (slot + 1) % s->cap_counts;
+		slot = (slot + 1) & (s->cap_counts - 1);
 	if (!s->counts[slot].container) {
 		s->counts[slot] = (struct hash_count){h, (uint32_t)container, 0};
 		s->n_counts++;
