@@ -484,6 +484,34 @@ static PyObject *raise_start_error(const char *data, size_t len)
 	return NULL;
 }
 
+/* Exactly one reply per request. The sandboxed code holds the channel (fd 3)
+ * and can write a complete reply frame of its own before returning: the
+ * parent would take it as this call's reply and the real one as the next
+ * call's. So the channel of an idle worker must be empty: before a request
+ * and right after a reply (a cheap non-blocking peek), pending bytes are a
+ * protocol violation and the worker is killed. 0, or -1 with
+ * SandBoxProtocolError set. */
+static int check_idle(const struct exchange *x, const char *when)
+{
+	char byte;
+	ssize_t n = recv(x->slot->child.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+	char delay[32];
+
+	/* Nothing (EAGAIN), or a closed channel the next read or write reports
+	 * as a crash. */
+	if (n <= 0)
+		return 0;
+	drop_worker(x, false, NULL);
+	record_crash();
+	snprintf(delay, sizeof(delay), "%.1f s", backoff_delay(core.n_crashes));
+	PyErr_Format(exc_class(SB_EXC_PROTOCOL),
+		     "%s: the sandbox worker sent data nobody asked for %s (a reply forged on "
+		     "its channel, or output of a thread still running): it was killed and is "
+		     "restarted on the next call (after %s)",
+		     x->what, when, delay);
+	return -1;
+}
+
 /* Turns a reply that is not a value into the caller's exception. */
 static PyObject *raise_reply(const struct exchange *x, char type, const char *data, size_t len)
 {
@@ -1187,10 +1215,13 @@ static PyObject *remote_call(PyObject *payload, const char *what, double timeout
 	}
 	x.deadline = timeout > 0 ? now_s() + timeout : INFINITY;
 	set_receive_timeout(x.slot, timeout);
-	if (write_channel(&x, SB_FRAME_CALL, PyBytes_AS_STRING(payload),
+	if (check_idle(&x, "before the call") == 0 &&
+	    write_channel(&x, SB_FRAME_CALL, PyBytes_AS_STRING(payload),
 			  (size_t)PyBytes_GET_SIZE(payload)) == 0 &&
 	    read_reply(&x, &type, &data, &len, core.result_limit) == 0) {
-		if (type == SB_FRAME_VALUE)
+		if (check_idle(&x, "after its reply") < 0)
+			result = NULL;
+		else if (type == SB_FRAME_VALUE)
 			result = sb_unpickle(data, len, core.result_limit, core.channel, what);
 		else
 			raise_reply(&x, type, data, len);

@@ -213,11 +213,15 @@ static PyObject *find_class(enum sb_result_channel channel, PyObject *args)
 		return NULL;
 	}
 	obj = resolve(module, name, data);
+	/* Exception, not BaseException: SystemExit, KeyboardInterrupt,
+	 * GeneratorExit or EvalInterrupted rebuilt here would be raised in the
+	 * caller as such (a worker that names its class builtins.SystemExit
+	 * would end the caller), also from a __cause__ or a group member. */
 	if (obj && channel == SB_CHANNEL_EXCEPTION && !data &&
 	    !(PyType_Check(obj) &&
-	      PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)PyExc_BaseException))) {
+	      PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)PyExc_Exception))) {
 		PyErr_Format(sb_exc_class(SB_EXC_RESTRICTED_UNPICKLING),
-			     "global '%s.%s' is not an exception class (the exception channel "
+			     "global '%s.%s' is not an Exception class (the exception channel "
 			     "admits only those and data)",
 			     module, name);
 		Py_CLEAR(obj);
@@ -456,6 +460,32 @@ static bool same_class(PyObject *exc, PyObject *module, PyObject *qualname)
 	return same;
 }
 
+/* What the caller may raise: an Exception (never a BaseException the worker
+ * chose: SystemExit would end the caller), without the __cause__ and
+ * __context__ a BUILD may have set (they never cross), and for a group,
+ * members that pass the same test. The prescan bounds the nesting. */
+static bool raisable(PyObject *exc, int depth)
+{
+	PyObject *members;
+	bool ok = true;
+
+	if (depth > GRAPH_MAX_DEPTH || !PyObject_TypeCheck(exc, (PyTypeObject *)PyExc_Exception))
+		return false;
+	PyException_SetCause(exc, NULL);
+	PyException_SetContext(exc, NULL);
+	((PyBaseExceptionObject *)exc)->suppress_context = 0;
+	if (PyObject_TypeCheck(exc, (PyTypeObject *)PyExc_BaseExceptionGroup) <= 0)
+		return true;
+	members = PyObject_GetAttrString(exc, "exceptions");
+	if (!members || !PyTuple_Check(members))
+		ok = false;
+	for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(members); i++)
+		ok = raisable(PyTuple_GET_ITEM(members, i), depth + 1);
+	Py_XDECREF(members);
+	PyErr_Clear();
+	return ok;
+}
+
 /* The rich form: the exception as pickled by the worker, through the
  * fail-closed channel. NULL without an error when it cannot be used. */
 static PyObject *rich_exception(PyObject *rich, PyObject *module, PyObject *qualname,
@@ -467,10 +497,26 @@ static PyObject *rich_exception(PyObject *rich, PyObject *module, PyObject *qual
 		return NULL;
 	exc = sb_unpickle(PyBytes_AS_STRING(rich), (size_t)PyBytes_GET_SIZE(rich), SIZE_MAX,
 			  SB_CHANNEL_EXCEPTION, what);
-	if (exc && (!PyExceptionInstance_Check(exc) || !same_class(exc, module, qualname)))
+	if (exc && (!PyExceptionInstance_Check(exc) || !same_class(exc, module, qualname) ||
+		    !raisable(exc, 0)))
 		Py_CLEAR(exc);
 	PyErr_Clear();
 	return exc;
+}
+
+/* Whether the descriptor names a BaseException that is not an Exception in
+ * this process (SystemExit under an exception frame: a worker lying about
+ * which frame it sends). */
+static bool names_base_exception(PyObject *module, PyObject *qualname)
+{
+	PyObject *cls = resolve(PyUnicode_AsUTF8(module), PyUnicode_AsUTF8(qualname), false);
+	bool base = cls && PyType_Check(cls) &&
+		    PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)PyExc_BaseException) &&
+		    !PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)PyExc_Exception);
+
+	Py_XDECREF(cls);
+	PyErr_Clear();
+	return base;
 }
 
 /* The descriptor fallback: the class from sys.modules, made with __new__;
@@ -523,7 +569,7 @@ PyObject *sb_raise_remote_exception(const char *data, size_t len, bool base, con
 		PyErr_Clear();
 		return refused(what, "a malformed exception descriptor");
 	}
-	if (base) {
+	if (base || names_base_exception(module, qualname)) {
 		exc = PyObject_CallFunction(
 		    sb_exc_class(SB_EXC_BASE_EXCEPTION), "N",
 		    PyUnicode_FromFormat("%U.%U: %U (raised by the sandboxed call %s; the "
@@ -537,6 +583,15 @@ PyObject *sb_raise_remote_exception(const char *data, size_t len, bool base, con
 			exc = PyObject_CallFunction(
 			    sb_exc_class(SB_EXC_PROTOCOL), "N",
 			    PyUnicode_FromFormat("%U.%U: %U", module, qualname, message));
+	}
+	/* Whatever the frame said, the caller never raises a BaseException
+	 * that is not an Exception from the worker. */
+	if (exc && !PyObject_TypeCheck(exc, (PyTypeObject *)PyExc_Exception)) {
+		Py_SETREF(exc,
+			  PyObject_CallFunction(
+			      sb_exc_class(SB_EXC_BASE_EXCEPTION), "N",
+			      PyUnicode_FromFormat("%U.%U: %U (raised by the sandboxed call %s)",
+						   module, qualname, message, what)));
 	}
 	if (exc) {
 		annotate(exc, denials, tb);

@@ -24,6 +24,13 @@ struct sb_prescan_limits {
 	size_t max_memo;  /* memo entries, and the largest memo index */
 	size_t max_marks; /* MARK nesting */
 	size_t max_stack;
+	/* Nesting of the containers the unpickler rebuilds: CPython hashes a
+	 * tuple used as a key by recursing in C without a limit, a stack
+	 * overflow a few hundred thousand levels down. */
+	size_t max_depth;
+	/* Keys of one dict, set or frozenset sharing one hash value: each is
+	 * compared with the others, quadratic with the GIL held. */
+	size_t max_same_hash;
 };
 
 extern const struct sb_prescan_limits sb_prescan_default_limits;

@@ -17,8 +17,13 @@ static const char *const channel_names[] = {"data-only", "objects", "objects-nog
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct sb_prescan_limits tight = {
-	    .max_bytes = 4096, .max_opcodes = 64, .max_memo = 4, .max_marks = 3, .max_stack = 8};
+	static const struct sb_prescan_limits tight = {.max_bytes = 4096,
+						       .max_opcodes = 64,
+						       .max_memo = 4,
+						       .max_marks = 3,
+						       .max_stack = 8,
+						       .max_depth = 5,
+						       .max_same_hash = 2};
 	char err[512], what[256];
 	int r[4], small, check;
 
