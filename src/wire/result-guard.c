@@ -190,6 +190,13 @@ struct item {
 	bool ineg[2];
 	/* K_GLOBAL: builtins.complex, set or frozenset. */
 	enum ctor ctor;
+	/* As a key itself (not inside a tuple), it shares its hash with at most
+	 * one other key of its sort, so count_key() need not count it: an int
+	 * of magnitude below 2**61 - 1 hashes to itself (-1 and -2 share), and
+	 * the real hash of a str or bytes is keyed per process (the stand-in
+	 * above would not see its collisions anyway). The common keys of large
+	 * replies, counted, cost a cache miss each in the table. */
+	bool lone_key;
 };
 
 /* A container later opcodes can add to (APPEND, SETITEM, ADDITEMS, BUILD):
@@ -517,6 +524,8 @@ static int count_key(struct scan *s, size_t container, const struct item *key, b
 	enum hash_kind kind;
 	uint64_t h, slot;
 
+	if (key->lone_key)
+		return 0;
 	key_hash(s, key, &kind, &h);
 	if (kind == H_OPAQUE || kind == H_UNIQUE)
 		return 0;
@@ -758,9 +767,10 @@ static bool hash_ip(enum ctor ctor, const char *t, size_t n, uint64_t *ret)
 
 /* An int: its magnitude mod 2**61 - 1, its sign, and as a float when it
  * fits in 64 bits. */
-static int push_int(struct scan *s, uint64_t mod, bool negative, bool fits, double num)
+static int push_int(struct scan *s, uint64_t mod, bool negative, bool fits, double num, bool small)
 {
 	return push_item(s, (struct item){.kind = K_VALUE,
+					  .lone_key = small,
 					  .hash_kind = H_KNOWN,
 					  .hash = hash_signed(mod, negative),
 					  .n_nums = fits,
@@ -1237,7 +1247,8 @@ static int step_op(struct scan *s)
 			int64_t v = s->op == 'J' ? (int64_t)(int32_t)(uint32_t)idx : (int64_t)idx;
 			uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
-			return push_int(s, mag % HASH_MODULUS, v < 0, true, (double)v);
+			/* |v| < 2**31: already below the modulus. */
+			return push_int(s, mag, v < 0, true, (double)v, true);
 		}
 	case 'G': /* BINFLOAT (big-endian) */
 		if ((r = need(s, 8)) < 0)
@@ -1258,7 +1269,7 @@ static int step_op(struct scan *s)
 		return push_hashed(s, H_KNOWN, NONE_HASH, 0, 0);
 	case 0x88: /* NEWTRUE */
 	case 0x89: /* NEWFALSE */
-		return push_int(s, s->op == 0x88, false, true, s->op == 0x88);
+		return push_int(s, s->op == 0x88, false, true, s->op == 0x88, true);
 	case ')': /* EMPTY_TUPLE */
 	{
 		struct item t = {.kind = K_VALUE, .depth = 1};
@@ -1297,10 +1308,16 @@ static int step_op(struct scan *s)
 			}
 			bool negative = false;
 			uint64_t mod = long_mod((const unsigned char *)arg, arglen, &negative);
+			/* Below 2**61 - 1 in magnitude: INT64_MIN is not. */
+			bool small = arglen <= 8 && v != INT64_MIN &&
+				     (uint64_t)(v < 0 ? -v : v) < HASH_MODULUS;
 
-			return push_int(s, mod, negative, arglen <= 8, (double)v);
+			return push_int(s, mod, negative, arglen <= 8, (double)v, small);
 		}
-		return push_hashed(s, H_KNOWN, hash_bytes(arg, arglen), 0, 0);
+		return push_item(s, (struct item){.kind = K_VALUE,
+						  .lone_key = true,
+						  .hash_kind = H_KNOWN,
+						  .hash = hash_bytes(arg, arglen)});
 	case 'X':  /* BINUNICODE */
 	case 0x8c: /* SHORT_BINUNICODE */
 	case 0x8d: /* BINUNICODE8 */
@@ -1309,6 +1326,7 @@ static int step_op(struct scan *s)
 		return push_item(s, (struct item){.kind = K_STR,
 						  .str = arg,
 						  .str_len = arglen,
+						  .lone_key = true,
 						  .hash_kind = H_KNOWN,
 						  .hash = hash_bytes(arg, arglen)});
 	case 'a': /* APPEND */
