@@ -529,6 +529,29 @@ out:
  * code is the runtime's only when the import machinery runs a module for
  * an import, or a code generator of the standard library runs what it
  * built; site-packages keeps its exemption (attrs, pydantic). */
+/* A code object with no bytecode (a Cython function's, see
+ * extension_traceback_code()) is for tracebacks: run, the interpreter
+ * reads its first instruction past the end of the object. Refused whoever
+ * runs it, whatever the grants. */
+static int refuse_bytecode_less(PyCodeObject *code)
+{
+	static const char what[] = "running a code object with no bytecode";
+	const char *file = PyUnicode_AsUTF8(code->co_filename);
+	_cleanup_free_ char *message = NULL;
+
+	PyErr_Clear();
+	if (asprintf(&message,
+		     "%s ('%s') is refused by the API guard: the interpreter would read its "
+		     "instructions past the end of the object",
+		     what, file ? file : "?") < 0) {
+		message = NULL;
+		PyErr_NoMemory();
+		return -1;
+	}
+	sb_raise_api_error(what, sb_api_category_name(SB_API_DYNAMIC_CODE), message);
+	return -1;
+}
+
 static int on_exec_code(PyObject *args)
 {
 	PyObject *code = PyTuple_GetItem(args, 0);
@@ -537,6 +560,9 @@ static int on_exec_code(PyObject *args)
 
 	if (!code)
 		PyErr_Clear();
+	/* A code object's size is its count of instructions. */
+	if (code && PyCode_Check(code) && Py_SIZE(code) == 0)
+		return refuse_bytecode_less((PyCodeObject *)code);
 	if (m >= 0)
 		return check_module_rerun(m);
 	/* The standard library's file name on code that is not a module body
@@ -665,6 +691,23 @@ static bool asked_by_program(void)
 	return who == SB_ASKED_BY_PROGRAM || who == SB_ASKED_BY_NOBODY;
 }
 
+/* Cython (0.29 on 3.11: PyCode_NewEmpty() then replace(); 3.x's limited
+ * API: CodeType()) gives each of its functions a code object for its
+ * tracebacks while its module initialises: no bytecode, a name of its own
+ * source ("yaml/_yaml.pyx", "stringsource"). The library extension's C code
+ * making one is its own act. Only a bytecode-less one: a C callable the
+ * program planted (a finalizer whose partial() maps CodeType over its
+ * arguments) runs under the same frames when gc strikes meanwhile, and
+ * must get nothing it could run. */
+static bool extension_traceback_code(PyObject *args)
+{
+	PyObject *bytecode = PyTuple_Size(args) >= 1 ? PyTuple_GET_ITEM(args, 0) : NULL;
+
+	PyErr_Clear();
+	return bytecode && PyBytes_CheckExact(bytecode) && PyBytes_GET_SIZE(bytecode) == 0 &&
+	       sb_guard_library_extension_acting();
+}
+
 /* code.__new__ (CodeType(), code.replace()): (code, filename, name, ...).
  * A code object given the standard library's file name passes only when
  * the standard library derives it from its own (types.coroutine()), one
@@ -684,7 +727,7 @@ static int on_code_new(PyObject *args)
 	if (name && sb_guard_is_site_file(name) && !site_compiles_own_name(name))
 		return sb_code_refuse_laundering("making a code object", name);
 	if (sb_api_category_allowed(SB_API_DYNAMIC_CODE) || sb_code_derived_by_stdlib() ||
-	    sb_api_caller_in_site_packages())
+	    sb_api_caller_in_site_packages() || extension_traceback_code(args))
 		return 0;
 	return sb_api_deny_outside_registry("code.__new__() (building a code object)",
 					    SB_API_DYNAMIC_CODE);

@@ -11,6 +11,7 @@
  * standard library directly. */
 #include "guard-imports.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 
 #include "guard-observer.h"
@@ -651,6 +652,40 @@ static PyObject *executed_module_name(PyObject *module)
 	return PyModule_GetNameObject(module);
 }
 
+/* Whether _imp's create_dynamic(spec) or exec_dynamic(module) works on an
+ * extension module of the standard library or a site-packages tree: for
+ * create, the file it loads (the spec's origin, which it reads itself); for
+ * exec, the shared object the module's definition lies in, which no
+ * attribute the program can write names. A file outside those trees is
+ * not: the program's own C code is its own (a spec of the program's that
+ * names another file to _imp's own read would load the program's C code,
+ * which no audit event binds anyway). */
+static bool library_extension(const char *function, PyObject *const *args, Py_ssize_t nargs)
+{
+	PyObject *origin;
+	PyModuleDef *def;
+	Dl_info info;
+	const char *file;
+	bool library;
+
+	if (nargs < 1)
+		return false;
+	if (streq(function, "exec_dynamic")) {
+		def = PyModule_Check(args[0]) ? PyModule_GetDef(args[0]) : NULL;
+		PyErr_Clear();
+		return def && dladdr(def, &info) && info.dli_fname &&
+		       sb_guard_is_library_file(info.dli_fname);
+	}
+	if (!streq(function, "create_dynamic"))
+		return false;
+	origin = PyObject_GetAttrString(args[0], "origin");
+	file = origin && PyUnicode_Check(origin) ? PyUnicode_AsUTF8(origin) : NULL;
+	library = file && sb_guard_is_library_file(file);
+	PyErr_Clear();
+	Py_XDECREF(origin);
+	return library;
+}
+
 int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t nargs,
 		       struct sb_import_request *r)
 {
@@ -684,8 +719,10 @@ int sb_guard_imp_enter(const char *function, PyObject *const *args, Py_ssize_t n
 	if (ret == 0 && sb_guard_armed() && !exec)
 		ret = sb_guard_module_loading(module);
 open:
-	if (ret == 0)
+	if (ret == 0) {
 		sb_guard_request_enter(r, module, !reload);
+		r->library_extension = module && library_extension(function, args, nargs);
+	}
 	Py_XDECREF(name);
 	return ret;
 }

@@ -337,6 +337,7 @@ void sb_guard_request_enter(struct sb_import_request *r, const char *name, bool 
 	r->outer = requests;
 	r->frame = PyEval_GetFrame();
 	r->c_code = c_code;
+	r->library_extension = false;
 	requests = r;
 }
 
@@ -356,6 +357,20 @@ static const char *frame_file(PyFrameObject *frame)
 		PyErr_Clear();
 	Py_DECREF(code);
 	return file;
+}
+
+bool sb_guard_library_extension_acting(void)
+{
+	const struct sb_import_request *top = requests;
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	const char *file;
+
+	/* The program calling _imp itself drives it: its frame is the
+	 * request's, and what runs is its act. */
+	if (!top || !top->library_extension || !frame || (void *)frame != top->frame)
+		return false;
+	file = frame_file(frame);
+	return file && sb_guard_is_import_machinery(file);
 }
 
 /* From the innermost frame outwards, past the import machinery's frames:

@@ -69,6 +69,11 @@ struct sb_import_request {
 	/* An extension or built-in module's creation or execution: the names
 	 * its C code imports are written in it, its own. */
 	bool c_code;
+	/* _imp making or executing an extension module whose shared object
+	 * lies in the standard library's or a site-packages tree (the file
+	 * _imp loads, or the one the module's definition lives in): its C code
+	 * is the library's (sb_guard_library_extension_acting()). */
+	bool library_extension;
 };
 
 /* Opens a request for name (copied; NULL: none known), asked by the
@@ -99,6 +104,14 @@ enum sb_requester {
  * SB_ASKED_BY_PROGRAM) is that frame. No exception is left set. */
 enum sb_requester sb_guard_requester(const struct sb_import_request **ret_request,
 				     PyFrameObject **ret_frame);
+/* Whether the C code of a library extension module is acting on its own
+ * account now: the innermost request is _imp making or executing such a
+ * module for the import machinery (the request's frame is the machinery's)
+ * and no Python frame has been pushed since (the innermost frame is still
+ * the request's), so no Python code of the program is running. A C callable
+ * the program planted (a finalizer that gc runs meanwhile) runs under the
+ * same frames: what this exempts must be harmless in any hands. */
+bool sb_guard_library_extension_acting(void);
 /* Whether code of this file (a co_filename) is the import machinery. */
 bool sb_guard_is_import_machinery(const char *file);
 /* Whether frame is executing an import statement (IMPORT_NAME) for name
