@@ -531,12 +531,17 @@ static const struct {
  * process, its auxv and its brk), PR_SET_DUMPABLE (would let other processes
  * of the uid ptrace it), PR_SET_PTRACER, PR_SET_SECCOMP, PR_SET_SECUREBITS,
  * PR_SET_KEEPCAPS, PR_CAP_AMBIENT, PR_CAPBSET_DROP, PR_SET_IO_FLUSHER,
- * PR_SET_SYSCALL_USER_DISPATCH... */
+ * PR_SET_SYSCALL_USER_DISPATCH... Nor PR_SET_PDEATHSIG, for every policy:
+ * the parent-death signal python-sb sets is what ends the program when
+ * the process it must not outlive dies — the timeout supervisor, the
+ * partial-mode caller (src/worker/worker.c) — and the program would clear
+ * it (0, or a signal it ignores) to outlive them. A program's wish to have
+ * a child of its own die with it is no need worth that (the PID namespace
+ * of unshare, bwrap, firejail takes the children anyway). */
 static const struct {
 	unsigned option;
 	const char *name;
 } prctl_table[] = {
-    {PR_SET_PDEATHSIG, "PR_SET_PDEATHSIG"},
     {PR_GET_PDEATHSIG, "PR_GET_PDEATHSIG"},
     {PR_GET_DUMPABLE, "PR_GET_DUMPABLE"},
     {PR_GET_KEEPCAPS, "PR_GET_KEEPCAPS"},

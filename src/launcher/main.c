@@ -271,7 +271,7 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	struct sb_supervise_options supervise;
 	struct sb_supervise_result res;
 	struct sb_wrap_launch launch;
-	bool is_child = true, wrapper;
+	bool is_child = true, wrapper, lifeline;
 	int r, status = 0, exit_code = 0;
 
 	r = sb_boundary_build_base(e->profile, e->provider, mode, &boundary);
@@ -354,12 +354,20 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 	 * the parent has written by the fork costs the program a copy-on-write
 	 * fault when it writes it again, and the interpreter's pre-initialisation
 	 * and configuration write a few hundred (bench/README.md, issue 19). */
-	if (sb_boundary_supervise(&boundary, &supervise) || e->report) {
+	/* A partial-mode worker under a wrapper lives while the launching
+	 * python-sb does, which dies with the caller (worker.c): the status
+	 * pipe's SIGKILL (wrap.c) is that lifeline. Not in the program's
+	 * process, where its code could clear O_ASYNC or close the pipe and
+	 * outlive the caller (firejail has no --die-with-parent): in a
+	 * supervisor, forked (an exec would close the pipe), which the
+	 * program dies with (PR_SET_PDEATHSIG, which seccomp keeps). */
+	lifeline = e->worker && wrapping->inside;
+	if (sb_boundary_supervise(&boundary, &supervise) || e->report || lifeline) {
 		_cleanup_free_ char *supervisor = NULL;
 
 		/* Without it (a wrapper's or qemu's view of the files), the
 		 * supervisor forks instead. */
-		if (!e->report &&
+		if (!e->report && !lifeline &&
 		    sb_libexec_find(e->self_exe, "python-sb-supervise", SB_SUPERVISE_RELATIVE,
 				    SB_SUPERVISE_PATH, X_OK, &supervisor) == 0)
 			supervise.supervisor_exe = supervisor;

@@ -3,7 +3,9 @@
 #include "core.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -50,6 +52,131 @@ void sb_child_kill_all_from_signal(void)
 			kill(-(pid_t)live_groups[i], SIGKILL);
 }
 
+/* The worker dies with this process through its parent-death signal
+ * (PR_SET_PDEATHSIG, which python-sb sets and seccomp keeps the sandboxed
+ * code from clearing). The kernel sends it when the *thread* that created
+ * the child ends, not the process: a worker spawned by a thread that then
+ * returns (a `with sandboxes()` in a short-lived thread, a call that starts
+ * an extra worker) would be killed with that thread. So every worker is
+ * spawned by one thread of ours that never returns: it ends only with the
+ * process (exit, exec, a fatal signal), which is when the workers must go. */
+struct spawn_request {
+	const char *path;
+	posix_spawn_file_actions_t *fa;
+	posix_spawnattr_t *attr;
+	char *const *argv;
+	char *const *envp;
+	pid_t pid;
+	int r;
+	bool done;
+};
+
+static struct {
+	pthread_mutex_t lock; /* the fields below */
+	pthread_cond_t wake;  /* a request posted, or done */
+	pthread_once_t once;
+	pid_t owner; /* the process the thread runs in; 0: none yet */
+	struct spawn_request *req;
+} spawner = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .once = PTHREAD_ONCE_INIT,
+};
+
+/* A forked child has no spawner thread, and may have been forked while
+ * another thread held the lock: it starts afresh. */
+static void spawner_after_fork(void)
+{
+	spawner.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	spawner.wake = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	spawner.owner = 0;
+	spawner.req = NULL;
+}
+
+static void spawner_register(void)
+{
+	(void)pthread_atfork(NULL, NULL, spawner_after_fork);
+}
+
+static void *spawner_main(void *arg _unused_)
+{
+	pthread_mutex_lock(&spawner.lock);
+	for (;;) {
+		struct spawn_request *q = spawner.req;
+
+		if (!q || q->done) {
+			pthread_cond_wait(&spawner.wake, &spawner.lock);
+			continue;
+		}
+		q->r = posix_spawn(&q->pid, q->path, q->fa, q->attr, q->argv, q->envp);
+		q->done = true;
+		pthread_cond_broadcast(&spawner.wake);
+	}
+	return NULL;
+}
+
+/* Under spawner.lock. Its signals all blocked: the process's signals are
+ * for the interpreter's threads. */
+static int spawner_start(void)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, saved;
+	int r;
+
+	if (spawner.owner == getpid())
+		return 0;
+	r = pthread_attr_init(&attr);
+	if (r != 0)
+		return -r;
+	r = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (r == 0)
+		r = pthread_attr_setstacksize(&attr, 256 * 1024);
+	sigfillset(&all);
+	if (r == 0)
+		r = pthread_sigmask(SIG_SETMASK, &all, &saved);
+	if (r == 0) {
+		r = pthread_create(&thread, &attr, spawner_main, NULL);
+		(void)pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	}
+	pthread_attr_destroy(&attr);
+	if (r != 0)
+		return -r;
+	spawner.owner = getpid();
+	return 0;
+}
+
+/* posix_spawn() run by the spawner thread. 0 or -errno. */
+static int spawn_from_lasting_thread(pid_t *ret_pid, const char *path,
+				     posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
+				     char *const *argv, char *const *envp)
+{
+	struct spawn_request q = {.path = path, .fa = fa, .attr = attr, .argv = argv, .envp = envp};
+	int r;
+
+	r = pthread_once(&spawner.once, spawner_register);
+	if (r != 0)
+		return -r;
+	pthread_mutex_lock(&spawner.lock);
+	r = spawner_start();
+	if (r == 0) {
+		/* One request at a time. */
+		while (spawner.req)
+			pthread_cond_wait(&spawner.wake, &spawner.lock);
+		spawner.req = &q;
+		pthread_cond_broadcast(&spawner.wake);
+		while (!q.done)
+			pthread_cond_wait(&spawner.wake, &spawner.lock);
+		spawner.req = NULL;
+		pthread_cond_broadcast(&spawner.wake);
+		r = -q.r;
+		if (r == 0)
+			*ret_pid = q.pid;
+	}
+	pthread_mutex_unlock(&spawner.lock);
+	return r;
+}
+
 int sb_child_spawn(char *const *argv, char *const *envp, struct sb_child *ret)
 {
 	posix_spawn_file_actions_t fa;
@@ -94,7 +221,7 @@ int sb_child_spawn(char *const *argv, char *const *envp, struct sb_child *ret)
 	if (r == 0)
 		r = -posix_spawnattr_setsigmask(&attr, &none);
 	if (r == 0)
-		r = -posix_spawn(&pid, argv[0], &fa, &attr, argv, envp);
+		r = spawn_from_lasting_thread(&pid, argv[0], &fa, &attr, argv, envp);
 	if (r == 0) {
 		remember(pid);
 		ret->pid = pid;

@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -70,6 +71,42 @@ static void on_sigio(int sig _unused_)
 	if (n == 0 || (n < 0 && errno == ECONNRESET))
 		_exit(0);
 	errno = saved;
+}
+
+/* The SIGIO above needs the worker's cooperation: code in it can block or
+ * ignore SIGIO, or clear O_ASYNC, and the parent's SIGKILL would leave it
+ * running for ever. The kernel's parent-death signal cannot be undone from
+ * in here: PR_SET_PDEATHSIG is refused by seccomp for the program, a change
+ * of uid (which clears it) too, and python-sb's own change of user sets it
+ * again (privileges.c). What runs between us and the program (python-sb-
+ * supervise, the PID namespace's init, a wrapper) dies with us in turn. The
+ * parent spawns its workers from a thread that lasts as long as it does
+ * (src/partial/spawn.c): the signal comes when the thread that forked ends.
+ *
+ * The parent may have died before the prctl(): then no signal will come.
+ * Its pid is the channel's peer (socketpair() records the creator's): still
+ * our parent after the prctl(), it was alive when the signal was armed. */
+static int die_with_parent(int fd, char **reterr)
+{
+	struct ucred peer = {0};
+	socklen_t len = sizeof(peer);
+	pid_t parent;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
+		return sb_error(reterr, -errno, "--pysandboxes-worker: the channel has no peer: %s",
+				strerror(errno));
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return sb_error(reterr, -errno,
+				"--pysandboxes-worker: cannot arrange to die with the parent: %s",
+				strerror(errno));
+	parent = getppid();
+	if (parent != peer.pid)
+		return sb_error(reterr, -ESRCH,
+				"--pysandboxes-worker: the process that opened the channel (%d) is "
+				"not this worker's parent (%d): it is gone, or python-sb was not "
+				"started by the pysandboxes package",
+				(int)peer.pid, (int)parent);
+	return 0;
 }
 
 static int parse_limit(const char *v, size_t *ret)
@@ -148,6 +185,15 @@ int sb_worker_setup(int fd, const char *config, size_t config_len, struct sb_wor
 		*reterr = strdup("--pysandboxes-worker: the descriptor is not a socket (this "
 				 "option is for the pysandboxes package, not for users)");
 		return -EBADF;
+	}
+	/* Under a wrapper (config given), our parent is the wrapper's process:
+	 * the launching python-sb, which the caller spawned, did this; bwrap
+	 * dies with it (--die-with-parent), and the program with a supervisor
+	 * that holds the status pipe's SIGKILL (main.c's run()). */
+	if (!config) {
+		r = die_with_parent(fd, reterr);
+		if (r < 0)
+			return r;
 	}
 	/* Nothing the sandboxed code starts may inherit the channel. */
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)

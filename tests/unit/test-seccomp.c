@@ -926,9 +926,11 @@ static void test_fcntl_prctl(void)
 	    {PR_SET_SECCOMP, "PR_SET_SECCOMP", EPERM},
 	    {PR_CAP_AMBIENT, "PR_CAP_AMBIENT", EPERM},
 	    {PR_SET_SECUREBITS, "PR_SET_SECUREBITS", EPERM},
+	    {PR_SET_PDEATHSIG, "PR_SET_PDEATHSIG", EPERM},
 	    {(long)(1UL << 32 | PR_SET_MM), "PR_SET_MM | 1 << 32", EPERM},
 	    {PR_GET_DUMPABLE, "PR_GET_DUMPABLE", 0},
 	    {PR_GET_NO_NEW_PRIVS, "PR_GET_NO_NEW_PRIVS", 0},
+	    {PR_GET_PDEATHSIG, "PR_GET_PDEATHSIG", 0},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(fcntls); i++) {
