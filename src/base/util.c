@@ -473,7 +473,12 @@ const char *sb_closest_name(const char *word, const char *const *candidates, siz
 
 int sb_memfd_with(const char *name, const void *data, size_t len)
 {
-	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC);
+	return sb_memfd_with_flags(name, data, len, 0);
+}
+
+int sb_memfd_with_flags(const char *name, const void *data, size_t len, unsigned flags)
+{
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | flags);
 	const char *p = data;
 
 	if (fd < 0)

@@ -176,6 +176,8 @@ int sb_read_file(const char *path, size_t max_size, char **ret, size_t *ret_size
 /* A memory file (close-on-exec) holding len bytes of data, at offset 0: the
  * descriptor, or -errno. */
 int sb_memfd_with(const char *name, const void *data, size_t len);
+/* The same with more memfd_create() flags (MFD_ALLOW_SEALING). */
+int sb_memfd_with_flags(const char *name, const void *data, size_t len, unsigned flags);
 
 /* Joins dir and name with one '/'; NULL on OOM. */
 char *sb_path_join(const char *dir, const char *name);

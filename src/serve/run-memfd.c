@@ -13,22 +13,12 @@
 
 int sb_run_readonly_memfd(const char *name, const char *data, size_t len)
 {
-	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	_cleanup_close_ int fd = sb_memfd_with_flags(name, data, len, MFD_ALLOW_SEALING);
 	char path[64];
 	int ro;
 
 	if (fd < 0)
-		return -errno;
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		data += n;
-		len -= (size_t)n;
-	}
+		return fd;
 	if (fcntl(fd, F_ADD_SEALS, STDIN_SEALS) < 0)
 		return -errno;
 	/* A new open file description, read-only, at offset 0: the seals
