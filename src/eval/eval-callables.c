@@ -5,11 +5,11 @@
 
 #include "eval-attr.h"
 #include "eval-errors.h"
-#include "eval-helpers.h"
+#include "eval-format.h"
 #include "eval-iter.h"
 #include "eval-ops.h"
+#include "eval-regex.h"
 #include "eval-runtime.h"
-#include "eval-shims.h"
 #include "eval-state.h"
 #include "util.h"
 
@@ -695,6 +695,13 @@ fail:
 	return NULL;
 }
 
+static sb_eval_shim_fn shim_lookup;
+
+void sb_eval_callables_plug(sb_eval_shim_fn lookup)
+{
+	shim_lookup = lookup;
+}
+
 PyObject *sb_eval_callable_wrap(struct sb_eval_rules *r, PyObject *obj, PyObject *name,
 				PyObject *value)
 {
@@ -719,7 +726,7 @@ PyObject *sb_eval_callable_wrap(struct sb_eval_rules *r, PyObject *obj, PyObject
 		return NULL;
 	}
 	if (e->kind == K_SHIM) {
-		PyObject *shim = sb_eval_shim(r, e->name);
+		PyObject *shim = shim_lookup ? shim_lookup(r, e->name) : NULL;
 
 		if (shim)
 			return Py_NewRef(shim);
@@ -775,4 +782,48 @@ fail:
 	Py_DECREF(seq);
 	Py_DECREF(out);
 	return NULL;
+}
+
+PyObject *sb_eval_attr_result(struct sb_eval_rules *r, PyObject *obj, PyObject *name,
+			      PyObject *value)
+{
+	PyObject *out, *wrapped;
+
+	/* What looks attributes up by a string, or runs big-integer work in
+	 * one C call, comes back guarded (or is refused). */
+	out = sb_eval_callable_wrap(r, obj, name, value);
+	if (!out)
+		return NULL;
+	/* The methods that read attributes or run an engine in C come back
+	 * wrapped, their arguments checked when they are called. */
+	if (PyUnicode_Check(obj) || PyType_Check(obj)) {
+		wrapped = sb_eval_format_wrap(r, obj, name, out);
+		Py_DECREF(out);
+		out = wrapped;
+	}
+	if (out && (PyModule_Check(obj) || !PyType_Check(obj))) {
+		wrapped = sb_eval_regex_wrap(r, obj, name, out);
+		Py_DECREF(out);
+		out = wrapped;
+	}
+	return out;
+}
+
+PyObject *sb_eval_getattr(struct sb_eval_rules *r, PyObject *obj, PyObject *name)
+{
+	PyObject *value, *out;
+
+	if (!PyUnicode_Check(name)) {
+		PyErr_Format(PyExc_TypeError, "attribute name must be string, not '%.200s'",
+			     Py_TYPE(name)->tp_name);
+		return NULL;
+	}
+	if (sb_eval_attr_check(r, name) < 0)
+		return NULL;
+	value = PyObject_GetAttr(obj, name);
+	if (!value)
+		return NULL;
+	out = sb_eval_attr_result(r, obj, name, value);
+	Py_DECREF(value);
+	return out;
 }

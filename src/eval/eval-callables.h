@@ -36,3 +36,21 @@ PyObject *sb_eval_callable_wrap(struct sb_eval_rules *r, PyObject *obj, PyObject
  * reference, NULL with an exception. */
 PyObject *sb_eval_callable_from_import(struct sb_eval_rules *r, PyObject *module,
 				       PyObject *fromlist);
+
+/* The guarded attribute read the helper and the getattr/hasattr/vars shims
+ * share: the name is checked (a refusal raises, whatever a default says),
+ * str.format and the regular-expression engine come back wrapped. New
+ * reference, NULL with an exception. */
+PyObject *sb_eval_getattr(struct sb_eval_rules *r, PyObject *obj, PyObject *name);
+/* What sb_eval_getattr() hands back for value, read as obj.name by a path
+ * that checked name already (a guarded __getattribute__, a module's
+ * __dict__): value guarded, wrapped or refused as the read would have it.
+ * New reference, NULL with an exception. */
+PyObject *sb_eval_attr_result(struct sb_eval_rules *r, PyObject *obj, PyObject *name,
+			      PyObject *value);
+
+/* The guarded builtin of this name (eval-shims.c), borrowed; plugged in by
+ * eval.c, which sits above both (the shims read attributes through this
+ * file). */
+typedef PyObject *(*sb_eval_shim_fn)(struct sb_eval_rules *r, const char *name);
+void sb_eval_callables_plug(sb_eval_shim_fn lookup);

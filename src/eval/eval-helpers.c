@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The helpers the rewrite injects (eval-rewrite.c), each a C function bound
- * to its profile, and the guarded attribute read they share with the shims. */
+ * to its profile. */
 #include "eval-helpers.h"
 
 #include "eval-callables.h"
@@ -8,53 +8,8 @@
 #include "eval-format.h"
 #include "eval-iter.h"
 #include "eval-ops.h"
-#include "eval-regex.h"
 #include "eval-state.h"
 #include "util.h"
-
-PyObject *sb_eval_attr_result(struct sb_eval_rules *r, PyObject *obj, PyObject *name,
-			      PyObject *value)
-{
-	PyObject *out, *wrapped;
-
-	/* What looks attributes up by a string, or runs big-integer work in
-	 * one C call, comes back guarded (or is refused). */
-	out = sb_eval_callable_wrap(r, obj, name, value);
-	if (!out)
-		return NULL;
-	/* The methods that read attributes or run an engine in C come back
-	 * wrapped, their arguments checked when they are called. */
-	if (PyUnicode_Check(obj) || PyType_Check(obj)) {
-		wrapped = sb_eval_format_wrap(r, obj, name, out);
-		Py_DECREF(out);
-		out = wrapped;
-	}
-	if (out && (PyModule_Check(obj) || !PyType_Check(obj))) {
-		wrapped = sb_eval_regex_wrap(r, obj, name, out);
-		Py_DECREF(out);
-		out = wrapped;
-	}
-	return out;
-}
-
-PyObject *sb_eval_getattr(struct sb_eval_rules *r, PyObject *obj, PyObject *name)
-{
-	PyObject *value, *out;
-
-	if (!PyUnicode_Check(name)) {
-		PyErr_Format(PyExc_TypeError, "attribute name must be string, not '%.200s'",
-			     Py_TYPE(name)->tp_name);
-		return NULL;
-	}
-	if (sb_eval_attr_check(r, name) < 0)
-		return NULL;
-	value = PyObject_GetAttr(obj, name);
-	if (!value)
-		return NULL;
-	out = sb_eval_attr_result(r, obj, name, value);
-	Py_DECREF(value);
-	return out;
-}
 
 static struct sb_eval_rules *rules_of(PyObject *self)
 {

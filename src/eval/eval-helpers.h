@@ -25,15 +25,3 @@
 
 /* Adds the helpers bound to r to dict. 0, or -1 with an exception. */
 int sb_eval_helpers_add(struct sb_eval_rules *r, PyObject *dict);
-
-/* The guarded attribute read the helper and the getattr/hasattr/vars shims
- * share: the name is checked (a refusal raises, whatever a default says),
- * str.format and the regular-expression engine come back wrapped. New
- * reference, NULL with an exception. */
-PyObject *sb_eval_getattr(struct sb_eval_rules *r, PyObject *obj, PyObject *name);
-/* What sb_eval_getattr() hands back for value, read as obj.name by a path
- * that checked name already (a guarded __getattribute__, a module's
- * __dict__): value guarded, wrapped or refused as the read would have it.
- * New reference, NULL with an exception. */
-PyObject *sb_eval_attr_result(struct sb_eval_rules *r, PyObject *obj, PyObject *name,
-			      PyObject *value);

@@ -5,6 +5,7 @@
 
 #include "api-registry.h"
 #include "eval-alloc.h"
+#include "eval-callables.h"
 #include "eval-code.h"
 #include "eval-format.h"
 #include "eval-profile.h"
@@ -32,6 +33,7 @@ int sb_eval_prepare(const struct sb_profile *profile, char **reterr)
 	if (r < 0)
 		return sb_error(reterr, r, "cannot compile the eval-* rules");
 	sb_eval_shims_plug(sb_eval_run_builtin);
+	sb_eval_callables_plug(sb_eval_shim);
 	ev.prepared = true;
 	return 0;
 }
