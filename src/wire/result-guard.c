@@ -1369,6 +1369,8 @@ static int step_op(struct scan *s)
 		size_t n;
 
 		idx = mark_index(s);
+		if (idx == 0) /* no mark: pop_mark() refuses the stream */
+			return pop_mark(s, &c.depth);
 		n = s->n_stack - idx;
 		if (s->op == 'd')
 			/* The object push_container() makes. */
