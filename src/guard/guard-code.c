@@ -280,21 +280,6 @@ static bool is_identifier(PyObject *o)
 }
 
 /* A local of frame (new reference), or NULL without an exception. */
-static PyObject *frame_local(PyFrameObject *frame, const char *name)
-{
-	PyObject *locals = PyFrame_GetLocals(frame), *value;
-
-	if (!locals) {
-		PyErr_Clear();
-		return NULL;
-	}
-	value = PyMapping_Check(locals) ? PyMapping_GetItemString(locals, name) : NULL;
-	Py_DECREF(locals);
-	if (!value)
-		PyErr_Clear();
-	return value;
-}
-
 /* Whether every key of the dataclass's fields (the nearest
  * _process_class frame outwards: every method it generates is made from
  * them) is an identifier. */
@@ -307,7 +292,7 @@ static bool field_names_ok(PyFrameObject *frame)
 		PyFrameObject *back;
 
 		if (sb_guard_frame_is(f, "/dataclasses.py", "_process_class")) {
-			PyObject *fields = frame_local(f, "fields"), *key, *value;
+			PyObject *fields = sb_guard_frame_local(f, "fields"), *key, *value;
 			Py_ssize_t pos = 0;
 
 			ok = fields && PyDict_Check(fields);
@@ -326,7 +311,7 @@ static bool field_names_ok(PyFrameObject *frame)
 
 static bool method_name_ok(PyFrameObject *frame)
 {
-	PyObject *meth = frame_local(frame, "meth");
+	PyObject *meth = sb_guard_frame_local(frame, "meth");
 	bool ok = meth && is_identifier(meth);
 
 	Py_XDECREF(meth);
@@ -529,8 +514,8 @@ static bool renames_cache_of(PyObject *code, const char *path)
 	if (!frame ||
 	    !sb_guard_frame_is(frame, "/importlib/_bootstrap_external.py", "_compile_bytecode"))
 		return false;
-	local_code = frame_local(frame, "code");
-	data = frame_local(frame, "data");
+	local_code = sb_guard_frame_local(frame, "code");
+	data = sb_guard_frame_local(frame, "data");
 	if (local_code == code && data &&
 	    (PyBytes_Check(data) ||
 	     (PyMemoryView_Check(data) && PyBytes_Check(PyMemoryView_GET_BASE(data)))) &&

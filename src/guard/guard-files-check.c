@@ -314,6 +314,26 @@ static bool quiet_probe(const char *resolved)
 	return false;
 }
 
+/* linecache's search for a traceback's source file under a relative name
+ * (a Cython extension's "yaml/_yaml.pyx"): it stat()s the name in the
+ * current directory and in each sys.path entry, and takes any OSError for
+ * "not there". A refusal there suggested a rule for a directory that does
+ * not exist. A name the program passes that is absolute is judged as any. */
+static bool linecache_source_search(void)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+	PyObject *filename;
+	bool relative;
+
+	if (!frame || !sb_guard_frame_is(frame, "/linecache.py", "updatecache"))
+		return false;
+	filename = sb_guard_frame_local(frame, "filename");
+	relative = filename && PyUnicode_Check(filename) && PyUnicode_GET_LENGTH(filename) > 0 &&
+		   PyUnicode_READ_CHAR(filename, 0) != '/';
+	Py_XDECREF(filename);
+	return relative;
+}
+
 /* The verdict on a resolved path, and what follows from it: the observer's
  * note, the refusal. slot is the cache entry this very resolution came from,
  * if any (NULL when the resolver itself answered, e.g. for a path with
@@ -337,10 +357,12 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 		 * read, which the cache would serve to an open() or a listing. */
 		if (sb_file_policy_leads_to_grant(&files.policy, resolved))
 			return 1;
-		/* The standard library's own probe of a fixed path: refused as
-		 * absent, which is what it takes it to be (a rule to suggest
-		 * would be /etc's), and not reported. */
-		if (quiet_probe(resolved)) {
+		/* The standard library's own probe of a fixed path, or
+		 * linecache's search for a source by a relative name: refused
+		 * as absent, which is what it takes it to be (a rule to
+		 * suggest would be /etc's, or a directory that is not there),
+		 * and not reported. */
+		if (quiet_probe(resolved) || linecache_source_search()) {
 			errno = ENOENT;
 			PyErr_SetFromErrnoWithFilename(PyExc_OSError, raw);
 			return -1;

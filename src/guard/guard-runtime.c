@@ -180,6 +180,21 @@ bool sb_guard_frame_is(PyFrameObject *frame, const char *file_rel, const char *f
 	return is;
 }
 
+PyObject *sb_guard_frame_local(PyFrameObject *frame, const char *name)
+{
+	PyObject *locals = PyFrame_GetLocals(frame), *value;
+
+	if (!locals) {
+		PyErr_Clear();
+		return NULL;
+	}
+	value = PyMapping_Check(locals) ? PyMapping_GetItemString(locals, name) : NULL;
+	Py_DECREF(locals);
+	if (!value)
+		PyErr_Clear();
+	return value;
+}
+
 bool sb_guard_is_runtime_file(const char *file)
 {
 	return startswith(file, "<frozen ") || sb_guard_runtime_relative(file);

@@ -198,6 +198,9 @@ bool sb_guard_stdlib_module(const char *file, char *buf, size_t size);
  * functions the guard treats apart are matched with these. */
 bool sb_guard_code_is(PyCodeObject *code, const char *file_rel, const char *function);
 bool sb_guard_frame_is(PyFrameObject *frame, const char *file_rel, const char *function);
+/* The local variable `name` of frame (a new reference), or NULL (no
+ * exception) when it has none. */
+PyObject *sb_guard_frame_local(PyFrameObject *frame, const char *name);
 
 /* Life cycle (audit-guard.c): the rule file's name before the interpreter
  * exists (0 or -ENOMEM); the standard library's directory once it is

@@ -86,3 +86,31 @@ def test_no_summary_without_refusals_nor_for_an_uncaught_refusal(sb):
         f"'{sb.path('.py-sandboxes')}' (--denials lists them all; --no-denials-summary or "
         "PYSANDBOXES_NO_DENIALS_SUMMARY=1 turns this line off)"
     ], r
+
+
+# linecache looks for a traceback's source under a relative name (a Cython
+# extension's "yaml/_yaml.pyx") in the current directory and in every sys.path
+# entry, and takes any OSError for "not there": no rule to suggest. An
+# absolute name is still a refusal like any other.
+LINECACHE = """\
+import linecache
+print(repr(linecache.getline('pkg/_mod.pyx', 3)))
+print(repr(linecache.getline({outside!r} + '/f', 1)))
+"""
+
+
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_linecache_source_search_by_relative_name_is_no_denial(request, who):
+    sb = request.getfixturevalue("sb" if who == "root" else "sb_nobody")
+    outside, _ = prepare(sb)
+    sb.profile("os-sandbox=subprocess\npython-import=linecache\n")
+    r = sb.run("--denials", sb.script(LINECACHE.format(outside=str(outside)), "lc.py"))
+    assert r.returncode == 0, r
+    assert r.stdout.splitlines() == ["''", "''"], r
+    lines = summary_lines(r.stderr)
+    assert lines[0].startswith("python-sb: 1 operation was refused"), r
+    assert lines[1:] == [
+        f"python-sb: refused: Access to '{outside}/f' must be accepted by a rule. Add "
+        f"'expose-ro={outside}' to '{sb.path('.py-sandboxes')}'"
+    ], r
+    assert "pkg" not in r.stderr, r
