@@ -627,26 +627,36 @@ static void init_def(struct native_fn *fn, size_t i)
 	fn->def.ml_doc = "Checked by the py-sandbox files guard, then the original.";
 }
 
+/* The type `name` of module (a new reference), or NULL with no exception
+ * when this build of the module has none. */
+static PyTypeObject *module_type(PyObject *module, const char *name)
+{
+	PyObject *type = PyObject_GetAttrString(module, name);
+
+	if (!type) {
+		PyErr_Clear();
+		return NULL;
+	}
+	if (!PyType_Check(type)) {
+		Py_DECREF(type);
+		return NULL;
+	}
+	return (PyTypeObject *)type;
+}
+
 /* A method of a type of the module: its descriptor replaced in the type's
  * dictionary (the type is immutable to Python code), so that instances,
  * isinstance() and subclasses (ssl.SSLContext) stay as they are. */
 static int wrap_method_in(PyObject *module, size_t i)
 {
 	struct native_fn *fn = &native[i];
-	PyObject *type = PyObject_GetAttrString(module, fn->type), *current, *wrapper;
-	PyTypeObject *t;
+	PyTypeObject *t = module_type(module, fn->type);
+	PyObject *current, *wrapper;
 	size_t slot;
 	int r = -1;
 
-	if (!type) {
-		PyErr_Clear();
+	if (!t)
 		return 0;
-	}
-	if (!PyType_Check(type)) {
-		Py_DECREF(type);
-		return 0;
-	}
-	t = (PyTypeObject *)type;
 	current = PyDict_GetItemString(t->tp_dict, fn->name); /* borrowed */
 	if (!current || !PyObject_TypeCheck(current, &PyMethodDescr_Type)) {
 		/* Not in this build; or not the C method it should be: fail closed. */
@@ -675,13 +685,13 @@ static int wrap_method_in(PyObject *module, size_t i)
 		goto out;
 	/* The type's own reference keeps it alive; it stays in the table for
 	 * the wrapper to find, reachable from C only. */
-	fn->types[slot] = (PyTypeObject *)Py_NewRef(type);
+	fn->types[slot] = (PyTypeObject *)Py_NewRef(t);
 	fn->originals[slot] = Py_NewRef(current);
 	r = PyDict_SetItemString(t->tp_dict, fn->name, wrapper);
 	Py_DECREF(wrapper);
 	PyType_Modified(t);
 out:
-	Py_DECREF(type);
+	Py_DECREF(t);
 	return r;
 }
 
@@ -772,19 +782,12 @@ static PyObject *guarded_semlock_rebuild(PyObject *cls, PyObject *const *args, P
 
 static int wrap_semlock(PyObject *module)
 {
-	PyObject *type = PyObject_GetAttrString(module, "SemLock"), *dict, *current, *wrapper;
-	PyTypeObject *t;
+	PyTypeObject *t = module_type(module, "SemLock");
+	PyObject *dict, *current, *wrapper;
 	int r = -1;
 
-	if (!type) {
-		PyErr_Clear();
+	if (!t)
 		return 0;
-	}
-	if (!PyType_Check(type)) {
-		Py_DECREF(type);
-		return 0;
-	}
-	t = (PyTypeObject *)type;
 	if (t->tp_new != guarded_semlock_new) {
 		semlock.original_new = t->tp_new;
 		t->tp_new = guarded_semlock_new;
@@ -809,7 +812,7 @@ static int wrap_semlock(PyObject *module)
 	}
 	r = 0;
 out:
-	Py_DECREF(type);
+	Py_DECREF(t);
 	return r;
 }
 
