@@ -242,10 +242,31 @@ print("SURVIVED")
 '''
 
 
+_I386_WORKS = None
+
+
+def skip_without_i386_syscalls():
+    """Some virtual machines (this project's CI runs on Firecracker with PVM)
+    end every `int 0x80` in SIGSEGV whatever the process: then there is no
+    32-bit system call for the filter to stop. Checked with the plain
+    interpreter, outside any sandbox."""
+    global _I386_WORKS
+    if _I386_WORKS is None:
+        probe = "import ctypes, sys\n" + FOREIGN.replace("sys.argv[1]", "'i386'")
+        r = subprocess.run(["/usr/bin/python3", "-c", probe], capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        _I386_WORKS = r.stdout == "SURVIVED\n"
+    if not _I386_WORKS:
+        pytest.skip("this kernel runs no i386 system calls (int 0x80 ends in SIGSEGV "
+                    "without any sandbox)")
+
+
 @pytest.mark.parametrize("abi", ["i386", "x32"])
 def test_foreign_abi_kills_the_process(sb, abi):
     if os.uname().machine != "x86_64":
         pytest.skip("x86_64 only")
+    if abi == "i386":
+        skip_without_i386_syscalls()
     r, _ = run_native(sb, SUBPROCESS, FOREIGN, abi)
     assert r.returncode == -signal.SIGSYS, r
     assert "SURVIVED" not in r.stdout
@@ -255,6 +276,7 @@ def test_foreign_abi_kills_the_process(sb, abi):
 def test_foreign_abi_control_under_none(sb):
     if os.uname().machine != "x86_64":
         pytest.skip("x86_64 only")
+    skip_without_i386_syscalls()
     r, _ = run_native(sb, NONE, FOREIGN, "i386")
     assert (r.returncode, r.stdout) == (0, "SURVIVED\n"), r
 
