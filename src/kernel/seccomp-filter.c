@@ -141,8 +141,6 @@ static const struct allowed {
     {"getresgid", K_PROCESS, G_BASE},
     {"getgroups", K_PROCESS, G_BASE},
     {"getpgrp", K_PROCESS, G_BASE},
-    {"getpgid", K_PROCESS, G_BASE},
-    {"getsid", K_PROCESS, G_BASE},
     {"setpgid", K_PROCESS, G_BASE}, /* the kernel limits it to itself and its children */
     {"setsid", K_PROCESS, G_BASE},
     {"capget", K_PROCESS, G_BASE},
@@ -164,7 +162,6 @@ static const struct allowed {
     {"sched_getparam", K_PROCESS, G_BASE},
     {"sched_getattr", K_PROCESS, G_BASE},
     {"sched_rr_get_interval", K_PROCESS, G_BASE},
-    {"getpriority", K_PROCESS, G_BASE},
     {"getrandom", K_PROCESS, G_BASE},
 
     {"brk", K_MEMORY, G_BASE},
@@ -571,12 +568,21 @@ static const unsigned socket_option_refused[] = {
 /* setsockopt() levels besides SOL_SOCKET: the protocols socket() allows. */
 static const unsigned socket_levels[] = {IPPROTO_IP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_IPV6};
 
-/* "this process": sched_*, prlimit64, get/setpriority take pid 0 or its pid. */
+/* "this process": the sched_* setters, prlimit64, setpriority take pid 0 or
+ * its pid. The sched_* getters stay open (in allowed_table): glibc passes
+ * them the kernel ids of the process's own threads (pthread_getattr_np,
+ * pthread_getschedparam), which no filter can tell from other pids. */
 static const char *const self_pid_calls[] = {
-    "sched_setaffinity",  "sched_getaffinity", "sched_setscheduler",
-    "sched_getscheduler", "sched_setparam",    "sched_getparam",
-    "sched_setattr",	  "sched_getattr",     "sched_rr_get_interval",
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
 };
+
+/* Reading another process's process group, session, limits (pid first) or
+ * nice value (pid second): the process grants only. Without them, what the
+ * program may learn of the host's processes stops at itself. */
+static const char *const self_pid_readers[] = {"getpgid", "getsid"};
 
 static void sb_scmp_releasep(scmp_filter_ctx *ctx)
 {
@@ -782,8 +788,10 @@ static int add_signals(struct build_ctx *b, const struct sb_seccomp_policy *poli
 	return r;
 }
 
-/* The sched_* setters, prlimit64, setpriority: pid 0 or the process's own. */
-static int add_self_pid_calls(struct build_ctx *b)
+/* The sched_* setters, prlimit64, setpriority: pid 0 or the process's own;
+ * with the process grants, reading any pid's process group, session, limits
+ * and nice value (its children's). */
+static int add_self_pid_calls(struct build_ctx *b, const struct sb_seccomp_policy *policy)
 {
 	const uint64_t self[] = {0, b->self};
 	const struct scmp_arg_cmp prio_process = SCMP_A0(SCMP_CMP_MASKED_EQ, MASK32, PRIO_PROCESS);
@@ -792,9 +800,17 @@ static int add_self_pid_calls(struct build_ctx *b)
 
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(self_pid_calls); i++)
 		r = allow_values32(b, self_pid_calls[i], 0, self, ELEMENTSOF(self), NULL, 0);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(self_pid_readers); i++)
+		r = policy->allow_fork ? allow(b, self_pid_readers[i], 0, NULL)
+				       : allow_values32(b, self_pid_readers[i], 0, self,
+							ELEMENTSOF(self), NULL, 0);
+	if (r >= 0 && policy->allow_fork)
+		r = allow(b, "getpriority", 0, NULL);
+	else if (r >= 0)
+		r = allow_values32(b, "getpriority", 1, self, ELEMENTSOF(self), &prio_process, 1);
 	/* prlimit64(pid, resource, new, old): reading (new == NULL) is what
 	 * the kernel already limits to processes of the same uid. */
-	if (r >= 0)
+	if (r >= 0 && policy->allow_fork)
 		r = allow(b, "prlimit64", 1, &read_only);
 	if (r >= 0)
 		r = allow_values32(b, "prlimit64", 0, self, ELEMENTSOF(self), NULL, 0);
@@ -1048,7 +1064,7 @@ static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid,
 	if (r >= 0)
 		r = add_signals(&b, policy);
 	if (r >= 0)
-		r = add_self_pid_calls(&b);
+		r = add_self_pid_calls(&b, policy);
 	if (r >= 0)
 		r = add_timers(&b);
 	if (r >= 0)
@@ -1210,6 +1226,12 @@ enum sb_seccomp_need sb_seccomp_rule_for(int nr, const uint64_t args[6], const c
 		need = SB_SECCOMP_NEED_WRITE;
 	else if (streq(name, "clone") && !(args[0] & CLONE_NS_FLAGS))
 		need = SB_SECCOMP_NEED_PROCESS;
+	else if (((streq(name, "getpgid") || streq(name, "getsid") ||
+		   (streq(name, "prlimit64") && !args[2])) &&
+		  (args[0] & MASK32) != 0) ||
+		 (streq(name, "getpriority") &&
+		  ((args[0] & MASK32) != PRIO_PROCESS || (args[1] & MASK32) != 0)))
+		need = SB_SECCOMP_NEED_PROCESS;
 	else if ((streq(name, "kill") || streq(name, "tgkill") || streq(name, "rt_sigqueueinfo") ||
 		  streq(name, "rt_tgsigqueueinfo")) &&
 		 (args[0] & MASK32) != MASK32)
@@ -1304,10 +1326,16 @@ int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *o
 		r = sb_buf_printf(out, "kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo: %s; ",
 				  policy->allow_fork ? "any pid but -1" : "this process only");
 	if (r >= 0)
+		r = sb_buf_puts(out, "sched_setaffinity, sched_setscheduler, sched_setparam, "
+				     "sched_setattr, setpriority, prlimit64 with a new limit: this "
+				     "process only (pid 0 or its own); ");
+	if (r >= 0)
+		r = sb_buf_printf(
+		    out, "getpgid, getsid, getpriority, prlimit64 reading a limit: %s; ",
+		    policy->allow_fork ? "any pid" : "this process only (pid 0 or its own)");
+	if (r >= 0)
 		r = sb_buf_puts(out,
-				"sched_setaffinity, sched_setscheduler, sched_setparam, "
-				"sched_setattr, setpriority, prlimit64 with a new limit: this "
-				"process only (pid 0 or its own); timer_settime, timer_delete: "
+				"timer_settime, timer_delete: "
 				"any timer but timeout='s own two (EINVAL); personality: PER_LINUX "
 				"and the 0xffffffff query\n#   seccomp allows ioctl() ");
 	if (r >= 0)

@@ -66,7 +66,8 @@ NR = dict(ioctl=16, sched_setscheduler=144, sched_setaffinity=203, modify_ldt=15
           inotify_init1=294, fanotify_init=300, keyctl=250, sethostname=170,
           clock_settime=227, prlimit64=302, socket=41, openat=257, fcntl=72, statmount=457,
           listmount=458, mseal=462, shmget=29, mq_open=240, add_key=248, syslog=103,
-          settimeofday=164, setns=308, kcmp=312, migrate_pages=256, move_pages=279)
+          settimeofday=164, setns=308, kcmp=312, migrate_pages=256, move_pages=279,
+          getpgid=121, getsid=124, getpriority=140)
 
 ATTACKS = '''
 victim = int(sys.argv[1])
@@ -89,6 +90,10 @@ S("sched_setaffinity(victim)", victim, 8, cpus)                       # an empty
 S("sched_setscheduler(victim)", victim, 5, buf)                       # SCHED_IDLE
 S("prlimit64(victim)", victim, 0, buf, None)                          # RLIMIT_CPU = 0
 S("setpriority(victim)", 0, victim, 19)
+S("prlimit64(victim, read)", victim, 7, None, buf)                   # RLIMIT_NOFILE
+S("getpgid(victim)", victim)
+S("getsid(victim)", victim)
+S("getpriority(victim)", 0, victim)                                   # PRIO_PROCESS
 S("kill(victim)", victim, 0)
 S("kill(-1)", -1, 0)
 S("tgkill(victim)", victim, victim, 0)
@@ -147,7 +152,8 @@ WANT = {name: EPERM for name in (
     "modify_ldt", "prctl(PR_SET_MM)", "prctl(PR_SET_DUMPABLE)", "prctl(PR_SET_PTRACER)",
     "fanotify_init", "inotify_init1", "sethostname", "clock_settime", "settimeofday",
     "sched_setaffinity(victim)", "sched_setscheduler(victim)", "prlimit64(victim)",
-    "setpriority(victim)", "kill(victim)", "kill(-1)", "tgkill(victim)", "ptrace(victim)",
+    "setpriority(victim)", "prlimit64(victim, read)", "getpgid(victim)", "getsid(victim)",
+    "getpriority(victim)", "kill(victim)", "kill(-1)", "tgkill(victim)", "ptrace(victim)",
     "process_vm_readv(victim)", "pidfd_open(victim)", "kcmp(victim)",
     "migrate_pages(victim)", "move_pages(victim)", "chmod(outside)", "chown(outside)",
     "utimensat(outside)", "setxattr(outside)", "fchmod(readable)", "fchmod(stdin)",

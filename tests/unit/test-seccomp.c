@@ -788,12 +788,35 @@ static void test_self_only(void)
 	     false,
 	     0,
 	     0},
+	    /* Reading another process's limits, process group, session or
+	     * nice value: with the process grants only (its children). */
 	    {SYS_prlimit64,
 	     "prlimit64(read)",
-	     {0, 0, ESRCH, 0, 0, 0},
+	     {0, EPERM, EPERM, 0, 0, EPERM},
 	     {0, 0, ESRCH, 0, 0, 0},
 	     false,
 	     0,
+	     0},
+	    {SYS_getpgid,
+	     "getpgid",
+	     {0, EPERM, EPERM, 0, 0, EPERM},
+	     {0, 0, ESRCH, 0, 0, 0},
+	     false,
+	     0,
+	     0},
+	    {SYS_getsid,
+	     "getsid",
+	     {0, EPERM, EPERM, 0, 0, EPERM},
+	     {0, 0, ESRCH, 0, 0, 0},
+	     false,
+	     0,
+	     0},
+	    {SYS_getpriority,
+	     "getpriority(PRIO_PROCESS)",
+	     {0, EPERM, EPERM, 0, 0, EPERM},
+	     {0, 0, ESRCH, 0, 0, 0},
+	     true,
+	     PRIO_PROCESS,
 	     0},
 	};
 
@@ -807,6 +830,8 @@ static void test_self_only(void)
 			       "%s of %s with the process grants -> %d", cases[i].name, who[w],
 			       cases[i].want_fork[w]);
 		}
+	TAP_IS_INT(pid_call(&p_none, SYS_getpriority, 3, PRIO_USER, 0, 0, true), EPERM,
+		   "getpriority(PRIO_USER, 0) refused without the process grants");
 	TAP_IS_INT(pid_call(&p_all, SYS_setpriority, 3, PRIO_PGRP, 0, 0, true), EPERM,
 		   "setpriority(PRIO_PGRP, 0) refused");
 	TAP_IS_INT(pid_call(&p_all, SYS_setpriority, 3, PRIO_USER, 0, 0, true), EPERM,
