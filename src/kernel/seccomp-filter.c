@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/filter.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -247,9 +248,9 @@ static const struct allowed {
     {"readahead", K_IO, G_BASE},
     {"flock", K_IO, G_BASE},
     /* A descriptor open for writing (Landlock or the file's mode decided
-     * that when it was opened) may be cut or extended. */
+     * that when it was opened) may be cut or extended; fallocate():
+     * add_fallocate(). */
     {"ftruncate", K_IO, G_BASE},
-    {"fallocate", K_IO, G_BASE},
 
     {"stat", K_READ_FS, G_BASE},
     {"fstat", K_READ_FS, G_BASE},
@@ -878,6 +879,19 @@ static int add_ioctl_fcntl_prctl(struct build_ctx *b)
 	return r;
 }
 
+/* fallocate(fd, mode, ...): mode 0 (posix_fallocate(), which extends the
+ * file as a write would: RLIMIT_FSIZE holds) and punching a hole (frees
+ * blocks). Not FALLOC_FL_KEEP_SIZE on its own or with ZERO_RANGE or
+ * UNSHARE_RANGE: blocks past the end of the file, which no size limit sees
+ * (limit-file-size=1MB let a 0-byte file hold 200 MB of disk), nor
+ * INSERT_RANGE. The mode is an int. */
+static int add_fallocate(struct build_ctx *b)
+{
+	const uint64_t modes[] = {0, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE};
+
+	return allow_values32(b, "fallocate", 1, modes, ELEMENTSOF(modes), NULL, 0);
+}
+
 static int add_sockets(struct build_ctx *b, const struct sb_seccomp_policy *policy)
 {
 	static const int inet_domains[] = {AF_INET, AF_INET6};
@@ -1069,6 +1083,8 @@ static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid,
 		r = add_timers(&b);
 	if (r >= 0)
 		r = add_ioctl_fcntl_prctl(&b);
+	if (r >= 0)
+		r = add_fallocate(&b);
 	if (r >= 0)
 		r = add_sockets(&b, policy);
 	if (r >= 0)
@@ -1334,10 +1350,13 @@ int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *o
 		    out, "getpgid, getsid, getpriority, prlimit64 reading a limit: %s; ",
 		    policy->allow_fork ? "any pid" : "this process only (pid 0 or its own)");
 	if (r >= 0)
-		r = sb_buf_puts(out,
-				"timer_settime, timer_delete: "
-				"any timer but timeout='s own two (EINVAL); personality: PER_LINUX "
-				"and the 0xffffffff query\n#   seccomp allows ioctl() ");
+		r = sb_buf_puts(
+		    out, "timer_settime, timer_delete: "
+			 "any timer but timeout='s own two (EINVAL); personality: PER_LINUX "
+			 "and the 0xffffffff query; fallocate: mode 0 (extends the file "
+			 "within limit-file-size) and punching holes, not FALLOC_FL_KEEP_SIZE "
+			 "(blocks past the end no size limit sees)\n#   seccomp allows "
+			 "ioctl() ");
 	if (r >= 0)
 		r = NAMES_OF(ioctl_table, name);
 	if (r >= 0)

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/falloc.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
@@ -1171,6 +1172,46 @@ static void test_api(void)
 	TAP_IS_INT(raw(NULL, SYS_unshare, 0, 0, 0, 0), 0, "baseline: unshare(0) unfiltered");
 }
 
+/* ---- fallocate ---- */
+
+/* Blocks past the end of a file (FALLOC_FL_KEEP_SIZE) are disk no size limit
+ * sees: refused; extending the file (mode 0) and punching holes stay. The
+ * mode is an int: the kernel ignores the upper half. */
+static void test_fallocate(void)
+{
+	static const struct {
+		long mode;
+		const char *name;
+		int want;
+	} cases[] = {
+	    {0, "0 (posix_fallocate)", 0},
+	    {FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, "PUNCH_HOLE | KEEP_SIZE", 0},
+	    {(long)(1UL << 32), "0 | 1 << 32", 0},
+	    {FALLOC_FL_KEEP_SIZE, "KEEP_SIZE", EPERM},
+	    {FALLOC_FL_KEEP_SIZE | FALLOC_FL_ZERO_RANGE, "ZERO_RANGE | KEEP_SIZE", EPERM},
+	    {(long)(1UL << 32 | FALLOC_FL_KEEP_SIZE), "KEEP_SIZE | 1 << 32", EPERM},
+	    {FALLOC_FL_INSERT_RANGE, "INSERT_RANGE", EPERM},
+	};
+	char path[] = "/tmp/test-seccomp-XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0) {
+		tap_ok(false, "mkstemp: %s", strerror(errno));
+		return;
+	}
+	unlink(path);
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		int none = raw(&p_none, SYS_fallocate, fd, cases[i].mode, 0, 4096);
+		int all = raw(&p_all, SYS_fallocate, fd, cases[i].mode, 0, 4096);
+
+		tap_ok(none == cases[i].want, "fallocate(%s) -> %d (got %d)", cases[i].name,
+		       cases[i].want, none);
+		tap_ok(all == cases[i].want, "fallocate(%s) with every grant -> %d (got %d)",
+		       cases[i].name, cases[i].want, all);
+	}
+	close(fd);
+}
+
 int main(void)
 {
 	test_api();
@@ -1183,6 +1224,7 @@ int main(void)
 	test_sockets();
 	test_ioctl();
 	test_fcntl_prctl();
+	test_fallocate();
 	test_personality_ipc();
 	test_abis();
 	test_unknown_syscalls();
