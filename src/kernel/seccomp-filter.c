@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <termios.h>
 
 #include <netinet/in.h>
@@ -311,10 +312,7 @@ static const struct allowed {
     {"sync", K_WRITE_FS, G_WRITE},
     {"syncfs", K_WRITE_FS, G_WRITE},
 
-    {"chmod", K_METADATA, G_WRITE},
-    {"fchmod", K_METADATA, G_WRITE},
-    {"fchmodat", K_METADATA, G_WRITE},
-    {"fchmodat2", K_METADATA, G_WRITE}, /* newer glibc's lchmod(); unknown to 2.5.4 */
+    /* chmod, fchmod, fchmodat, fchmodat2: add_chmod(). */
     {"chown", K_METADATA, G_WRITE},
     {"fchown", K_METADATA, G_WRITE},
     {"lchown", K_METADATA, G_WRITE},
@@ -879,6 +877,33 @@ static int add_ioctl_fcntl_prctl(struct build_ctx *b)
 	return r;
 }
 
+/* The chmod family, with an expose-rw rule: any mode but the set-user-ID
+ * and set-group-ID bits. A file the program writes and marks set-id outlives
+ * the sandbox: anyone who may run it from the expose-rw directory runs it as
+ * the sandbox's user (uid 0 without capabilities still owns what it
+ * creates: a setuid-root binary). Creating a file with those bits and then
+ * filling it does not work (the kernel clears them on the first write
+ * without CAP_FSETID). The mode is a umode_t: only its low 16 bits count,
+ * which the mask stays within. fchmodat2 (newer glibc's lchmod()) is unknown
+ * to libseccomp 2.5.4. Entries: the call, the mode's argument. */
+static const struct {
+	const char *name;
+	unsigned arg;
+} chmod_calls[] = {{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}};
+
+static int add_chmod(struct build_ctx *b, const struct sb_seccomp_policy *policy)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && policy->allow_write && i < ELEMENTSOF(chmod_calls); i++) {
+		const struct scmp_arg_cmp no_setid = {chmod_calls[i].arg, SCMP_CMP_MASKED_EQ,
+						      S_ISUID | S_ISGID, 0};
+
+		r = allow(b, chmod_calls[i].name, 1, &no_setid);
+	}
+	return r;
+}
+
 /* fallocate(fd, mode, ...): mode 0 (posix_fallocate(), which extends the
  * file as a write would: RLIMIT_FSIZE holds) and punching a hole (frees
  * blocks). Not FALLOC_FL_KEEP_SIZE on its own or with ZERO_RANGE or
@@ -1086,6 +1111,8 @@ static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid,
 	if (r >= 0)
 		r = add_fallocate(&b);
 	if (r >= 0)
+		r = add_chmod(&b, policy);
+	if (r >= 0)
 		r = add_sockets(&b, policy);
 	if (r >= 0)
 		r = add_unknown_syscalls(&b);
@@ -1236,6 +1263,12 @@ enum sb_seccomp_need sb_seccomp_rule_for(int nr, const uint64_t args[6], const c
 			need = of_grant[allowed_table[i].grant];
 			goto done;
 		}
+	for (size_t i = 0; i < ELEMENTSOF(chmod_calls); i++)
+		if (streq(name, chmod_calls[i].name)) {
+			if (!(args[chmod_calls[i].arg] & (S_ISUID | S_ISGID)))
+				need = SB_SECCOMP_NEED_WRITE;
+			goto done;
+		}
 	if ((streq(name, "open") && (args[1] & writes)) ||
 	    (streq(name, "openat") && (args[2] & writes)) || streq(name, "openat2") ||
 	    streq(name, "creat"))
@@ -1353,7 +1386,10 @@ int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *o
 		r = sb_buf_puts(
 		    out, "timer_settime, timer_delete: "
 			 "any timer but timeout='s own two (EINVAL); personality: PER_LINUX "
-			 "and the 0xffffffff query; fallocate: mode 0 (extends the file "
+			 "and the 0xffffffff query; chmod, fchmod, fchmodat, fchmodat2 (with "
+			 "an expose-rw rule): never the set-user-ID or set-group-ID bit (a "
+			 "set-id program left behind runs as the sandbox's user); fallocate: "
+			 "mode 0 (extends the file "
 			 "within limit-file-size) and punching holes, not FALLOC_FL_KEEP_SIZE "
 			 "(blocks past the end no size limit sees)\n#   seccomp allows "
 			 "ioctl() ");

@@ -272,3 +272,34 @@ def test_what_cpython_needs_still_works(box, provider):
         # The new root's /dev/null is a device of its own, as writable.
         "devnull: written" if provider in ("landlock", "unshare") else f"devnull: {errno.EPERM}",
     ], r
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_no_set_id_program_left_behind(box, provider):
+    """A program with an expose-rw rule writes an executable and marks it
+    set-user-ID or set-group-ID: the file outlives the sandbox, and whoever
+    may run it from that directory runs it as the sandbox's user (as root
+    without capabilities, a setuid-root binary). chmod, fchmod and fchmodat
+    refuse those bits (EPERM), on the low 16 bits the kernel reads; every
+    other mode, the sticky bit of a directory included, stays allowed."""
+    box.mkdir("rw")
+    r, o = run_native(box, f"os-sandbox={provider}\npy-sandbox=false\nexpose-rw=./rw\n", '''
+        with open("rw/tool", "w") as f:
+            f.write("#!/bin/sh\\nid\\n")
+        fd = os.open("rw/tool", os.O_RDONLY)
+        attempt("chmod(4755)", libc.syscall, 90, b"rw/tool", 0o4755)
+        attempt("chmod(2755)", libc.syscall, 90, b"rw/tool", 0o2755)
+        attempt("fchmod(6755)", libc.syscall, 91, fd, 0o6755)
+        attempt("fchmodat(4755)", libc.syscall, 268, -100, b"rw/tool", 0o4755, 0)
+        attempt("chmod(4755 | 1 << 32)", libc.syscall, 90, b"rw/tool",
+                ctypes.c_ulong(0o4755 | 1 << 32))
+        attempt("chmod(755)", libc.syscall, 90, b"rw/tool", 0o755)
+        os.mkdir("rw/shared")
+        attempt("chmod(dir, 1777)", libc.syscall, 90, b"rw/shared", 0o1777)
+        ''')
+    assert r.returncode == 0, r
+    assert o == {"chmod(4755)": "EPERM", "chmod(2755)": "EPERM", "fchmod(6755)": "EPERM",
+                 "fchmodat(4755)": "EPERM", "chmod(4755 | 1 << 32)": "EPERM",
+                 "chmod(755)": "OK", "chmod(dir, 1777)": "OK"}, r
+    assert os.stat(box.path("rw/tool")).st_mode & 0o7777 == 0o755
+    assert os.stat(box.path("rw/shared")).st_mode & 0o7777 == 0o1777

@@ -112,6 +112,11 @@ static void harmless_args(const char *name, long a[6])
 		a[1] = 0;
 		a[2] = 0;
 	}
+	/* A mode without the set-id bits, which no grant allows. */
+	if (streq(name, "chmod") || streq(name, "fchmod"))
+		a[1] = 0;
+	if (streq(name, "fchmodat"))
+		a[2] = 0;
 }
 
 static void test_refused_table(void)
@@ -1172,6 +1177,43 @@ static void test_api(void)
 	TAP_IS_INT(raw(NULL, SYS_unshare, 0, 0, 0, 0), 0, "baseline: unshare(0) unfiltered");
 }
 
+/* ---- chmod ---- */
+
+/* The set-user-ID and set-group-ID bits, whatever the grants: a set-id
+ * program outlives the sandbox. Any other mode with an expose-rw rule. */
+static void test_chmod(void)
+{
+	static const struct {
+		long mode;
+		const char *name;
+		int want;
+	} cases[] = {
+	    {0755, "0755", 0},	     {01777, "01777", 0},
+	    {04755, "04755", EPERM}, {02755, "02755", EPERM},
+	    {06755, "06755", EPERM}, {(long)(1UL << 32 | 04755), "04755 | 1 << 32", EPERM},
+	};
+	char path[] = "/tmp/test-seccomp-XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0) {
+		tap_ok(false, "mkstemp: %s", strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		int by_path = raw(&p_all, SYS_chmod, (long)path, cases[i].mode, 0, 0);
+		int by_fd = raw(&p_write, SYS_fchmod, fd, cases[i].mode, 0, 0);
+		int at = raw(&p_write, SYS_fchmodat, AT_FDCWD, (long)path, cases[i].mode, 0);
+
+		tap_ok(by_path == cases[i].want && by_fd == cases[i].want && at == cases[i].want,
+		       "chmod, fchmod, fchmodat(%s) -> %d (got %d, %d, %d)", cases[i].name,
+		       cases[i].want, by_path, by_fd, at);
+	}
+	TAP_IS_INT(raw(&p_landlock, SYS_fchmod, fd, 0644, 0, 0), EPERM,
+		   "fchmod refused without an expose-rw rule");
+	close(fd);
+	unlink(path);
+}
+
 /* ---- fallocate ---- */
 
 /* Blocks past the end of a file (FALLOC_FL_KEEP_SIZE) are disk no size limit
@@ -1225,6 +1267,7 @@ int main(void)
 	test_ioctl();
 	test_fcntl_prctl();
 	test_fallocate();
+	test_chmod();
 	test_personality_ipc();
 	test_abis();
 	test_unknown_syscalls();
