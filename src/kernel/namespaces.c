@@ -160,20 +160,61 @@ bool sb_ns_signal_scope_available(void)
 	return landlock_abi() >= 6;
 }
 
-/* The PID namespace hides every process outside from kill(pid), but not
+/* Write, create, remove and read rights: every filesystem right of Landlock
+ * ABI 1-3 but EXECUTE (the kernel reaches the interpreter through
+ * /proc/self/exe). */
+#define SB_NS_FS_RIGHTS                                                                            \
+	(LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |                            \
+	 LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR |                             \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |                           \
+	 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |                               \
+	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |                             \
+	 LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM)
+
+bool sb_ns_files_scope_available(void)
+{
+	return landlock_abi() >= 1;
+}
+
+/* Two things the namespaces leave open, closed with one Landlock domain.
+ *
+ * The new root holds only what the grants name, but a descriptor the
+ * program inherited still points into the host's mounts: stdin redirected
+ * from a file, stdout appended to a log. /proc/self/fd/N reopens that file
+ * by its host path, with the access the file's mode gives the uid (stdin
+ * opened for writing, the log read back or truncated), past the read-only
+ * binds. Every right but EXECUTE is granted beneath the new root only: what
+ * only a magic link reaches (a path that does not go through the new root)
+ * cannot be opened at all; the descriptor itself keeps working.
+ *
+ * The PID namespace hides every process outside from kill(pid), but not
  * kill(0) and the terminal's process group, which the program shares with
  * the launcher and the user's job: Landlock's scope (ABI 6) limits its signals
  * to its own processes. Without it, a session of its own. */
-static int scope_signals(void)
+static int confine_landlock(void)
 {
-	const struct sb_landlock_ruleset_attr attr = {
-	    .scoped = LANDLOCK_SCOPE_SIGNAL | LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET};
-	_cleanup_close_ int fd = -1;
+	const int abi = landlock_abi();
+	struct sb_landlock_ruleset_attr attr = {0};
+	struct landlock_path_beneath_attr root = {.parent_fd = -1};
+	_cleanup_close_ int fd = -1, root_fd = -1;
 
-	if (!sb_ns_signal_scope_available())
-		return setsid() < 0 ? -errno : 0;
+	if (abi < 6 && setsid() < 0)
+		return -errno;
+	if (abi < 1)
+		return 0; /* no Landlock: the explanation says what stays open */
+	attr.handled_access_fs = SB_NS_FS_RIGHTS | (abi >= 2 ? LANDLOCK_ACCESS_FS_REFER : 0) |
+				 (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0);
+	if (abi >= 6)
+		attr.scoped = LANDLOCK_SCOPE_SIGNAL | LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
 	fd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
 	if (fd < 0)
+		return -errno;
+	root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0)
+		return -errno;
+	root = (struct landlock_path_beneath_attr){.allowed_access = attr.handled_access_fs,
+						   .parent_fd = root_fd};
+	if (syscall(SYS_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &root, 0) < 0)
 		return -errno;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
@@ -265,9 +306,12 @@ static int program_setup(const struct sb_ns_config *c, const struct saved_signal
 	r = drop_capabilities();
 	if (r < 0)
 		return sb_error(reterr, r, "cannot drop the capabilities: %s", strerror(-r));
-	r = scope_signals();
+	r = confine_landlock();
 	if (r < 0)
-		return sb_error(reterr, r, "cannot limit signals to the sandbox: %s", strerror(-r));
+		return sb_error(reterr, r,
+				"cannot limit files, signals and abstract sockets to the sandbox "
+				"(Landlock): %s",
+				strerror(-r));
 	return 0;
 }
 

@@ -62,3 +62,8 @@ int sb_ns_run(const struct sb_ns_config *c, int *ret_status, char **reterr);
 /* Whether signals can be scoped to the sandbox with Landlock here (ABI 6);
  * without it the program gets a session of its own instead. */
 bool sb_ns_signal_scope_available(void);
+
+/* Whether Landlock can keep the program to the new root here (ABI 1): a
+ * descriptor into the host's mounts (stdin from a file) cannot be reopened
+ * by its host path through /proc/self/fd. */
+bool sb_ns_files_scope_available(void);

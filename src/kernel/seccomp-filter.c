@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/filter.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -22,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <termios.h>
 
 #include <netinet/in.h>
@@ -141,8 +143,6 @@ static const struct allowed {
     {"getresgid", K_PROCESS, G_BASE},
     {"getgroups", K_PROCESS, G_BASE},
     {"getpgrp", K_PROCESS, G_BASE},
-    {"getpgid", K_PROCESS, G_BASE},
-    {"getsid", K_PROCESS, G_BASE},
     {"setpgid", K_PROCESS, G_BASE}, /* the kernel limits it to itself and its children */
     {"setsid", K_PROCESS, G_BASE},
     {"capget", K_PROCESS, G_BASE},
@@ -164,7 +164,6 @@ static const struct allowed {
     {"sched_getparam", K_PROCESS, G_BASE},
     {"sched_getattr", K_PROCESS, G_BASE},
     {"sched_rr_get_interval", K_PROCESS, G_BASE},
-    {"getpriority", K_PROCESS, G_BASE},
     {"getrandom", K_PROCESS, G_BASE},
 
     {"brk", K_MEMORY, G_BASE},
@@ -250,9 +249,9 @@ static const struct allowed {
     {"readahead", K_IO, G_BASE},
     {"flock", K_IO, G_BASE},
     /* A descriptor open for writing (Landlock or the file's mode decided
-     * that when it was opened) may be cut or extended. */
+     * that when it was opened) may be cut or extended; fallocate():
+     * add_fallocate(). */
     {"ftruncate", K_IO, G_BASE},
-    {"fallocate", K_IO, G_BASE},
 
     {"stat", K_READ_FS, G_BASE},
     {"fstat", K_READ_FS, G_BASE},
@@ -313,10 +312,7 @@ static const struct allowed {
     {"sync", K_WRITE_FS, G_WRITE},
     {"syncfs", K_WRITE_FS, G_WRITE},
 
-    {"chmod", K_METADATA, G_WRITE},
-    {"fchmod", K_METADATA, G_WRITE},
-    {"fchmodat", K_METADATA, G_WRITE},
-    {"fchmodat2", K_METADATA, G_WRITE}, /* newer glibc's lchmod(); unknown to 2.5.4 */
+    /* chmod, fchmod, fchmodat, fchmodat2: add_chmod(). */
     {"chown", K_METADATA, G_WRITE},
     {"fchown", K_METADATA, G_WRITE},
     {"lchown", K_METADATA, G_WRITE},
@@ -571,12 +567,21 @@ static const unsigned socket_option_refused[] = {
 /* setsockopt() levels besides SOL_SOCKET: the protocols socket() allows. */
 static const unsigned socket_levels[] = {IPPROTO_IP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_IPV6};
 
-/* "this process": sched_*, prlimit64, get/setpriority take pid 0 or its pid. */
+/* "this process": the sched_* setters, prlimit64, setpriority take pid 0 or
+ * its pid. The sched_* getters stay open (in allowed_table): glibc passes
+ * them the kernel ids of the process's own threads (pthread_getattr_np,
+ * pthread_getschedparam), which no filter can tell from other pids. */
 static const char *const self_pid_calls[] = {
-    "sched_setaffinity",  "sched_getaffinity", "sched_setscheduler",
-    "sched_getscheduler", "sched_setparam",    "sched_getparam",
-    "sched_setattr",	  "sched_getattr",     "sched_rr_get_interval",
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
 };
+
+/* Reading another process's process group, session, limits (pid first) or
+ * nice value (pid second): the process grants only. Without them, what the
+ * program may learn of the host's processes stops at itself. */
+static const char *const self_pid_readers[] = {"getpgid", "getsid"};
 
 static void sb_scmp_releasep(scmp_filter_ctx *ctx)
 {
@@ -782,8 +787,10 @@ static int add_signals(struct build_ctx *b, const struct sb_seccomp_policy *poli
 	return r;
 }
 
-/* The sched_* setters, prlimit64, setpriority: pid 0 or the process's own. */
-static int add_self_pid_calls(struct build_ctx *b)
+/* The sched_* setters, prlimit64, setpriority: pid 0 or the process's own;
+ * with the process grants, reading any pid's process group, session, limits
+ * and nice value (its children's). */
+static int add_self_pid_calls(struct build_ctx *b, const struct sb_seccomp_policy *policy)
 {
 	const uint64_t self[] = {0, b->self};
 	const struct scmp_arg_cmp prio_process = SCMP_A0(SCMP_CMP_MASKED_EQ, MASK32, PRIO_PROCESS);
@@ -792,9 +799,17 @@ static int add_self_pid_calls(struct build_ctx *b)
 
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(self_pid_calls); i++)
 		r = allow_values32(b, self_pid_calls[i], 0, self, ELEMENTSOF(self), NULL, 0);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(self_pid_readers); i++)
+		r = policy->allow_fork ? allow(b, self_pid_readers[i], 0, NULL)
+				       : allow_values32(b, self_pid_readers[i], 0, self,
+							ELEMENTSOF(self), NULL, 0);
+	if (r >= 0 && policy->allow_fork)
+		r = allow(b, "getpriority", 0, NULL);
+	else if (r >= 0)
+		r = allow_values32(b, "getpriority", 1, self, ELEMENTSOF(self), &prio_process, 1);
 	/* prlimit64(pid, resource, new, old): reading (new == NULL) is what
 	 * the kernel already limits to processes of the same uid. */
-	if (r >= 0)
+	if (r >= 0 && policy->allow_fork)
 		r = allow(b, "prlimit64", 1, &read_only);
 	if (r >= 0)
 		r = allow_values32(b, "prlimit64", 0, self, ELEMENTSOF(self), NULL, 0);
@@ -860,6 +875,46 @@ static int add_ioctl_fcntl_prctl(struct build_ctx *b)
 		r = allow_values32(b, "personality", 0, personas, ELEMENTSOF(personas), NULL, 0);
 	}
 	return r;
+}
+
+/* The chmod family, with an expose-rw rule: any mode but the set-user-ID
+ * and set-group-ID bits. A file the program writes and marks set-id outlives
+ * the sandbox: anyone who may run it from the expose-rw directory runs it as
+ * the sandbox's user (uid 0 without capabilities still owns what it
+ * creates: a setuid-root binary). Creating a file with those bits and then
+ * filling it does not work (the kernel clears them on the first write
+ * without CAP_FSETID). The mode is a umode_t: only its low 16 bits count,
+ * which the mask stays within. fchmodat2 (newer glibc's lchmod()) is unknown
+ * to libseccomp 2.5.4. Entries: the call, the mode's argument. */
+static const struct {
+	const char *name;
+	unsigned arg;
+} chmod_calls[] = {{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}};
+
+static int add_chmod(struct build_ctx *b, const struct sb_seccomp_policy *policy)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && policy->allow_write && i < ELEMENTSOF(chmod_calls); i++) {
+		const struct scmp_arg_cmp no_setid = {chmod_calls[i].arg, SCMP_CMP_MASKED_EQ,
+						      S_ISUID | S_ISGID, 0};
+
+		r = allow(b, chmod_calls[i].name, 1, &no_setid);
+	}
+	return r;
+}
+
+/* fallocate(fd, mode, ...): mode 0 (posix_fallocate(), which extends the
+ * file as a write would: RLIMIT_FSIZE holds) and punching a hole (frees
+ * blocks). Not FALLOC_FL_KEEP_SIZE on its own or with ZERO_RANGE or
+ * UNSHARE_RANGE: blocks past the end of the file, which no size limit sees
+ * (limit-file-size=1MB let a 0-byte file hold 200 MB of disk), nor
+ * INSERT_RANGE. The mode is an int. */
+static int add_fallocate(struct build_ctx *b)
+{
+	const uint64_t modes[] = {0, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE};
+
+	return allow_values32(b, "fallocate", 1, modes, ELEMENTSOF(modes), NULL, 0);
 }
 
 static int add_sockets(struct build_ctx *b, const struct sb_seccomp_policy *policy)
@@ -1048,11 +1103,15 @@ static int build(const struct sb_seccomp_policy *policy, uint32_t self_pid,
 	if (r >= 0)
 		r = add_signals(&b, policy);
 	if (r >= 0)
-		r = add_self_pid_calls(&b);
+		r = add_self_pid_calls(&b, policy);
 	if (r >= 0)
 		r = add_timers(&b);
 	if (r >= 0)
 		r = add_ioctl_fcntl_prctl(&b);
+	if (r >= 0)
+		r = add_fallocate(&b);
+	if (r >= 0)
+		r = add_chmod(&b, policy);
 	if (r >= 0)
 		r = add_sockets(&b, policy);
 	if (r >= 0)
@@ -1204,11 +1263,23 @@ enum sb_seccomp_need sb_seccomp_rule_for(int nr, const uint64_t args[6], const c
 			need = of_grant[allowed_table[i].grant];
 			goto done;
 		}
+	for (size_t i = 0; i < ELEMENTSOF(chmod_calls); i++)
+		if (streq(name, chmod_calls[i].name)) {
+			if (!(args[chmod_calls[i].arg] & (S_ISUID | S_ISGID)))
+				need = SB_SECCOMP_NEED_WRITE;
+			goto done;
+		}
 	if ((streq(name, "open") && (args[1] & writes)) ||
 	    (streq(name, "openat") && (args[2] & writes)) || streq(name, "openat2") ||
 	    streq(name, "creat"))
 		need = SB_SECCOMP_NEED_WRITE;
 	else if (streq(name, "clone") && !(args[0] & CLONE_NS_FLAGS))
+		need = SB_SECCOMP_NEED_PROCESS;
+	else if (((streq(name, "getpgid") || streq(name, "getsid") ||
+		   (streq(name, "prlimit64") && !args[2])) &&
+		  (args[0] & MASK32) != 0) ||
+		 (streq(name, "getpriority") &&
+		  ((args[0] & MASK32) != PRIO_PROCESS || (args[1] & MASK32) != 0)))
 		need = SB_SECCOMP_NEED_PROCESS;
 	else if ((streq(name, "kill") || streq(name, "tgkill") || streq(name, "rt_sigqueueinfo") ||
 		  streq(name, "rt_tgsigqueueinfo")) &&
@@ -1304,12 +1375,24 @@ int sb_seccomp_describe(const struct sb_seccomp_policy *policy, struct sb_buf *o
 		r = sb_buf_printf(out, "kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo: %s; ",
 				  policy->allow_fork ? "any pid but -1" : "this process only");
 	if (r >= 0)
-		r = sb_buf_puts(out,
-				"sched_setaffinity, sched_setscheduler, sched_setparam, "
-				"sched_setattr, setpriority, prlimit64 with a new limit: this "
-				"process only (pid 0 or its own); timer_settime, timer_delete: "
-				"any timer but timeout='s own two (EINVAL); personality: PER_LINUX "
-				"and the 0xffffffff query\n#   seccomp allows ioctl() ");
+		r = sb_buf_puts(out, "sched_setaffinity, sched_setscheduler, sched_setparam, "
+				     "sched_setattr, setpriority, prlimit64 with a new limit: this "
+				     "process only (pid 0 or its own); ");
+	if (r >= 0)
+		r = sb_buf_printf(
+		    out, "getpgid, getsid, getpriority, prlimit64 reading a limit: %s; ",
+		    policy->allow_fork ? "any pid" : "this process only (pid 0 or its own)");
+	if (r >= 0)
+		r = sb_buf_puts(
+		    out, "timer_settime, timer_delete: "
+			 "any timer but timeout='s own two (EINVAL); personality: PER_LINUX "
+			 "and the 0xffffffff query; chmod, fchmod, fchmodat, fchmodat2 (with "
+			 "an expose-rw rule): never the set-user-ID or set-group-ID bit (a "
+			 "set-id program left behind runs as the sandbox's user); fallocate: "
+			 "mode 0 (extends the file "
+			 "within limit-file-size) and punching holes, not FALLOC_FL_KEEP_SIZE "
+			 "(blocks past the end no size limit sees)\n#   seccomp allows "
+			 "ioctl() ");
 	if (r >= 0)
 		r = NAMES_OF(ioctl_table, name);
 	if (r >= 0)

@@ -528,14 +528,21 @@ static int explain(const struct sb_boundary *b, struct sb_buf *out)
 			  "#   processes: python-sb outside (waits, forwards signals; as "
 			  "python-sb-supervise where it can), its init as "
 			  "PID 1, the program as PID 2\n"
-			  "#   signals: %s\n",
+			  "#   signals: %s\n"
+			  "#   files: %s\n",
 			  (unsigned)d->inner_uid, (unsigned)d->inner_gid,
 			  d->map_root		      ? "unshare.map-root-user"
 			  : d->outer_uid != geteuid() ? "user=, taken before the namespaces"
 						      : "the caller's own",
 			  sb_ns_signal_scope_available()
 			      ? "limited to the sandbox's processes (Landlock scope)"
-			      : "a session of its own (no Landlock scope in this kernel)");
+			      : "a session of its own (no Landlock scope in this kernel)",
+			  sb_ns_files_scope_available()
+			      ? "nothing outside the new root, also not through /proc/self/fd "
+				"(Landlock)"
+			      : "the new root; an inherited descriptor's file can be reopened "
+				"through /proc/self/fd with what its mode allows (no Landlock in "
+				"this kernel)");
 	if (r >= 0)
 		r = sb_root_explain(&d->root, out);
 	if (r >= 0)

@@ -66,7 +66,8 @@ NR = dict(ioctl=16, sched_setscheduler=144, sched_setaffinity=203, modify_ldt=15
           inotify_init1=294, fanotify_init=300, keyctl=250, sethostname=170,
           clock_settime=227, prlimit64=302, socket=41, openat=257, fcntl=72, statmount=457,
           listmount=458, mseal=462, shmget=29, mq_open=240, add_key=248, syslog=103,
-          settimeofday=164, setns=308, kcmp=312, migrate_pages=256, move_pages=279)
+          settimeofday=164, setns=308, kcmp=312, migrate_pages=256, move_pages=279,
+          getpgid=121, getsid=124, getpriority=140)
 
 ATTACKS = '''
 victim = int(sys.argv[1])
@@ -89,6 +90,10 @@ S("sched_setaffinity(victim)", victim, 8, cpus)                       # an empty
 S("sched_setscheduler(victim)", victim, 5, buf)                       # SCHED_IDLE
 S("prlimit64(victim)", victim, 0, buf, None)                          # RLIMIT_CPU = 0
 S("setpriority(victim)", 0, victim, 19)
+S("prlimit64(victim, read)", victim, 7, None, buf)                   # RLIMIT_NOFILE
+S("getpgid(victim)", victim)
+S("getsid(victim)", victim)
+S("getpriority(victim)", 0, victim)                                   # PRIO_PROCESS
 S("kill(victim)", victim, 0)
 S("kill(-1)", -1, 0)
 S("tgkill(victim)", victim, victim, 0)
@@ -147,7 +152,8 @@ WANT = {name: EPERM for name in (
     "modify_ldt", "prctl(PR_SET_MM)", "prctl(PR_SET_DUMPABLE)", "prctl(PR_SET_PTRACER)",
     "fanotify_init", "inotify_init1", "sethostname", "clock_settime", "settimeofday",
     "sched_setaffinity(victim)", "sched_setscheduler(victim)", "prlimit64(victim)",
-    "setpriority(victim)", "kill(victim)", "kill(-1)", "tgkill(victim)", "ptrace(victim)",
+    "setpriority(victim)", "prlimit64(victim, read)", "getpgid(victim)", "getsid(victim)",
+    "getpriority(victim)", "kill(victim)", "kill(-1)", "tgkill(victim)", "ptrace(victim)",
     "process_vm_readv(victim)", "pidfd_open(victim)", "kcmp(victim)",
     "migrate_pages(victim)", "move_pages(victim)", "chmod(outside)", "chown(outside)",
     "utimensat(outside)", "setxattr(outside)", "fchmod(readable)", "fchmod(stdin)",
@@ -266,3 +272,34 @@ def test_what_cpython_needs_still_works(box, provider):
         # The new root's /dev/null is a device of its own, as writable.
         "devnull: written" if provider in ("landlock", "unshare") else f"devnull: {errno.EPERM}",
     ], r
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_no_set_id_program_left_behind(box, provider):
+    """A program with an expose-rw rule writes an executable and marks it
+    set-user-ID or set-group-ID: the file outlives the sandbox, and whoever
+    may run it from that directory runs it as the sandbox's user (as root
+    without capabilities, a setuid-root binary). chmod, fchmod and fchmodat
+    refuse those bits (EPERM), on the low 16 bits the kernel reads; every
+    other mode, the sticky bit of a directory included, stays allowed."""
+    box.mkdir("rw")
+    r, o = run_native(box, f"os-sandbox={provider}\npy-sandbox=false\nexpose-rw=./rw\n", '''
+        with open("rw/tool", "w") as f:
+            f.write("#!/bin/sh\\nid\\n")
+        fd = os.open("rw/tool", os.O_RDONLY)
+        attempt("chmod(4755)", libc.syscall, 90, b"rw/tool", 0o4755)
+        attempt("chmod(2755)", libc.syscall, 90, b"rw/tool", 0o2755)
+        attempt("fchmod(6755)", libc.syscall, 91, fd, 0o6755)
+        attempt("fchmodat(4755)", libc.syscall, 268, -100, b"rw/tool", 0o4755, 0)
+        attempt("chmod(4755 | 1 << 32)", libc.syscall, 90, b"rw/tool",
+                ctypes.c_ulong(0o4755 | 1 << 32))
+        attempt("chmod(755)", libc.syscall, 90, b"rw/tool", 0o755)
+        os.mkdir("rw/shared")
+        attempt("chmod(dir, 1777)", libc.syscall, 90, b"rw/shared", 0o1777)
+        ''')
+    assert r.returncode == 0, r
+    assert o == {"chmod(4755)": "EPERM", "chmod(2755)": "EPERM", "fchmod(6755)": "EPERM",
+                 "fchmodat(4755)": "EPERM", "chmod(4755 | 1 << 32)": "EPERM",
+                 "chmod(755)": "OK", "chmod(dir, 1777)": "OK"}, r
+    assert os.stat(box.path("rw/tool")).st_mode & 0o7777 == 0o755
+    assert os.stat(box.path("rw/shared")).st_mode & 0o7777 == 0o1777

@@ -329,6 +329,40 @@ def test_process_group_signals_stay_inside(anyuser):
 # The new root and ignore=
 
 
+def test_inherited_files_cannot_be_reopened_through_proc(anyuser):
+    """stdin from a file and stdout appended to a log, both outside every
+    grant and the user's own (writable by the program's uid): the new root
+    does not hold them, but /proc/self/fd/N reopens them by their host path,
+    past the read-only binds, with what the file's mode allows. Landlock
+    keeps every path outside the new root closed; the descriptors themselves
+    keep working (the input read, the output appended)."""
+    sb = anyuser
+    sb.mkdir("outside")
+    stdin_file = sb.write("outside/input.txt", SECRET + "\n")
+    log = sb.write("outside/log.txt", "earlier run\n")
+    sb.profile(BASE)
+    s = sb.write("s.py", __import__("conftest").NATIVE_PRELUDE + textwrap.dedent('''
+        py("reopen stdin for writing",
+           lambda: os.write(os.open("/proc/self/fd/0", os.O_WRONLY | os.O_TRUNC), b"pwned"))
+        py("reopen stdout for reading", lambda: os.read(os.open("/proc/self/fd/1", os.O_RDONLY), 99))
+        py("reopen stdout without O_APPEND",
+           lambda: os.write(os.open("/proc/self/fd/1", os.O_WRONLY), b"OVERWRITTEN"))
+        print("stdin:", sys.stdin.read().strip(), flush=True)
+        '''), dedent=False)
+    env = dict(sb.env(), **SANITIZER_ENV)
+    with open(stdin_file) as stdin, open(log, "a") as out:
+        p = subprocess.run(sb.prefix + [sb.binary, str(s)], cwd=str(sb.root), env=env,
+                           stdin=stdin, stdout=out, stderr=subprocess.PIPE, text=True,
+                           timeout=TIMEOUT)
+    text = log.read_text()
+    assert p.returncode == 0, (p, text)
+    assert text.startswith("earlier run\n"), text
+    o = dict(line.split(": ", 1) for line in text.splitlines()[1:] if ": " in line)
+    assert o == {"reopen stdin for writing": "EACCES", "reopen stdout for reading": "EACCES",
+                 "reopen stdout without O_APPEND": "EACCES", "stdin": SECRET}, text
+    assert stdin_file.read_text() == SECRET + "\n"
+
+
 def test_ignore_refuses_native_code_and_the_guard_hides(anyuser):
     sb = anyuser
     sb.write("ro/.env", SECRET + "\n")
@@ -449,6 +483,7 @@ def test_explain_shows_the_namespaces_and_the_mounts(sb):
     out = r.stdout
     for line in ("#   namespaces: user, mount, PID, network, IPC, UTS, cgroup",
                  "#   processes: python-sb outside",
+                 "#   files: nothing outside the new root, also not through /proc/self/fd",
                  f"#     ro   {sb.path('ro')}",
                  f"#     hide {sb.path('ro/.git')}",
                  "#     proc /proc",

@@ -183,6 +183,30 @@ def test_file_size_limit_stops_the_write(box):
     assert os.path.getsize(box.path("rw/big.bin")) == 1000
 
 
+def test_file_size_limit_holds_against_preallocation(box):
+    """fallocate(FALLOC_FL_KEEP_SIZE) gives a file blocks past its end: its
+    size stays 0, so RLIMIT_FSIZE never sees them (200 MB of disk under
+    limit-file-size=1MB before the filter refused it). Refused (EPERM), as
+    with ZERO_RANGE; extending the file (posix_fallocate, mode 0) still meets
+    the limit (EFBIG), and within it works."""
+    r = run(box, "limit-file-size=1MB\n", '''
+        import ctypes, errno, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open("rw/big.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+        for mode, name in [(1, "KEEP_SIZE"), (0x11, "ZERO_RANGE|KEEP_SIZE"),
+                           (0, "past the limit"), (0, "within it")]:
+            size = 4096 if name == "within it" else 64 << 20
+            ctypes.set_errno(0)
+            ok = libc.fallocate(fd, mode, ctypes.c_long(0), ctypes.c_long(size)) == 0
+            print(name + ":", "OK" if ok else errno.errorcode[ctypes.get_errno()])
+        ''')
+    assert r.returncode == 0, r
+    assert r.stdout == ("KEEP_SIZE: EPERM\nZERO_RANGE|KEEP_SIZE: EPERM\n"
+                        "past the limit: EFBIG\nwithin it: OK\n"), r
+    st = os.stat(box.path("rw/big.bin"))
+    assert st.st_size == 4096 and st.st_blocks * 512 <= 1 << 20, st
+
+
 def test_open_files_limit(box):
     r = run(box, "limit-open-files=20\n", '''
         files = []

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/falloc.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
@@ -111,6 +112,11 @@ static void harmless_args(const char *name, long a[6])
 		a[1] = 0;
 		a[2] = 0;
 	}
+	/* A mode without the set-id bits, which no grant allows. */
+	if (streq(name, "chmod") || streq(name, "fchmod"))
+		a[1] = 0;
+	if (streq(name, "fchmodat"))
+		a[2] = 0;
 }
 
 static void test_refused_table(void)
@@ -788,12 +794,35 @@ static void test_self_only(void)
 	     false,
 	     0,
 	     0},
+	    /* Reading another process's limits, process group, session or
+	     * nice value: with the process grants only (its children). */
 	    {SYS_prlimit64,
 	     "prlimit64(read)",
-	     {0, 0, ESRCH, 0, 0, 0},
+	     {0, EPERM, EPERM, 0, 0, EPERM},
 	     {0, 0, ESRCH, 0, 0, 0},
 	     false,
 	     0,
+	     0},
+	    {SYS_getpgid,
+	     "getpgid",
+	     {0, EPERM, EPERM, 0, 0, EPERM},
+	     {0, 0, ESRCH, 0, 0, 0},
+	     false,
+	     0,
+	     0},
+	    {SYS_getsid,
+	     "getsid",
+	     {0, EPERM, EPERM, 0, 0, EPERM},
+	     {0, 0, ESRCH, 0, 0, 0},
+	     false,
+	     0,
+	     0},
+	    {SYS_getpriority,
+	     "getpriority(PRIO_PROCESS)",
+	     {0, EPERM, EPERM, 0, 0, EPERM},
+	     {0, 0, ESRCH, 0, 0, 0},
+	     true,
+	     PRIO_PROCESS,
 	     0},
 	};
 
@@ -807,6 +836,8 @@ static void test_self_only(void)
 			       "%s of %s with the process grants -> %d", cases[i].name, who[w],
 			       cases[i].want_fork[w]);
 		}
+	TAP_IS_INT(pid_call(&p_none, SYS_getpriority, 3, PRIO_USER, 0, 0, true), EPERM,
+		   "getpriority(PRIO_USER, 0) refused without the process grants");
 	TAP_IS_INT(pid_call(&p_all, SYS_setpriority, 3, PRIO_PGRP, 0, 0, true), EPERM,
 		   "setpriority(PRIO_PGRP, 0) refused");
 	TAP_IS_INT(pid_call(&p_all, SYS_setpriority, 3, PRIO_USER, 0, 0, true), EPERM,
@@ -1146,6 +1177,83 @@ static void test_api(void)
 	TAP_IS_INT(raw(NULL, SYS_unshare, 0, 0, 0, 0), 0, "baseline: unshare(0) unfiltered");
 }
 
+/* ---- chmod ---- */
+
+/* The set-user-ID and set-group-ID bits, whatever the grants: a set-id
+ * program outlives the sandbox. Any other mode with an expose-rw rule. */
+static void test_chmod(void)
+{
+	static const struct {
+		long mode;
+		const char *name;
+		int want;
+	} cases[] = {
+	    {0755, "0755", 0},	     {01777, "01777", 0},
+	    {04755, "04755", EPERM}, {02755, "02755", EPERM},
+	    {06755, "06755", EPERM}, {(long)(1UL << 32 | 04755), "04755 | 1 << 32", EPERM},
+	};
+	char path[] = "/tmp/test-seccomp-XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0) {
+		tap_ok(false, "mkstemp: %s", strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		int by_path = raw(&p_all, SYS_chmod, (long)path, cases[i].mode, 0, 0);
+		int by_fd = raw(&p_write, SYS_fchmod, fd, cases[i].mode, 0, 0);
+		int at = raw(&p_write, SYS_fchmodat, AT_FDCWD, (long)path, cases[i].mode, 0);
+
+		tap_ok(by_path == cases[i].want && by_fd == cases[i].want && at == cases[i].want,
+		       "chmod, fchmod, fchmodat(%s) -> %d (got %d, %d, %d)", cases[i].name,
+		       cases[i].want, by_path, by_fd, at);
+	}
+	TAP_IS_INT(raw(&p_landlock, SYS_fchmod, fd, 0644, 0, 0), EPERM,
+		   "fchmod refused without an expose-rw rule");
+	close(fd);
+	unlink(path);
+}
+
+/* ---- fallocate ---- */
+
+/* Blocks past the end of a file (FALLOC_FL_KEEP_SIZE) are disk no size limit
+ * sees: refused; extending the file (mode 0) and punching holes stay. The
+ * mode is an int: the kernel ignores the upper half. */
+static void test_fallocate(void)
+{
+	static const struct {
+		long mode;
+		const char *name;
+		int want;
+	} cases[] = {
+	    {0, "0 (posix_fallocate)", 0},
+	    {FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, "PUNCH_HOLE | KEEP_SIZE", 0},
+	    {(long)(1UL << 32), "0 | 1 << 32", 0},
+	    {FALLOC_FL_KEEP_SIZE, "KEEP_SIZE", EPERM},
+	    {FALLOC_FL_KEEP_SIZE | FALLOC_FL_ZERO_RANGE, "ZERO_RANGE | KEEP_SIZE", EPERM},
+	    {(long)(1UL << 32 | FALLOC_FL_KEEP_SIZE), "KEEP_SIZE | 1 << 32", EPERM},
+	    {FALLOC_FL_INSERT_RANGE, "INSERT_RANGE", EPERM},
+	};
+	char path[] = "/tmp/test-seccomp-XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0) {
+		tap_ok(false, "mkstemp: %s", strerror(errno));
+		return;
+	}
+	unlink(path);
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		int none = raw(&p_none, SYS_fallocate, fd, cases[i].mode, 0, 4096);
+		int all = raw(&p_all, SYS_fallocate, fd, cases[i].mode, 0, 4096);
+
+		tap_ok(none == cases[i].want, "fallocate(%s) -> %d (got %d)", cases[i].name,
+		       cases[i].want, none);
+		tap_ok(all == cases[i].want, "fallocate(%s) with every grant -> %d (got %d)",
+		       cases[i].name, cases[i].want, all);
+	}
+	close(fd);
+}
+
 int main(void)
 {
 	test_api();
@@ -1158,6 +1266,8 @@ int main(void)
 	test_sockets();
 	test_ioctl();
 	test_fcntl_prctl();
+	test_fallocate();
+	test_chmod();
 	test_personality_ipc();
 	test_abis();
 	test_unknown_syscalls();
