@@ -203,7 +203,7 @@ static int push_wide(char ***v, const wchar_t *w)
 
 /* sys.path[0] as Py_RunMain() will set it (the directory of the script's
  * real path, else the cwd) and the modules the profile allows there. */
-static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths)
+static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths, char **reterr)
 {
 	_cleanup_free_ char *main_package = NULL;
 	char cwd[PATH_MAX];
@@ -226,11 +226,12 @@ static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths
 		if (!main_package)
 			return -ENOMEM;
 	}
-	return sb_path0_modules(paths->path0, e->profile, main_package, &paths->path0_modules);
+	return sb_path0_modules(paths->path0, e->profile, main_package, &paths->path0_modules,
+				reterr);
 }
 
 static int collect_paths(const struct sb_embed *e, const PyConfig *config,
-			 struct sb_interp_paths *paths)
+			 struct sb_interp_paths *paths, char **reterr)
 {
 	const char *pythonpath = config->use_environment ? getenv("PYTHONPATH") : NULL;
 	int r;
@@ -275,7 +276,7 @@ static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 	/* Not for the fork server: each run's sys.path[0] is its directory,
 	 * granted whole; the server's own cwd is none of the runs'. */
 	if (r >= 0 && !e->worker && !e->fork_server && !config->safe_path)
-		r = collect_path0(e, paths);
+		r = collect_path0(e, paths, reterr);
 	if (e->provider) {
 		paths->provider = e->provider->name;
 		paths->files_confined = e->provider->flags & SB_PROVIDER_FILES;
@@ -327,7 +328,7 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 		st->exit_now = true;
 		st->exit_code = status.exitcode;
 	} else {
-		r = collect_paths(e, &st->config, ret_paths);
+		r = collect_paths(e, &st->config, ret_paths, reterr);
 		if (r < 0) {
 			PyConfig_Clear(&st->config);
 			sb_interp_paths_done(ret_paths);

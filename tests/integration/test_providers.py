@@ -4,6 +4,7 @@ providers not built yet fail closed when named, and so do the wrappers whose
 tool is not installed; unknown names are profile errors. What bwrap and
 firejail enforce: test_kernel_wrappers.py."""
 
+import os
 import shutil
 import subprocess
 
@@ -173,3 +174,72 @@ def test_prompt_after_a_script_with_dash_i_is_marked(sb):
     out = proc.stdout.replace("\r\n", "\n")
     assert "42" in out, proc
     assert "\u26a0 >>> " in out, proc
+
+
+# --------------------------------------------------------------------------
+# Grants every confining provider derives from the file system
+
+
+HAVE_TOOL = {w: shutil.which(w) is not None for w in ("bwrap", "firejail")}
+CONFINING = [
+    pytest.param("landlock", marks=needs_landlock), "unshare",
+    pytest.param("bwrap", marks=pytest.mark.skipif(not HAVE_TOOL["bwrap"],
+                                                   reason="bwrap is not installed")),
+    pytest.param("firejail", marks=pytest.mark.skipif(not HAVE_TOOL["firejail"],
+                                                      reason="firejail is not installed")),
+]
+PLANTED_SECRET = "PLANTED-LINK-SECRET-81c2"
+
+
+@pytest.mark.parametrize("who", ["caller", "nobody"])
+@pytest.mark.parametrize("provider", CONFINING)
+@pytest.mark.parametrize("kind", ["module", "package"])
+def test_link_planted_beside_the_script_grants_nothing(request, provider, who, kind):
+    """The script's directory is expose-rw: a program (native code, no guard)
+    makes a module link there leading outside every grant, a file of the
+    user's or a whole directory. The next run, whose python-import= allows
+    every module beside the script, would be granted the link's target by
+    every provider and both layers (the modules of sys.path[0] are granted
+    as their resolved paths): it stops instead, naming the link, and the
+    secret never reaches the output. A link into an expose-* tree still
+    works."""
+    if provider == "firejail" and who == "nobody":
+        pytest.skip("firejail refuses the user nobody (test_kernel_wrappers.py)")
+    sb = request.getfixturevalue("sb" if who == "caller" else "sb_nobody")
+    secret_dir = sb.mkdir("private")
+    secret = sb.write("private/secret.txt", PLANTED_SECRET + "\n")
+    os.chmod(secret, 0o644)
+    app = sb.mkdir("app")
+    sb.mkdir("data")
+    sb.write("data/shared.py", "VALUE = 'shared'\n")
+    prof = sb.profile(f"os-sandbox={provider}\nexpose-rw={app}\nexpose-ro={sb.path('data')}\n"
+                      "python-import=*\n", rel="prof")
+    target = secret if kind == "module" else secret_dir
+    name = "helper.py" if kind == "module" else "pkg"
+    plant = sb.write("app/plant.py", f'''
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.symlink({str(target).encode()!r}, b"{app}/{name}") == 0, ctypes.get_errno()
+        assert libc.symlink(b"{sb.path('data/shared.py')}", b"{app}/shared.py") == 0
+        print("planted")
+        ''')
+    r = sb.run("--pysandboxes-config", prof, "--py-sandbox=false", plant)
+    assert r.returncode == 0 and "planted" in r.stdout, r
+    assert os.path.islink(app / name)
+    reader = sb.write("app/read.py", f'''
+        import os
+        p = "{app}/{name}"
+        print(open(p).read() if os.path.isfile(p) else os.listdir(p))
+        ''')
+    for py_sandbox in ("true", "false"):
+        r = sb.run("--pysandboxes-config", prof, f"--py-sandbox={py_sandbox}", reader)
+        assert r.returncode == EXIT_CONFIG, r
+        assert f"{app}/{name}, beside the script, is a symbolic link to {target}" in r.stderr, r
+        assert f"expose-ro={target.parent}" in r.stderr, r
+        assert PLANTED_SECRET not in r.stdout + r.stderr
+        assert "secret.txt" not in r.stdout
+    # A link leading into an expose-* tree is what that rule grants anyway.
+    os.unlink(app / name)
+    r = sb.run("--pysandboxes-config", prof, "-c", "import shared; print(shared.VALUE)",
+               cwd=app)
+    assert r.returncode == 0 and "shared" in r.stdout, r
