@@ -243,3 +243,51 @@ def test_link_planted_beside_the_script_grants_nothing(request, provider, who, k
     r = sb.run("--pysandboxes-config", prof, "-c", "import shared; print(shared.VALUE)",
                cwd=app)
     assert r.returncode == 0 and "shared" in r.stdout, r
+
+
+@pytest.mark.parametrize("who", ["caller", "nobody"])
+@pytest.mark.parametrize("kind", ["read", "write"])
+def test_link_planted_in_a_writable_tree_widens_no_rule(request, who, kind):
+    """A rule nested in an expose-rw tree (expose-rw=work, expose-ro=work/inputs
+    or expose-rw=work/out): the program replaces the nested directory with a
+    link on one run (under Landlock nothing stops it: the tree is writable),
+    and the next run's rule, resolved through the link, would grant its
+    target: a private directory read, or a read-only tree written. The
+    profile is refused instead, naming the link, under every provider."""
+    sb = request.getfixturevalue("sb" if who == "caller" else "sb_nobody")
+    secret_dir = sb.mkdir("private")
+    os.chmod(sb.write("private/secret.txt", PLANTED_SECRET + "\n"), 0o644)
+    sb.write("data/sub/existing.txt", "ORIGINAL\n")
+    work = sb.mkdir("work")
+    nested = sb.mkdir("work/inputs" if kind == "read" else "work/out")
+    target = secret_dir if kind == "read" else sb.path("data/sub")
+    prof = sb.profile(f"expose-rw={work}\nexpose-ro={sb.path('data')}\n"
+                      f"expose-{'ro' if kind == 'read' else 'rw'}={nested}\n"
+                      "python-import=*\n", rel="prof")
+    plant = sb.write("plant.py", f'''
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.rmdir(b"{nested}") == 0, ctypes.get_errno()
+        assert libc.symlink({str(target).encode()!r}, b"{nested}") == 0, ctypes.get_errno()
+        print("planted")
+        ''')
+    r = sb.run("--pysandboxes-config", prof, "--py-sandbox=false", "--os-sandbox=landlock",
+               plant)
+    if r.returncode != 0 and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    assert r.returncode == 0 and "planted" in r.stdout, r
+    use = sb.write("use.py", f'''
+        import os
+        print(os.listdir("{nested}"))
+        open("{nested}/existing.txt", "a").write("CHANGED\\n")
+        ''')
+    providers = ["landlock", "subprocess", "unshare"] + \
+        [w for w in ("bwrap", "firejail") if HAVE_TOOL[w] and not (w == "firejail" and sb.prefix)]
+    for provider in providers:
+        r = sb.run("--pysandboxes-config", prof, f"--os-sandbox={provider}", "--py-sandbox=false",
+                   use)
+        assert r.returncode == EXIT_CONFIG, (provider, r)
+        assert f"leads through the symbolic link {nested}, inside expose-rw={work}" in r.stderr, r
+        assert f"={target}) if it is meant" in r.stderr, r
+        assert "secret.txt" not in r.stdout
+    assert sb.path("data/sub/existing.txt").read_text() == "ORIGINAL\n"
