@@ -490,7 +490,7 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	_cleanup_free_ char *bwrap = NULL;
 	int r;
 
-	r = sb_wrap_find_binary("bwrap", "bubblewrap", sb_strv_env_get(req->host_env, "PATH"),
+	r = sb_wrap_find_binary("bwrap", "bubblewrap", sb_strv_env_get(req->host_env, "PATH"), p,
 				&bwrap, reterr);
 	if (r < 0)
 		return r;

@@ -720,7 +720,7 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	struct sb_buf keep = {0};
 	int r;
 
-	r = sb_wrap_find_binary("firejail", "firejail", sb_strv_env_get(req->host_env, "PATH"),
+	r = sb_wrap_find_binary("firejail", "firejail", sb_strv_env_get(req->host_env, "PATH"), p,
 				&firejail, reterr);
 	if (r < 0)
 		return r;

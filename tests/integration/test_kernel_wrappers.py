@@ -1285,3 +1285,32 @@ def test_rule_files_in_a_writable_grant(box):
     r = sb.run("-c", "print('PROGRAM-RAN')")
     assert r.returncode == EXIT_CONFIG and "PROGRAM-RAN" not in r.stdout, r
     assert "later.inc" in r.stderr, r
+
+
+def test_tool_planted_on_path_by_the_program_never_runs(anyuser):
+    """The caller's PATH holds a directory the profile exposes read-write (a
+    ~/bin in an exposed home): the program puts a `bwrap` or `firejail` there
+    on one run, which the next run would execute outside the sandbox, as the
+    caller, before any boundary. python-sb refuses a tool found inside an
+    expose-rw tree instead, naming the rule, and the planted one never runs."""
+    w, sb = anyuser
+    bindir = sb.mkdir("rw/bin")
+    marker = sb.path("ESCAPED")
+    plant = sb.write("plant.py", f'''
+        import os
+        p = "{bindir}/{w}"
+        with open(p, "w") as f:
+            f.write("#!/bin/sh\\necho ran > {marker}\\nexec /usr/bin/{w} \\"$@\\"\\n")
+        os.chmod(p, 0o755)
+        print("planted")
+        ''')
+    sb.profile(profile(w) + "python-import=os\n")
+    path = f"{bindir}:/usr/bin:/bin"
+    r = sb.run(plant, env={"PATH": path})
+    assert r.returncode == 0 and "planted" in r.stdout, r
+    assert os.access(bindir / w, os.X_OK)
+    r = sb.run("-c", "print('RAN')", env={"PATH": path})
+    assert r.returncode == EXIT_CONFIG, r
+    assert f"{w} was found on PATH at {bindir}/{w}, inside expose-rw=./rw" in r.stderr, r
+    assert "RAN" not in r.stdout
+    assert not marker.exists()

@@ -339,8 +339,9 @@ static void test_missing_tool(void)
 {
 	_cleanup_free_ char *err = NULL, *path = NULL;
 
-	TAP_IS_INT(sb_wrap_find_binary("bwrap", "bubblewrap", "/nonexistent:relative", &path, &err),
-		   -ENOENT, "not on PATH");
+	TAP_IS_INT(
+	    sb_wrap_find_binary("bwrap", "bubblewrap", "/nonexistent:relative", NULL, &path, &err),
+	    -ENOENT, "not on PATH");
 	tap_ok(err && strstr(err, "install the Debian package bubblewrap"), "names the package");
 }
 
@@ -362,13 +363,41 @@ static void test_found_tool_remembered(void)
 	snprintf(b, sizeof(b), "%s/bin-b/sb-tool", root);
 	chmod(a, 0755);
 	chmod(b, 0755);
-	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &first, &err), 0, "found");
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, NULL, &first, &err), 0, "found");
 	TAP_IS_STR(first, a, "the first on PATH");
-	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &again, &err), 0, "found again");
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, NULL, &again, &err), 0,
+		   "found again");
 	TAP_IS_STR(again, a, "the same");
 	unlink(a);
-	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &after, &err), 0, "found after");
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, NULL, &after, &err), 0,
+		   "found after");
 	TAP_IS_STR(after, b, "a removed binary is searched again");
+}
+
+/* The tool runs outside the sandbox: not one the program could have put on
+ * PATH (an expose-rw tree), nor one another user may replace. */
+static void test_untrusted_tool_refused(void)
+{
+	_cleanup_free_ char *err = NULL, *err2 = NULL, *path = NULL, *path2 = NULL;
+	char dir[PATH_MAX], tool[PATH_MAX];
+	struct sb_expose_rule rw = {.writable = true, .origin = {.file = "prof", .line = 3}};
+	struct sb_profile p = {.exposes = &rw, .n_exposes = 1};
+
+	snprintf(dir, sizeof(dir), "%s/bin-rw", root);
+	mkdir(dir, 0755);
+	put("bin-rw/sb-planted");
+	snprintf(tool, sizeof(tool), "%s/bin-rw/sb-planted", root);
+	chmod(tool, 0755);
+	rw.path = rw.resolved = dir;
+	TAP_IS_INT(sb_wrap_find_binary("sb-planted", "pkg", dir, &p, &path, &err), -EPERM,
+		   "a tool inside an expose-rw tree: refused");
+	tap_ok(err && strstr(err, "inside expose-rw=") && strstr(err, "(prof:3)"),
+	       "naming the rule");
+	chmod(dir, 0777);
+	TAP_IS_INT(sb_wrap_find_binary("sb-planted", "pkg", dir, NULL, &path2, &err2), -EPERM,
+		   "a tool in a directory every user may write: refused");
+	tap_ok(err2 && strstr(err2, "writable by every user"), "saying why");
+	chmod(dir, 0755);
 }
 
 static void test_strv_builder(void)
@@ -405,6 +434,7 @@ int main(void)
 	test_firejail_argv();
 	test_missing_tool();
 	test_found_tool_remembered();
+	test_untrusted_tool_refused();
 	test_strv_builder();
 	sb_wrap_net_done(&net);
 	cleanup();
