@@ -1314,3 +1314,37 @@ def test_tool_planted_on_path_by_the_program_never_runs(anyuser):
     assert f"{w} was found on PATH at {bindir}/{w}, inside expose-rw=./rw" in r.stderr, r
     assert "RAN" not in r.stdout
     assert not marker.exists()
+
+
+@pytest.mark.skipif(not HAVE["firejail"], reason="firejail is not installed")
+def test_firejail_runs_a_profile_of_many_grants(sb):
+    """firejail refuses a command line of 128 words or more ("too many
+    arguments"), which its file system options alone passed with a few dozen
+    grants (each expose-ro a whitelist and a read-only option, each entry of
+    / and /usr without one a blacklist): such a profile never ran. The options
+    reach it as lines of its --include file, and they are still enforced."""
+    rules = []
+    for i in range(40):
+        sb.write(f"d{i}/f.txt", f"content {i}\n")
+        rules.append(f"expose-ro=./d{i}")
+    sb.mkdir("rw")
+    sb.write("secret.txt", SECRET + "\n")
+    r = sb.run_code(base("firejail") + "\n".join(rules) + "\nexpose-rw=./rw\npython-import=*\n", '''
+        import errno, os
+        print("read", open("d39/f.txt").read().strip())
+        open("rw/out.txt", "w").write("ok")
+        for name, fn in [("write ro", lambda: open("d0/new.txt", "w")),
+                         ("secret", lambda: open("secret.txt"))]:
+            try:
+                fn()
+                print(name, "OK")
+            except OSError as e:
+                print(name, errno.errorcode[e.errno])
+        ''')
+    assert r.returncode == 0, r
+    assert "read content 39" in r.stdout, r
+    assert "write ro EROFS" in r.stdout, r
+    assert "secret ENOENT" in r.stdout, r
+    assert SECRET not in r.stdout
+    assert sb.path("rw/out.txt").read_text() == "ok"
+    assert not sb.path("d0/new.txt").exists()

@@ -148,6 +148,7 @@ static bool has_args(char **argv, const char *a, const char *b)
 static struct tool_lists {
 	int fd;
 	size_t lines, includes;
+	char **text; /* its lines, without the newline */
 } tool_lists;
 
 /* The last build's network (wrap-net.h), for its checks. */
@@ -181,6 +182,7 @@ static int build(const struct sb_provider *prov, const char *text, char ***ret, 
 			     },
 			     ret, err);
 	sb_boundary_done(&b);
+	sb_strv_free(tool_lists.text);
 	tool_lists = (struct tool_lists){0};
 	if (tool_fd >= 0) {
 		_cleanup_fclose_ FILE *f = fdopen(tool_fd, "r");
@@ -190,6 +192,9 @@ static int build(const struct sb_provider *prov, const char *text, char ***ret, 
 		tool_lists.fd = tool_fd;
 		while (f && getline(&line, &cap, f) > 0) {
 			tool_lists.lines++;
+			line[strcspn(line, "\n")] = '\0';
+			if (sb_strv_push(&tool_lists.text, line) < 0)
+				abort();
 			if (startswith(line + strspn(line, " \t"), "include"))
 				tool_lists.includes++;
 		}
@@ -284,11 +289,22 @@ static void test_firejail_argv(void)
 	tap_ok(has_args(argv, "--nodbus", NULL), "another key passed as --key");
 	tap_ok(has_args(argv, "--net=none", NULL) && has_args(argv, "--keep-fd=5,6", NULL),
 	       "no network; the inner python-sb's descriptors kept");
-	if (asprintf(&wl, "--whitelist=%s/ro", root) < 0 ||
-	    asprintf(&ro, "--read-only=%s/ro", root) < 0)
+	if (asprintf(&wl, "whitelist %s/ro", root) < 0 ||
+	    asprintf(&ro, "read-only %s/ro", root) < 0)
 		wl = ro = NULL;
-	tap_ok(wl && has_args(argv, wl, NULL) && has_args(argv, ro, NULL),
-	       "expose-ro whitelisted, read-only");
+	tap_ok(wl && sb_strv_contains(tool_lists.text, wl) && sb_strv_contains(tool_lists.text, ro),
+	       "expose-ro whitelisted, read-only: lines of the --include file");
+	tap_ok(tool_lists.text && streq(tool_lists.text[0], "read-only /"),
+	       "the file system's lines first, in the options' order");
+	{
+		bool none = true;
+
+		for (char **a = argv; *a; a++)
+			none = none && !startswith(*a, "--whitelist") &&
+			       !startswith(*a, "--read-only") && !startswith(*a, "--blacklist");
+		tap_ok(none && sb_strv_length(argv) < 128,
+		       "none on the command line: firejail takes fewer than 128 arguments");
+	}
 	tap_ok(!has_args(argv, "--", NULL), "no '--' (firejail would run a shell)");
 	{
 		char inc[64];
