@@ -230,6 +230,31 @@ static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths
 				reterr);
 }
 
+/* python-sb itself and its hooked library run before any boundary, at every
+ * start: in an expose-rw tree, the program could replace them on one run and
+ * be unconfined at the next (a shell script named python-sb). Refused then,
+ * -EPERM with *reterr naming the rule. */
+static int check_self_not_writable(const struct sb_profile *p, const char *path, char **reterr)
+{
+	_cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
+	_cleanup_free_ char *dir = real ? sb_path_dirname(real) : NULL;
+
+	for (size_t i = 0; dir && i < p->n_exposes; i++) {
+		const struct sb_expose_rule *x = &p->exposes[i];
+
+		if (!x->writable || !x->resolved || !sb_path_under(dir, x->resolved))
+			continue;
+		return sb_error(reterr, -EPERM,
+				"%s, which runs before the sandbox at every start, is inside "
+				"expose-rw=%s (%s:%u): the program could replace it and run "
+				"unconfined next time. Install python-sb outside every expose-rw "
+				"directory, or narrow the rule",
+				real, x->path, x->origin.file ? x->origin.file : SB_ORIGIN_CLI,
+				x->origin.line);
+	}
+	return 0;
+}
+
 static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 			 struct sb_interp_paths *paths, char **reterr)
 {
@@ -251,6 +276,10 @@ static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 
 		r = cfg ? sb_strv_push(&paths->files, cfg) : -ENOMEM;
 	}
+	if (r >= 0)
+		r = check_self_not_writable(e->profile, e->self_exe, reterr);
+	if (r >= 0)
+		r = check_self_not_writable(e->profile, e->self_lib, reterr);
 	if (r >= 0 && e->self_exe)
 		r = sb_strv_push(&paths->files, e->self_exe);
 	if (r >= 0 && e->self_lib)

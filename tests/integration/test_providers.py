@@ -291,3 +291,46 @@ def test_link_planted_in_a_writable_tree_widens_no_rule(request, who, kind):
         assert f"={target}) if it is meant" in r.stderr, r
         assert "secret.txt" not in r.stdout
     assert sb.path("data/sub/existing.txt").read_text() == "ORIGINAL\n"
+
+
+@pytest.mark.parametrize("who", ["caller", "nobody"])
+@pytest.mark.parametrize("provider", ["landlock", "unshare", "bwrap"])
+def test_python_sb_in_a_writable_tree_refuses_to_start(request, sb_bin, provider, who):
+    """python-sb installed inside a directory the profile exposes read-write
+    (~/.local/bin in an exposed home): the program replaced it by a shell
+    script on one run, which then ran unconfined as the caller at the next
+    start, before any boundary. python-sb refuses such a layout before it
+    runs anything, and the program never gets the chance."""
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    if provider == "bwrap" and not HAVE_TOOL["bwrap"]:
+        pytest.skip("bwrap is not installed")
+    sb = request.getfixturevalue("sb" if who == "caller" else "sb_nobody")
+    bindir = sb.mkdir("tools/bin")
+    copy = bindir / "python-sb"
+    shutil.copy2(sb_bin, copy)
+    if sb.owner:
+        os.chown(copy, *sb.owner)
+    marker = sb.path("UNCONFINED")
+    sb.profile(f"os-sandbox={provider}\nexpose-rw={sb.path('tools')}\npython-import=*\n",
+               rel="prof")
+    sb.write("plant.py", f'''
+        import os
+        p = {str(copy)!r}
+        os.rename(p, p + ".orig")
+        with open(p, "w") as f:
+            f.write("#!/bin/sh\\necho ran > {marker}\\nexec " + p + ".orig \\"$@\\"\\n")
+        os.chmod(p, 0o755)
+        print("planted")
+        ''')
+    for args in ([str(sb.path("plant.py"))], ["-c", "print('second run')"]):
+        cmd = sb.prefix + [str(copy), "--pysandboxes-config", str(sb.path("prof"))] + args
+        r = subprocess.run(cmd, cwd=str(sb.root), capture_output=True, text=True,
+                           timeout=TIMEOUT, env={"PATH": "/usr/bin:/bin", **SANITIZER_ENV},
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode == EXIT_CONFIG, r
+        assert f"{copy}, which runs before the sandbox at every start, is inside " \
+               f"expose-rw={sb.path('tools')}" in r.stderr, r
+        assert "planted" not in r.stdout and "second run" not in r.stdout
+    assert os.path.isfile(copy) and not os.path.exists(str(copy) + ".orig")
+    assert not marker.exists()
