@@ -1348,3 +1348,31 @@ def test_firejail_runs_a_profile_of_many_grants(sb):
     assert SECRET not in r.stdout
     assert sb.path("rw/out.txt").read_text() == "ok"
     assert not sb.path("d0/new.txt").exists()
+
+
+def test_kernel_settings_out_of_reach(anyuser):
+    """/proc/sys holds the kernel's settings, global whatever the namespaces,
+    and uid 0 writes one with no capability (kernel.core_pattern names a
+    program the host's kernel runs as root on the next crash). bwrap 0.8
+    started by root left /proc/sys writable: a program of a root-started
+    sandbox changed vm.swappiness on the host. Read-only in the sandbox now
+    (EROFS), and nobody's is refused anyway."""
+    w, sb = anyuser
+    knob = "/proc/sys/vm/swappiness"
+    before = Path(knob).read_text()
+    other = str((int(before) + 1) % 100).encode()
+    r, o = run_native(sb, profile(w), f'''
+        fd = attempt("open sysctl", libc.open, {knob.encode()!r}, os.O_WRONLY)
+        if fd >= 0:
+            print("wrote", os.write(fd, {other!r}))
+        attempt("open core_pattern", libc.open, b"/proc/sys/kernel/core_pattern", os.O_WRONLY)
+        ''')
+    after = Path(knob).read_text()
+    if after != before:
+        Path(knob).write_text(before)
+    assert r.returncode == 0, r
+    assert after == before, r
+    assert o["open sysctl"] in ("EROFS", "EACCES", "ENOENT"), r
+    assert o["open core_pattern"] in ("EROFS", "EACCES", "ENOENT"), r
+    if not unprivileged(sb):
+        assert o["open sysctl"] == "EROFS", r
