@@ -242,7 +242,9 @@ static int read_only(struct builder *bd, const char *path)
 
 	if (sb_strv_contains(bd->read_only, path))
 		return 0;
-	r = sb_strv_pushf(&bd->argv, "--read-only=%s", path);
+	r = literal(path, bd->reterr);
+	if (r >= 0)
+		r = sb_strv_pushf(&bd->argv, "--read-only=%s", path);
 	return r < 0 ? r : sb_strv_push(&bd->read_only, path);
 }
 
@@ -679,7 +681,7 @@ static bool is_path_option(const char *arg)
 
 /* The path options of argv (from index from on) as profile lines into out,
  * and out of argv. */
-static int move_path_options(char **argv, size_t from, struct sb_buf *out)
+static int move_path_options(char **argv, size_t from, struct sb_buf *out, char **reterr)
 {
 	size_t kept = from;
 	int r = 0;
@@ -692,6 +694,11 @@ static int move_path_options(char **argv, size_t from, struct sb_buf *out)
 			continue;
 		}
 		eq = strchr(argv[i], '=');
+		/* A line each: a newline would add a line of the path's
+		 * choosing (literal() refuses it first; this stays closed). */
+		if (r >= 0 && strchr(argv[i], '\n'))
+			r = sb_error(reterr, -EINVAL,
+				     "firejail cannot take a path with a newline: %s", argv[i]);
 		if (r >= 0)
 			r = eq ? sb_buf_printf(out, "%.*s %s\n", (int)(eq - argv[i] - 2),
 					       argv[i] + 2, eq + 1)
@@ -788,7 +795,7 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 		r = -EINVAL;
 	/* --explain shows them as options, what firejail reads them as. */
 	if (r >= 0 && !req->explain)
-		r = move_path_options(bd.argv, 1, &lines);
+		r = move_path_options(bd.argv, 1, &lines, reterr);
 	if (r >= 0)
 		r = lists_fd(&lines, req->tool_fd, reterr);
 	sb_buf_reset(&lines);
