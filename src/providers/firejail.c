@@ -497,12 +497,19 @@ static int blacklist_entries(struct builder *bd, const char *dir, const char *co
  * firejail keeps its own files in, too. */
 static int build_blacklist(struct builder *bd)
 {
-	static const char *const run_kept[] = {"firejail"};
+	static const char *const run_kept[] = {"firejail"}, *const firejail_kept[] = {"mnt", "lib"};
 	int r;
 
 	r = blacklist_entries(bd, "/", root_kept, ELEMENTSOF(root_kept));
 	if (r >= 0 && !holds_whitelisted(bd, "/run"))
 		r = blacklist_entries(bd, "/run", run_kept, ELEMENTSOF(run_kept));
+	/* firejail's own state but the sandbox's mnt and its helpers (lib):
+	 * the lock every firejail start on the host takes (a program of a
+	 * root-started sandbox held it, and no other sandbox could start while
+	 * it ran), and the other sandboxes' files. */
+	if (r >= 0)
+		r = blacklist_entries(bd, "/run/firejail", firejail_kept,
+				      ELEMENTSOF(firejail_kept));
 	/* /usr too (firejail whitelists in its directories): /usr/bin and the
 	 * like unless exposed, so that a program allowed to start processes
 	 * still needs an expose-* rule for the binary, as under Landlock. */

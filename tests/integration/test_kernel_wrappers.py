@@ -1376,3 +1376,34 @@ def test_kernel_settings_out_of_reach(anyuser):
     assert o["open core_pattern"] in ("EROFS", "EACCES", "ENOENT"), r
     if not unprivileged(sb):
         assert o["open sysctl"] == "EROFS", r
+
+
+@pytest.mark.skipif(not HAVE["firejail"], reason="firejail is not installed")
+def test_firejail_state_of_the_host_out_of_reach(sb):
+    """/run/firejail holds the lock every firejail start on the host takes,
+    and the other sandboxes' files. A program of a root-started sandbox
+    locked it: no firejail sandbox could start on the host while it ran
+    (a python-sb run there waited for it). Only the sandbox's own mnt and
+    firejail's helpers stay; the lock's name leads to firejail's empty
+    placeholder, which nobody else locks."""
+    lock = "/run/firejail/firejail-run.lock"
+    r = sb.run_code(base("firejail") + "python-import=*\n", f'''
+        import errno, fcntl, os
+        try:
+            fd = os.open({lock!r}, os.O_RDONLY)
+            st = os.fstat(fd)
+            print("opened", st.st_dev, st.st_ino)
+        except OSError as e:
+            print("refused", errno.errorcode[e.errno])
+        for d in ("profile", "sandbox", "name"):
+            try:
+                print(d, os.listdir("/run/firejail/" + d))
+            except OSError as e:
+                print(d, errno.errorcode[e.errno])
+        ''')
+    assert r.returncode == 0, r
+    if os.path.exists(lock):
+        host = os.stat(lock)
+        assert f"opened {host.st_dev} {host.st_ino}" not in r.stdout, r
+    for d in ("profile", "sandbox", "name"):
+        assert re.search(rf"^{d} (\[\]|EACCES|ENOENT)$", r.stdout, re.M), r
