@@ -203,7 +203,7 @@ static int push_wide(char ***v, const wchar_t *w)
 
 /* sys.path[0] as Py_RunMain() will set it (the directory of the script's
  * real path, else the cwd) and the modules the profile allows there. */
-static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths)
+static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths, char **reterr)
 {
 	_cleanup_free_ char *main_package = NULL;
 	char cwd[PATH_MAX];
@@ -226,11 +226,37 @@ static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths
 		if (!main_package)
 			return -ENOMEM;
 	}
-	return sb_path0_modules(paths->path0, e->profile, main_package, &paths->path0_modules);
+	return sb_path0_modules(paths->path0, e->profile, main_package, &paths->path0_modules,
+				reterr);
+}
+
+/* python-sb itself and its hooked library run before any boundary, at every
+ * start: in an expose-rw tree, the program could replace them on one run and
+ * be unconfined at the next (a shell script named python-sb). Refused then,
+ * -EPERM with *reterr naming the rule. */
+static int check_self_not_writable(const struct sb_profile *p, const char *path, char **reterr)
+{
+	_cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
+	_cleanup_free_ char *dir = real ? sb_path_dirname(real) : NULL;
+
+	for (size_t i = 0; dir && i < p->n_exposes; i++) {
+		const struct sb_expose_rule *x = &p->exposes[i];
+
+		if (!x->writable || !x->resolved || !sb_path_under(dir, x->resolved))
+			continue;
+		return sb_error(reterr, -EPERM,
+				"%s, which runs before the sandbox at every start, is inside "
+				"expose-rw=%s (%s:%u): the program could replace it and run "
+				"unconfined next time. Install python-sb outside every expose-rw "
+				"directory, or narrow the rule",
+				real, x->path, x->origin.file ? x->origin.file : SB_ORIGIN_CLI,
+				x->origin.line);
+	}
+	return 0;
 }
 
 static int collect_paths(const struct sb_embed *e, const PyConfig *config,
-			 struct sb_interp_paths *paths)
+			 struct sb_interp_paths *paths, char **reterr)
 {
 	const char *pythonpath = config->use_environment ? getenv("PYTHONPATH") : NULL;
 	int r;
@@ -250,6 +276,10 @@ static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 
 		r = cfg ? sb_strv_push(&paths->files, cfg) : -ENOMEM;
 	}
+	if (r >= 0)
+		r = check_self_not_writable(e->profile, e->self_exe, reterr);
+	if (r >= 0)
+		r = check_self_not_writable(e->profile, e->self_lib, reterr);
 	if (r >= 0 && e->self_exe)
 		r = sb_strv_push(&paths->files, e->self_exe);
 	if (r >= 0 && e->self_lib)
@@ -275,7 +305,7 @@ static int collect_paths(const struct sb_embed *e, const PyConfig *config,
 	/* Not for the fork server: each run's sys.path[0] is its directory,
 	 * granted whole; the server's own cwd is none of the runs'. */
 	if (r >= 0 && !e->worker && !e->fork_server && !config->safe_path)
-		r = collect_path0(e, paths);
+		r = collect_path0(e, paths, reterr);
 	if (e->provider) {
 		paths->provider = e->provider->name;
 		paths->files_confined = e->provider->flags & SB_PROVIDER_FILES;
@@ -327,7 +357,7 @@ int sb_embed_prepare(const struct sb_embed *e, struct sb_embed_state **ret_state
 		st->exit_now = true;
 		st->exit_code = status.exitcode;
 	} else {
-		r = collect_paths(e, &st->config, ret_paths);
+		r = collect_paths(e, &st->config, ret_paths, reterr);
 		if (r < 0) {
 			PyConfig_Clear(&st->config);
 			sb_interp_paths_done(ret_paths);

@@ -93,10 +93,53 @@ static bool entry_is(int dir_fd, const struct dirent *de, enum entry_kind kind)
 	return type == (kind == ENTRY_PACKAGE_DIR ? DT_DIR : DT_REG);
 }
 
+/* The expose-* tree of p that holds path (resolved), or NULL; writable: an
+ * expose-rw one only. */
+static const struct sb_expose_rule *exposed_under(const struct sb_profile *p, const char *path,
+						  bool writable)
+{
+	for (size_t i = 0; i < p->n_exposes; i++)
+		if (p->exposes[i].resolved && (!writable || p->exposes[i].writable) &&
+		    sb_path_under(path, p->exposes[i].resolved))
+			return &p->exposes[i];
+	return NULL;
+}
+
+/* A symbolic link in sys.path[0] is followed when its module is granted: the
+ * grant goes to its target, in every layer. In a directory the program may
+ * write (an expose-rw tree), the program itself could have made the link on
+ * an earlier run, "helper.py -> ~/.ssh/id_rsa" or a package "pkg -> /root",
+ * to be granted its target by the next run's python-import=. Such a link is
+ * followed only to what an expose-* rule grants anyway; elsewhere the run
+ * stops (-EPERM) and says why. 0 when path is no link or harmless. */
+static int check_link(const struct sb_profile *p, const char *path, char **reterr)
+{
+	const struct sb_expose_rule *rw = exposed_under(p, path, true);
+	_cleanup_free_ char *target = NULL, *dir = NULL;
+	struct stat st;
+
+	if (!rw || lstat(path, &st) < 0 || !S_ISLNK(st.st_mode))
+		return 0;
+	target = realpath(path, NULL);
+	if (!target)
+		return 0; /* leads nowhere: nothing is granted */
+	if (exposed_under(p, target, false))
+		return 0;
+	dir = sb_path_dirname(target);
+	return sb_error(
+	    reterr, -EPERM,
+	    "%s, beside the script, is a symbolic link to %s, outside every expose-* rule, in a "
+	    "directory the program may write (expose-rw=%s at %s:%u): a program could have made "
+	    "it on an earlier run to be granted its target. Replace the link by the file, or "
+	    "expose its target (expose-ro=%s)",
+	    path, target, rw->path, rw->origin.file ? rw->origin.file : SB_ORIGIN_CLI,
+	    rw->origin.line, dir ? dir : target);
+}
+
 /* Adds the entries of dir (cache: its __pycache__) that are files of an
  * allowed module, and (not cache) the directories of allowed packages. */
 static int scan(const char *dir, bool cache, const struct sb_profile *p, const char *main_package,
-		struct sb_strv_builder *found)
+		struct sb_strv_builder *found, char **reterr)
 {
 	_cleanup_free_ char *path = cache ? sb_path_join(dir, "__pycache__") : strdup(dir);
 	DIR *d;
@@ -105,6 +148,9 @@ static int scan(const char *dir, bool cache, const struct sb_profile *p, const c
 
 	if (!path)
 		return -ENOMEM;
+	r = cache ? check_link(p, path, reterr) : 0;
+	if (r < 0)
+		return r;
 	d = opendir(path);
 	if (!d)
 		return 0;
@@ -117,6 +163,8 @@ static int scan(const char *dir, bool cache, const struct sb_profile *p, const c
 			continue;
 		/* A builder: sys.path[0] may hold thousands of modules. */
 		r = sb_strvb_consume(found, sb_path_join(path, de->d_name));
+		if (r >= 0 && (de->d_type == DT_LNK || de->d_type == DT_UNKNOWN))
+			r = check_link(p, found->v[found->n - 1], reterr);
 	}
 	closedir(d);
 	return r;
@@ -130,14 +178,14 @@ bool sb_path0_module_is_file(const char *path)
 }
 
 int sb_path0_modules(const char *dir, const struct sb_profile *p, const char *main_package,
-		     char ***ret)
+		     char ***ret, char **reterr)
 {
 	struct sb_strv_builder f = {0};
 	int r;
 
-	r = scan(dir, false, p, main_package, &f);
+	r = scan(dir, false, p, main_package, &f, reterr);
 	if (r >= 0)
-		r = scan(dir, true, p, main_package, &f);
+		r = scan(dir, true, p, main_package, &f, reterr);
 	if (r < 0) {
 		sb_strv_free(f.v);
 		return r;

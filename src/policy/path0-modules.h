@@ -21,9 +21,12 @@ bool sb_path0_module_allowed(const struct sb_profile *p, const char *main_packag
 
 /* The absolute paths of those files and package directories in dir (an
  * absolute directory), sorted, into *ret (NULL-terminated; NULL when there
- * is none). A directory that cannot be listed gives none. 0 or -ENOMEM. */
+ * is none). A directory that cannot be listed gives none. A module that is a
+ * symbolic link inside an expose-rw tree (one the program could have made)
+ * may lead only into an expose-* tree: -EPERM with *reterr saying why
+ * otherwise. 0, -EPERM or -ENOMEM. */
 int sb_path0_modules(const char *dir, const struct sb_profile *p, const char *main_package,
-		     char ***ret);
+		     char ***ret, char **reterr);
 
 /* Whether a path of that list is a module's file rather than a package's
  * directory: a module file's name always has a suffix, a package's never a

@@ -11,6 +11,65 @@ static char *absolute_path(const char *path, const char *cwd)
 	return sb_path_join(cwd, path);
 }
 
+/* The expose-rw rule, other than e, whose tree holds the symbolic link
+ * location, or NULL. */
+static const struct sb_expose_rule *
+writable_holding(const struct sb_profile *p, const struct sb_expose_rule *e, const char *location)
+{
+	for (size_t i = 0; i < p->n_exposes; i++) {
+		const struct sb_expose_rule *w = &p->exposes[i];
+
+		if (w != e && w->writable && w->resolved && sb_path_under(location, w->resolved))
+			return w;
+	}
+	return NULL;
+}
+
+/* A rule's path resolved through a symbolic link inside another rule's
+ * expose-rw tree, to a place outside that tree: the program may write there,
+ * and could have made the link on an earlier run (work/inputs -> /root) to be
+ * granted its target, or a read-only tree writable, by this run. An error
+ * naming the link; the target named directly is what a profile that means it
+ * says. 0 when there is none. */
+static int check_planted_link(const struct sb_profile *p, const struct sb_expose_rule *e,
+			      const char *abs, struct sb_diags *diags)
+{
+	_cleanup_free_ char *copy = strdup(abs);
+	char *slash;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *end = copy + 1; end;) {
+		_cleanup_free_ char *parent = NULL, *real_parent = NULL, *location = NULL;
+		const struct sb_expose_rule *w;
+		struct stat st;
+		char saved;
+
+		slash = strchr(end, '/');
+		saved = slash ? *slash : '\0';
+		if (slash)
+			*slash = '\0';
+		parent = sb_path_dirname(copy);
+		real_parent = parent ? realpath(parent, NULL) : NULL;
+		location = real_parent ? sb_path_join(real_parent, strrchr(copy, '/') + 1) : NULL;
+		if (location && lstat(location, &st) == 0 && S_ISLNK(st.st_mode) &&
+		    (w = writable_holding(p, e, location)) &&
+		    !sb_path_under(e->resolved, w->resolved))
+			return sb_diags_error(
+			    diags, e->origin,
+			    "%s='%s' leads through the symbolic link %s, inside expose-rw=%s "
+			    "(%s:%u), to %s: the program may write there and could have made the "
+			    "link on an earlier run. Name the target itself (%s=%s) if it is meant",
+			    e->writable ? "expose-rw" : "expose-ro", e->path, location, w->path,
+			    w->origin.file ? w->origin.file : SB_ORIGIN_CLI, w->origin.line,
+			    e->resolved, e->writable ? "expose-rw" : "expose-ro", e->resolved);
+		if (slash)
+			*slash = saved;
+		end = slash ? slash + 1 : NULL;
+	}
+	return 0;
+}
+
 static int check_exposes(struct sb_profile *p, const struct sb_load_options *opts,
 			 struct sb_diags *diags)
 {
@@ -56,6 +115,18 @@ static int check_exposes(struct sb_profile *p, const struct sb_load_options *opt
 			if (r < 0)
 				return r;
 		}
+	}
+	/* Once every rule is resolved: any of them may hold the link. */
+	for (size_t i = 0; i < p->n_exposes; i++) {
+		const struct sb_expose_rule *e = &p->exposes[i];
+		_cleanup_free_ char *abs = NULL;
+
+		if (!e->resolved)
+			continue;
+		abs = absolute_path(e->path, opts->cwd);
+		r = abs ? check_planted_link(p, e, abs, diags) : -ENOMEM;
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

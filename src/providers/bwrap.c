@@ -490,7 +490,7 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	_cleanup_free_ char *bwrap = NULL;
 	int r;
 
-	r = sb_wrap_find_binary("bwrap", "bubblewrap", sb_strv_env_get(req->host_env, "PATH"),
+	r = sb_wrap_find_binary("bwrap", "bubblewrap", sb_strv_env_get(req->host_env, "PATH"), p,
 				&bwrap, reterr);
 	if (r < 0)
 		return r;
@@ -502,11 +502,19 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 			 /* No --clearenv: bwrap gets no environment of the host's
 			  * (the inner python-sb reads it from the handover record)
 			  * but a sanitizer build's options. */
-			 "--proc", "/proc", "--dev", "/dev", NULL);
+			 "--proc", "/proc",
+			 /* The kernel's settings, global whatever the namespaces:
+			  * uid 0 (python-sb started by root) writes a sysctl with
+			  * no capability at all (kernel.core_pattern names a
+			  * program the host's kernel runs as root), and bwrap 0.8
+			  * leaves /proc/sys writable then. Read-only binds over
+			  * them, as os-sandbox=unshare's /proc holds none. */
+			 "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try",
+			 "/proc/sysrq-trigger", "/proc/sysrq-trigger", "--dev", "/dev", NULL);
 	/* A user namespace for an unprivileged caller (bwrap needs one to
 	 * mount). For root it changes nothing (root inside is the host's uid 0
-	 * either way, its capabilities dropped; bwrap covers /proc/sys and the
-	 * like read-only) and costs a few hundred microseconds. */
+	 * either way, its capabilities dropped; /proc/sys read-only above) and
+	 * costs a few hundred microseconds. */
 	if (r >= 0 && geteuid() != 0)
 		r = sb_strvb_add(&bd.argv, "--unshare-user", NULL);
 	/* Root: the inner python-sb empties the bounding set and locks the

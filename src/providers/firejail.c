@@ -242,7 +242,9 @@ static int read_only(struct builder *bd, const char *path)
 
 	if (sb_strv_contains(bd->read_only, path))
 		return 0;
-	r = sb_strv_pushf(&bd->argv, "--read-only=%s", path);
+	r = literal(path, bd->reterr);
+	if (r >= 0)
+		r = sb_strv_pushf(&bd->argv, "--read-only=%s", path);
 	return r < 0 ? r : sb_strv_push(&bd->read_only, path);
 }
 
@@ -495,12 +497,19 @@ static int blacklist_entries(struct builder *bd, const char *dir, const char *co
  * firejail keeps its own files in, too. */
 static int build_blacklist(struct builder *bd)
 {
-	static const char *const run_kept[] = {"firejail"};
+	static const char *const run_kept[] = {"firejail"}, *const firejail_kept[] = {"mnt", "lib"};
 	int r;
 
 	r = blacklist_entries(bd, "/", root_kept, ELEMENTSOF(root_kept));
 	if (r >= 0 && !holds_whitelisted(bd, "/run"))
 		r = blacklist_entries(bd, "/run", run_kept, ELEMENTSOF(run_kept));
+	/* firejail's own state but the sandbox's mnt and its helpers (lib):
+	 * the lock every firejail start on the host takes (a program of a
+	 * root-started sandbox held it, and no other sandbox could start while
+	 * it ran), and the other sandboxes' files. */
+	if (r >= 0)
+		r = blacklist_entries(bd, "/run/firejail", firejail_kept,
+				      ELEMENTSOF(firejail_kept));
 	/* /usr too (firejail whitelists in its directories): /usr/bin and the
 	 * like unless exposed, so that a program allowed to start processes
 	 * still needs an expose-* rule for the binary, as under Landlock. */
@@ -659,14 +668,65 @@ static int build_pass_through(struct builder *bd, const struct sb_profile *p)
 	return r;
 }
 
-/* firejail's lists without their include lines (see includes[]): a sealed
- * memfd, which firejail reads as /proc/self/fd/N and closes before it starts
- * the program. */
-static int lists_fd(int *ret_fd, char **reterr)
+/* firejail refuses a command line of MAX_ARGS (128) words or more ("too many
+ * arguments"), which the file system options alone pass on a root of a few
+ * dozen entries: they go to the file firejail reads with --include instead,
+ * a profile line each, which is what firejail makes of each such option
+ * ("--whitelist=/x" is the line "whitelist /x"), in the same order. */
+#define FIREJAIL_MAX_ARGS 128
+
+static const char *const path_options[] = {
+    "--whitelist=", "--read-only=", "--read-write=", "--blacklist=", "--private-tmp"};
+
+static bool is_path_option(const char *arg)
+{
+	for (size_t i = 0; i < ELEMENTSOF(path_options); i++)
+		if (startswith(arg, path_options[i]))
+			return true;
+	return false;
+}
+
+/* The path options of argv (from index from on) as profile lines into out,
+ * and out of argv. */
+static int move_path_options(char **argv, size_t from, struct sb_buf *out, char **reterr)
+{
+	size_t kept = from;
+	int r = 0;
+
+	for (size_t i = from; argv[i]; i++) {
+		const char *eq;
+
+		if (!is_path_option(argv[i])) {
+			argv[kept++] = argv[i];
+			continue;
+		}
+		eq = strchr(argv[i], '=');
+		/* A line each: a newline would add a line of the path's
+		 * choosing (literal() refuses it first; this stays closed). */
+		if (r >= 0 && strchr(argv[i], '\n'))
+			r = sb_error(reterr, -EINVAL,
+				     "firejail cannot take a path with a newline: %s", argv[i]);
+		if (r >= 0)
+			r = eq ? sb_buf_printf(out, "%.*s %s\n", (int)(eq - argv[i] - 2),
+					       argv[i] + 2, eq + 1)
+			       : sb_buf_printf(out, "%s\n", argv[i] + 2);
+		free(argv[i]);
+	}
+	argv[kept] = NULL;
+	return r;
+}
+
+/* The path lines (head), then firejail's lists without their include lines
+ * (see includes[]): a sealed memfd, which firejail reads as
+ * /proc/self/fd/N and closes before it starts the program. */
+static int lists_fd(const struct sb_buf *head, int *ret_fd, char **reterr)
 {
 	_cleanup_close_ int fd = -1;
 	struct sb_buf b = {0};
 	int r = 0;
+
+	if (head->len)
+		r = sb_buf_puts(&b, head->data);
 
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(includes); i++) {
 		_cleanup_fclose_ FILE *f = fopen(includes[i], "re");
@@ -717,10 +777,10 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 {
 	_cleanup_(builder_done) struct builder bd = {.reterr = reterr, .boundary = b};
 	_cleanup_free_ char *firejail = NULL;
-	struct sb_buf keep = {0};
+	struct sb_buf keep = {0}, lines = {0};
 	int r;
 
-	r = sb_wrap_find_binary("firejail", "firejail", sb_strv_env_get(req->host_env, "PATH"),
+	r = sb_wrap_find_binary("firejail", "firejail", sb_strv_env_get(req->host_env, "PATH"), p,
 				&firejail, reterr);
 	if (r < 0)
 		return r;
@@ -740,8 +800,12 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	 * rather than mount over each (a third of its start-up here). */
 	if (r >= 0 && !req->tool_fd)
 		r = -EINVAL;
+	/* --explain shows them as options, what firejail reads them as. */
+	if (r >= 0 && !req->explain)
+		r = move_path_options(bd.argv, 1, &lines, reterr);
 	if (r >= 0)
-		r = lists_fd(req->tool_fd, reterr);
+		r = lists_fd(&lines, req->tool_fd, reterr);
+	sb_buf_reset(&lines);
 	if (r >= 0)
 		r = sb_strv_pushf(&bd.argv, "--include=/proc/self/fd/%d", *req->tool_fd);
 	/* firejail closes every other descriptor. */
@@ -759,6 +823,11 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 	 * not an option is the program: python-sb's absolute path. */
 	for (char *const *a = req->argv; r >= 0 && *a; a++)
 		r = sb_strv_push(&bd.argv, *a);
+	if (r >= 0 && !req->explain && sb_strv_length(bd.argv) >= FIREJAIL_MAX_ARGS)
+		return sb_error(reterr, -E2BIG,
+				"firejail takes fewer than %d arguments and this sandbox needs %zu "
+				"(firejail.<key> lines and the program's arguments): pass fewer",
+				FIREJAIL_MAX_ARGS, sb_strv_length(bd.argv));
 	if (r < 0)
 		return r;
 	*ret_argv = TAKE_PTR(bd.argv);
@@ -767,8 +836,12 @@ static int build_argv(const struct sb_boundary *b, const struct sb_profile *p,
 
 static int explain(const struct sb_boundary *b, struct sb_buf *out)
 {
-	int r = sb_buf_puts(out, "#   firejail: its template of filters and limits, the root "
-				 "and /etc cut down to these (and the rule files)\n");
+	int r =
+	    sb_buf_puts(out, "#   firejail: its template of filters and limits, the root "
+			     "and /etc cut down to these (and the rule files)\n"
+			     "#   the --whitelist, --read-only, --read-write, --blacklist and "
+			     "--private-tmp options of the command line reach firejail as the "
+			     "lines of its --include file (it takes fewer than 128 arguments)\n");
 
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(includes); i++)
 		r = sb_buf_printf(

@@ -301,7 +301,8 @@ static int run_xz(const char *xz, int in_fd, int out_fd, char **reterr)
 }
 
 int sb_qemu_kernel_unpack(const struct sb_qemu_kernel *k, const char *cache_dir,
-			  const char *path_env, char **ret, char **reterr)
+			  const char *path_env, const struct sb_profile *p, char **ret,
+			  char **reterr)
 {
 	_cleanup_close_ int in = open(k->image, O_RDONLY | O_CLOEXEC);
 	_cleanup_close_ int out = -1;
@@ -338,7 +339,7 @@ int sb_qemu_kernel_unpack(const struct sb_qemu_kernel *k, const char *cache_dir,
 		if (out < 0)
 			return sb_error(reterr, -errno, "memfd_create: %s", strerror(errno));
 	}
-	r = sb_wrap_find_binary("xz", "xz-utils", path_env, &xz, reterr);
+	r = sb_wrap_find_binary("xz", "xz-utils", path_env, p, &xz, reterr);
 	if (r >= 0 && lseek(in, off, SEEK_SET) < 0)
 		r = sb_error(reterr, -errno, "%s: %s", k->image, strerror(errno));
 	if (r >= 0)

@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+struct sb_profile;
+
 /* The Debian package that provides a kernel with 9p (the cloud kernel has
  * none). */
 #define SB_QEMU_KERNEL_PACKAGE "linux-image-amd64"
@@ -38,9 +40,11 @@ void sb_qemu_kernel_done(struct sb_qemu_kernel *k);
  * nothing. It is unpacked with xz(1) once into cache_dir (NULL or unusable:
  * into a memfd per run, whose descriptor stays open for qemu) and reused
  * while the image keeps its size and time. *ret: the path for -kernel. 0, or
- * -errno with *reterr. */
+ * -errno with *reterr. xz is looked up in path_env as sb_wrap_find_binary()
+ * does, checked against p. */
 int sb_qemu_kernel_unpack(const struct sb_qemu_kernel *k, const char *cache_dir,
-			  const char *path_env, char **ret, char **reterr);
+			  const char *path_env, const struct sb_profile *p, char **ret,
+			  char **reterr);
 
 /* What the initramfs holds besides the guest's init and the kernel's
  * modules. */

@@ -35,17 +35,94 @@ static void remember_found(const char *name, const char *path_env, const char *f
 	}
 }
 
-int sb_wrap_find_binary(const char *name, const char *package, const char *path_env, char **ret,
-			char **reterr)
+/* Whether path and every directory above it (path resolved) is one only
+ * root or the caller can change: owned by one of them, and not writable by
+ * every user (a sticky directory, /tmp, aside: nobody replaces another's
+ * entry there). Else -EPERM naming the first that is not. */
+static int owned_by_trusted(const char *name, const char *found, const char *path, char **reterr)
+{
+	char cur[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(cur))
+		return -ENAMETOOLONG;
+	memcpy(cur, path, len + 1);
+	for (;;) {
+		struct stat st;
+		char *slash;
+
+		if (lstat(cur, &st) < 0)
+			return sb_error(reterr, -errno, "cannot check %s: %s", cur,
+					strerror(errno));
+		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    ((st.st_mode & S_IWOTH) && !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX))))
+			return sb_error(
+			    reterr, -EPERM,
+			    "%s was found at %s, and %s can be changed by another user (%s): "
+			    "what python-sb runs outside the sandbox must be root's or yours. Take "
+			    "that directory out of PATH",
+			    name, found, cur,
+			    st.st_mode & S_IWOTH ? "writable by every user"
+						 : "owned by another user");
+		if (streq(cur, "/"))
+			return 0;
+		slash = strrchr(cur, '/');
+		slash[slash == cur ? 1 : 0] = '\0';
+	}
+}
+
+/* A binary python-sb runs outside the sandbox (the tool, qemu, xz...) must
+ * not be one the program could have put on PATH on an earlier run: none in
+ * an expose-rw tree of the profile (p may be NULL: the probe), none another
+ * user may change. 0 or -EPERM with *reterr saying what to change. */
+static int check_trusted(const char *name, const char *candidate, const struct sb_profile *p,
+			 char **reterr)
+{
+	_cleanup_free_ char *real = realpath(candidate, NULL), *dir = sb_path_dirname(candidate),
+			    *real_dir = NULL;
+	int r;
+
+	if (!real || !dir)
+		return errno == ENOMEM
+			   ? -ENOMEM
+			   : sb_error(reterr, -errno, "%s: %s", candidate, strerror(errno));
+	real_dir = realpath(dir, NULL);
+	if (!real_dir)
+		return sb_error(reterr, -errno, "%s: %s", dir, strerror(errno));
+	for (size_t i = 0; p && i < p->n_exposes; i++) {
+		const struct sb_expose_rule *e = &p->exposes[i];
+
+		if (!e->writable || !e->resolved ||
+		    !(sb_path_under(real, e->resolved) || sb_path_under(real_dir, e->resolved)))
+			continue;
+		return sb_error(
+		    reterr, -EPERM,
+		    "%s was found on PATH at %s, inside expose-rw=%s (%s:%u): the "
+		    "program may write there, and could have put it there on an earlier "
+		    "run for python-sb to run outside the sandbox. Take that directory "
+		    "out of PATH",
+		    name, candidate, e->path, e->origin.file ? e->origin.file : SB_ORIGIN_CLI,
+		    e->origin.line);
+	}
+	r = owned_by_trusted(name, candidate, real, reterr);
+	return r < 0 ? r : owned_by_trusted(name, candidate, real_dir, reterr);
+}
+
+int sb_wrap_find_binary(const char *name, const char *package, const char *path_env,
+			const struct sb_profile *p, char **ret, char **reterr)
 {
 	_cleanup_free_ char *dirs = NULL;
 	char *save = NULL;
+	int r;
 
 	if (!path_env || !*path_env)
 		path_env = DEFAULT_PATH;
 	/* Still there, as a moment ago (a removed binary: searched again). */
 	if (last_found.found && streq(last_found.name, name) &&
 	    streq(last_found.path_env, path_env) && access(last_found.found, X_OK) == 0) {
+		r = check_trusted(name, last_found.found, p, reterr);
+		if (r < 0)
+			return r;
 		*ret = strdup(last_found.found);
 		return *ret ? 0 : -ENOMEM;
 	}
@@ -64,6 +141,9 @@ int sb_wrap_find_binary(const char *name, const char *package, const char *path_
 			return -ENOMEM;
 		if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
 		    access(candidate, X_OK) == 0) {
+			r = check_trusted(name, candidate, p, reterr);
+			if (r < 0)
+				return r;
 			remember_found(name, path_env, candidate);
 			*ret = TAKE_PTR(candidate);
 			return 0;
@@ -79,7 +159,7 @@ int sb_wrap_probe_binary(const char *name, const char *package, char **reterr)
 {
 	_cleanup_free_ char *path = NULL;
 
-	return sb_wrap_find_binary(name, package, getenv("PATH"), &path, reterr);
+	return sb_wrap_find_binary(name, package, getenv("PATH"), NULL, &path, reterr);
 }
 
 int sb_argv_add(char ***argv, ...)

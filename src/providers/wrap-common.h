@@ -14,9 +14,12 @@
 
 /* Looks name up in path_env (a PATH value; NULL or empty: the usual system
  * directories). 0 with *ret (malloc'ed), or -ENOENT with *reterr naming the
- * Debian package that provides it. */
-int sb_wrap_find_binary(const char *name, const char *package, const char *path_env, char **ret,
-			char **reterr);
+ * Debian package that provides it. The binary runs outside the sandbox: one
+ * found inside an expose-rw tree of p (NULL: not checked), or that another
+ * user than root and the caller could have changed (it or a directory above
+ * it), is -EPERM with *reterr saying so. */
+int sb_wrap_find_binary(const char *name, const char *package, const char *path_env,
+			const struct sb_profile *p, char **ret, char **reterr);
 
 /* The probe of a wrapper: its binary on the caller's PATH. */
 int sb_wrap_probe_binary(const char *name, const char *package, char **reterr);

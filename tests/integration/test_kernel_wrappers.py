@@ -1285,3 +1285,125 @@ def test_rule_files_in_a_writable_grant(box):
     r = sb.run("-c", "print('PROGRAM-RAN')")
     assert r.returncode == EXIT_CONFIG and "PROGRAM-RAN" not in r.stdout, r
     assert "later.inc" in r.stderr, r
+
+
+def test_tool_planted_on_path_by_the_program_never_runs(anyuser):
+    """The caller's PATH holds a directory the profile exposes read-write (a
+    ~/bin in an exposed home): the program puts a `bwrap` or `firejail` there
+    on one run, which the next run would execute outside the sandbox, as the
+    caller, before any boundary. python-sb refuses a tool found inside an
+    expose-rw tree instead, naming the rule, and the planted one never runs."""
+    w, sb = anyuser
+    bindir = sb.mkdir("rw/bin")
+    marker = sb.path("ESCAPED")
+    plant = sb.write("plant.py", f'''
+        import os
+        p = "{bindir}/{w}"
+        with open(p, "w") as f:
+            f.write("#!/bin/sh\\necho ran > {marker}\\nexec /usr/bin/{w} \\"$@\\"\\n")
+        os.chmod(p, 0o755)
+        print("planted")
+        ''')
+    sb.profile(profile(w) + "python-import=os\n")
+    path = f"{bindir}:/usr/bin:/bin"
+    r = sb.run(plant, env={"PATH": path})
+    assert r.returncode == 0 and "planted" in r.stdout, r
+    assert os.access(bindir / w, os.X_OK)
+    r = sb.run("-c", "print('RAN')", env={"PATH": path})
+    assert r.returncode == EXIT_CONFIG, r
+    assert f"{w} was found on PATH at {bindir}/{w}, inside expose-rw=./rw" in r.stderr, r
+    assert "RAN" not in r.stdout
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not HAVE["firejail"], reason="firejail is not installed")
+def test_firejail_runs_a_profile_of_many_grants(sb):
+    """firejail refuses a command line of 128 words or more ("too many
+    arguments"), which its file system options alone passed with a few dozen
+    grants (each expose-ro a whitelist and a read-only option, each entry of
+    / and /usr without one a blacklist): such a profile never ran. The options
+    reach it as lines of its --include file, and they are still enforced."""
+    rules = []
+    for i in range(40):
+        sb.write(f"d{i}/f.txt", f"content {i}\n")
+        rules.append(f"expose-ro=./d{i}")
+    sb.mkdir("rw")
+    sb.write("secret.txt", SECRET + "\n")
+    r = sb.run_code(base("firejail") + "\n".join(rules) + "\nexpose-rw=./rw\npython-import=*\n", '''
+        import errno, os
+        print("read", open("d39/f.txt").read().strip())
+        open("rw/out.txt", "w").write("ok")
+        for name, fn in [("write ro", lambda: open("d0/new.txt", "w")),
+                         ("secret", lambda: open("secret.txt"))]:
+            try:
+                fn()
+                print(name, "OK")
+            except OSError as e:
+                print(name, errno.errorcode[e.errno])
+        ''')
+    assert r.returncode == 0, r
+    assert "read content 39" in r.stdout, r
+    assert "write ro EROFS" in r.stdout, r
+    assert "secret ENOENT" in r.stdout, r
+    assert SECRET not in r.stdout
+    assert sb.path("rw/out.txt").read_text() == "ok"
+    assert not sb.path("d0/new.txt").exists()
+
+
+def test_kernel_settings_out_of_reach(anyuser):
+    """/proc/sys holds the kernel's settings, global whatever the namespaces,
+    and uid 0 writes one with no capability (kernel.core_pattern names a
+    program the host's kernel runs as root on the next crash). bwrap 0.8
+    started by root left /proc/sys writable: a program of a root-started
+    sandbox changed vm.swappiness on the host. Read-only in the sandbox now
+    (EROFS), and nobody's is refused anyway."""
+    w, sb = anyuser
+    knob = "/proc/sys/vm/swappiness"
+    before = Path(knob).read_text()
+    other = str((int(before) + 1) % 100).encode()
+    r, o = run_native(sb, profile(w), f'''
+        fd = attempt("open sysctl", libc.open, {knob.encode()!r}, os.O_WRONLY)
+        if fd >= 0:
+            print("wrote", os.write(fd, {other!r}))
+        attempt("open core_pattern", libc.open, b"/proc/sys/kernel/core_pattern", os.O_WRONLY)
+        ''')
+    after = Path(knob).read_text()
+    if after != before:
+        Path(knob).write_text(before)
+    assert r.returncode == 0, r
+    assert after == before, r
+    assert o["open sysctl"] in ("EROFS", "EACCES", "ENOENT"), r
+    assert o["open core_pattern"] in ("EROFS", "EACCES", "ENOENT"), r
+    if not unprivileged(sb):
+        assert o["open sysctl"] == "EROFS", r
+
+
+@pytest.mark.skipif(not HAVE["firejail"], reason="firejail is not installed")
+def test_firejail_state_of_the_host_out_of_reach(sb):
+    """/run/firejail holds the lock every firejail start on the host takes,
+    and the other sandboxes' files. A program of a root-started sandbox
+    locked it: no firejail sandbox could start on the host while it ran
+    (a python-sb run there waited for it). Only the sandbox's own mnt and
+    firejail's helpers stay; the lock's name leads to firejail's empty
+    placeholder, which nobody else locks."""
+    lock = "/run/firejail/firejail-run.lock"
+    r = sb.run_code(base("firejail") + "python-import=*\n", f'''
+        import errno, fcntl, os
+        try:
+            fd = os.open({lock!r}, os.O_RDONLY)
+            st = os.fstat(fd)
+            print("opened", st.st_dev, st.st_ino)
+        except OSError as e:
+            print("refused", errno.errorcode[e.errno])
+        for d in ("profile", "sandbox", "name"):
+            try:
+                print(d, os.listdir("/run/firejail/" + d))
+            except OSError as e:
+                print(d, errno.errorcode[e.errno])
+        ''')
+    assert r.returncode == 0, r
+    if os.path.exists(lock):
+        host = os.stat(lock)
+        assert f"opened {host.st_dev} {host.st_ino}" not in r.stdout, r
+    for d in ("profile", "sandbox", "name"):
+        assert re.search(rf"^{d} (\[\]|EACCES|ENOENT)$", r.stdout, re.M), r

@@ -4,6 +4,7 @@ providers not built yet fail closed when named, and so do the wrappers whose
 tool is not installed; unknown names are profile errors. What bwrap and
 firejail enforce: test_kernel_wrappers.py."""
 
+import os
 import shutil
 import subprocess
 
@@ -173,3 +174,163 @@ def test_prompt_after_a_script_with_dash_i_is_marked(sb):
     out = proc.stdout.replace("\r\n", "\n")
     assert "42" in out, proc
     assert "\u26a0 >>> " in out, proc
+
+
+# --------------------------------------------------------------------------
+# Grants every confining provider derives from the file system
+
+
+HAVE_TOOL = {w: shutil.which(w) is not None for w in ("bwrap", "firejail")}
+CONFINING = [
+    pytest.param("landlock", marks=needs_landlock), "unshare",
+    pytest.param("bwrap", marks=pytest.mark.skipif(not HAVE_TOOL["bwrap"],
+                                                   reason="bwrap is not installed")),
+    pytest.param("firejail", marks=pytest.mark.skipif(not HAVE_TOOL["firejail"],
+                                                      reason="firejail is not installed")),
+]
+PLANTED_SECRET = "PLANTED-LINK-SECRET-81c2"
+
+
+@pytest.mark.parametrize("who", ["caller", "nobody"])
+@pytest.mark.parametrize("provider", CONFINING)
+@pytest.mark.parametrize("kind", ["module", "package"])
+def test_link_planted_beside_the_script_grants_nothing(request, provider, who, kind):
+    """The script's directory is expose-rw: a program (native code, no guard)
+    makes a module link there leading outside every grant, a file of the
+    user's or a whole directory. The next run, whose python-import= allows
+    every module beside the script, would be granted the link's target by
+    every provider and both layers (the modules of sys.path[0] are granted
+    as their resolved paths): it stops instead, naming the link, and the
+    secret never reaches the output. A link into an expose-* tree still
+    works."""
+    if provider == "firejail" and who == "nobody":
+        pytest.skip("firejail refuses the user nobody (test_kernel_wrappers.py)")
+    sb = request.getfixturevalue("sb" if who == "caller" else "sb_nobody")
+    secret_dir = sb.mkdir("private")
+    secret = sb.write("private/secret.txt", PLANTED_SECRET + "\n")
+    os.chmod(secret, 0o644)
+    app = sb.mkdir("app")
+    sb.mkdir("data")
+    sb.write("data/shared.py", "VALUE = 'shared'\n")
+    prof = sb.profile(f"os-sandbox={provider}\nexpose-rw={app}\nexpose-ro={sb.path('data')}\n"
+                      "python-import=*\n", rel="prof")
+    target = secret if kind == "module" else secret_dir
+    name = "helper.py" if kind == "module" else "pkg"
+    plant = sb.write("app/plant.py", f'''
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.symlink({str(target).encode()!r}, b"{app}/{name}") == 0, ctypes.get_errno()
+        assert libc.symlink(b"{sb.path('data/shared.py')}", b"{app}/shared.py") == 0
+        print("planted")
+        ''')
+    r = sb.run("--pysandboxes-config", prof, "--py-sandbox=false", plant)
+    assert r.returncode == 0 and "planted" in r.stdout, r
+    assert os.path.islink(app / name)
+    reader = sb.write("app/read.py", f'''
+        import os
+        p = "{app}/{name}"
+        print(open(p).read() if os.path.isfile(p) else os.listdir(p))
+        ''')
+    for py_sandbox in ("true", "false"):
+        r = sb.run("--pysandboxes-config", prof, f"--py-sandbox={py_sandbox}", reader)
+        assert r.returncode == EXIT_CONFIG, r
+        assert f"{app}/{name}, beside the script, is a symbolic link to {target}" in r.stderr, r
+        assert f"expose-ro={target.parent}" in r.stderr, r
+        assert PLANTED_SECRET not in r.stdout + r.stderr
+        assert "secret.txt" not in r.stdout
+    # A link leading into an expose-* tree is what that rule grants anyway.
+    os.unlink(app / name)
+    r = sb.run("--pysandboxes-config", prof, "-c", "import shared; print(shared.VALUE)",
+               cwd=app)
+    assert r.returncode == 0 and "shared" in r.stdout, r
+
+
+@pytest.mark.parametrize("who", ["caller", "nobody"])
+@pytest.mark.parametrize("kind", ["read", "write"])
+def test_link_planted_in_a_writable_tree_widens_no_rule(request, who, kind):
+    """A rule nested in an expose-rw tree (expose-rw=work, expose-ro=work/inputs
+    or expose-rw=work/out): the program replaces the nested directory with a
+    link on one run (under Landlock nothing stops it: the tree is writable),
+    and the next run's rule, resolved through the link, would grant its
+    target: a private directory read, or a read-only tree written. The
+    profile is refused instead, naming the link, under every provider."""
+    sb = request.getfixturevalue("sb" if who == "caller" else "sb_nobody")
+    secret_dir = sb.mkdir("private")
+    os.chmod(sb.write("private/secret.txt", PLANTED_SECRET + "\n"), 0o644)
+    sb.write("data/sub/existing.txt", "ORIGINAL\n")
+    work = sb.mkdir("work")
+    nested = sb.mkdir("work/inputs" if kind == "read" else "work/out")
+    target = secret_dir if kind == "read" else sb.path("data/sub")
+    prof = sb.profile(f"expose-rw={work}\nexpose-ro={sb.path('data')}\n"
+                      f"expose-{'ro' if kind == 'read' else 'rw'}={nested}\n"
+                      "python-import=*\n", rel="prof")
+    plant = sb.write("plant.py", f'''
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.rmdir(b"{nested}") == 0, ctypes.get_errno()
+        assert libc.symlink({str(target).encode()!r}, b"{nested}") == 0, ctypes.get_errno()
+        print("planted")
+        ''')
+    r = sb.run("--pysandboxes-config", prof, "--py-sandbox=false", "--os-sandbox=landlock",
+               plant)
+    if r.returncode != 0 and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    assert r.returncode == 0 and "planted" in r.stdout, r
+    use = sb.write("use.py", f'''
+        import os
+        print(os.listdir("{nested}"))
+        open("{nested}/existing.txt", "a").write("CHANGED\\n")
+        ''')
+    providers = ["landlock", "subprocess", "unshare"] + \
+        [w for w in ("bwrap", "firejail") if HAVE_TOOL[w] and not (w == "firejail" and sb.prefix)]
+    for provider in providers:
+        r = sb.run("--pysandboxes-config", prof, f"--os-sandbox={provider}", "--py-sandbox=false",
+                   use)
+        assert r.returncode == EXIT_CONFIG, (provider, r)
+        assert f"leads through the symbolic link {nested}, inside expose-rw={work}" in r.stderr, r
+        assert f"={target}) if it is meant" in r.stderr, r
+        assert "secret.txt" not in r.stdout
+    assert sb.path("data/sub/existing.txt").read_text() == "ORIGINAL\n"
+
+
+@pytest.mark.parametrize("who", ["caller", "nobody"])
+@pytest.mark.parametrize("provider", ["landlock", "unshare", "bwrap"])
+def test_python_sb_in_a_writable_tree_refuses_to_start(request, sb_bin, provider, who):
+    """python-sb installed inside a directory the profile exposes read-write
+    (~/.local/bin in an exposed home): the program replaced it by a shell
+    script on one run, which then ran unconfined as the caller at the next
+    start, before any boundary. python-sb refuses such a layout before it
+    runs anything, and the program never gets the chance."""
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    if provider == "bwrap" and not HAVE_TOOL["bwrap"]:
+        pytest.skip("bwrap is not installed")
+    sb = request.getfixturevalue("sb" if who == "caller" else "sb_nobody")
+    bindir = sb.mkdir("tools/bin")
+    copy = bindir / "python-sb"
+    shutil.copy2(sb_bin, copy)
+    if sb.owner:
+        os.chown(copy, *sb.owner)
+    marker = sb.path("UNCONFINED")
+    sb.profile(f"os-sandbox={provider}\nexpose-rw={sb.path('tools')}\npython-import=*\n",
+               rel="prof")
+    sb.write("plant.py", f'''
+        import os
+        p = {str(copy)!r}
+        os.rename(p, p + ".orig")
+        with open(p, "w") as f:
+            f.write("#!/bin/sh\\necho ran > {marker}\\nexec " + p + ".orig \\"$@\\"\\n")
+        os.chmod(p, 0o755)
+        print("planted")
+        ''')
+    for args in ([str(sb.path("plant.py"))], ["-c", "print('second run')"]):
+        cmd = sb.prefix + [str(copy), "--pysandboxes-config", str(sb.path("prof"))] + args
+        r = subprocess.run(cmd, cwd=str(sb.root), capture_output=True, text=True,
+                           timeout=TIMEOUT, env={"PATH": "/usr/bin:/bin", **SANITIZER_ENV},
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode == EXIT_CONFIG, r
+        assert f"{copy}, which runs before the sandbox at every start, is inside " \
+               f"expose-rw={sb.path('tools')}" in r.stderr, r
+        assert "planted" not in r.stdout and "second run" not in r.stdout
+    assert os.path.isfile(copy) and not os.path.exists(str(copy) + ".orig")
+    assert not marker.exists()

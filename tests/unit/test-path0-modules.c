@@ -80,7 +80,7 @@ int main(void)
 	    symlink("real/lpkg_impl", at("lpkg")) < 0 || symlink("missing", at("dangling.py")) < 0)
 		return tap_ok(false, "lay out %s", root), tap_done();
 
-	r = sb_path0_modules(root, &p, NULL, &got);
+	r = sb_path0_modules(root, &p, NULL, &got, NULL);
 	tap_ok(r == 0, "listed: %d", r);
 	for (size_t i = 0; i < ELEMENTSOF(wanted); i++)
 		tap_ok(has(got, wanted[i]), "granted: %s", wanted[i]);
@@ -99,12 +99,12 @@ int main(void)
 	p.n_imports = 0;
 	sb_strv_free(got);
 	got = NULL;
-	r = sb_path0_modules(root, &p, "other", &got);
+	r = sb_path0_modules(root, &p, "other", &got, NULL);
 	tap_ok(r == 0 && has(got, "other.py") && has(got, "__pycache__/other.cpython-311.pyc") &&
 		   sb_strv_length(got) == 2,
 	       "the -m package alone (%zu paths)", sb_strv_length(got));
 	p.import_all = true;
-	r = sb_path0_modules(root, &p, NULL, &all);
+	r = sb_path0_modules(root, &p, NULL, &all, NULL);
 	tap_ok(r == 0 && has(all, "real") && has(all, "notes") == false && !has(all, "fifo.py") &&
 		   !has(all, "dotdir.py") && has(all, "mod.x.py") == false,
 	       "python-import=*: every module and package, no FIFO (%zu paths)",

@@ -175,7 +175,7 @@ static void test_kernel_lookup(void)
 	/* What is not an xz bzImage is booted as it is (an ELF, an LZ4
 	 * kernel): no cache, no xz. */
 	k = (struct sb_qemu_kernel){.image = path, .release = (char *)"0.0-sb-test"};
-	TAP_IS_INT(sb_qemu_kernel_unpack(&k, NULL, "/nonexistent", &unpacked, &err), 0,
+	TAP_IS_INT(sb_qemu_kernel_unpack(&k, NULL, "/nonexistent", NULL, &unpacked, &err), 0,
 		   "a kernel that is no xz bzImage needs no unpacking");
 	TAP_IS_STR(unpacked, path, "... and is booted from its own path");
 	free(unpacked);

@@ -148,6 +148,7 @@ static bool has_args(char **argv, const char *a, const char *b)
 static struct tool_lists {
 	int fd;
 	size_t lines, includes;
+	char **text; /* its lines, without the newline */
 } tool_lists;
 
 /* The last build's network (wrap-net.h), for its checks. */
@@ -181,6 +182,7 @@ static int build(const struct sb_provider *prov, const char *text, char ***ret, 
 			     },
 			     ret, err);
 	sb_boundary_done(&b);
+	sb_strv_free(tool_lists.text);
 	tool_lists = (struct tool_lists){0};
 	if (tool_fd >= 0) {
 		_cleanup_fclose_ FILE *f = fdopen(tool_fd, "r");
@@ -190,6 +192,9 @@ static int build(const struct sb_provider *prov, const char *text, char ***ret, 
 		tool_lists.fd = tool_fd;
 		while (f && getline(&line, &cap, f) > 0) {
 			tool_lists.lines++;
+			line[strcspn(line, "\n")] = '\0';
+			if (sb_strv_push(&tool_lists.text, line) < 0)
+				abort();
 			if (startswith(line + strspn(line, " \t"), "include"))
 				tool_lists.includes++;
 		}
@@ -284,11 +289,22 @@ static void test_firejail_argv(void)
 	tap_ok(has_args(argv, "--nodbus", NULL), "another key passed as --key");
 	tap_ok(has_args(argv, "--net=none", NULL) && has_args(argv, "--keep-fd=5,6", NULL),
 	       "no network; the inner python-sb's descriptors kept");
-	if (asprintf(&wl, "--whitelist=%s/ro", root) < 0 ||
-	    asprintf(&ro, "--read-only=%s/ro", root) < 0)
+	if (asprintf(&wl, "whitelist %s/ro", root) < 0 ||
+	    asprintf(&ro, "read-only %s/ro", root) < 0)
 		wl = ro = NULL;
-	tap_ok(wl && has_args(argv, wl, NULL) && has_args(argv, ro, NULL),
-	       "expose-ro whitelisted, read-only");
+	tap_ok(wl && sb_strv_contains(tool_lists.text, wl) && sb_strv_contains(tool_lists.text, ro),
+	       "expose-ro whitelisted, read-only: lines of the --include file");
+	tap_ok(tool_lists.text && streq(tool_lists.text[0], "read-only /"),
+	       "the file system's lines first, in the options' order");
+	{
+		bool none = true;
+
+		for (char **a = argv; *a; a++)
+			none = none && !startswith(*a, "--whitelist") &&
+			       !startswith(*a, "--read-only") && !startswith(*a, "--blacklist");
+		tap_ok(none && sb_strv_length(argv) < 128,
+		       "none on the command line: firejail takes fewer than 128 arguments");
+	}
 	tap_ok(!has_args(argv, "--", NULL), "no '--' (firejail would run a shell)");
 	{
 		char inc[64];
@@ -339,8 +355,9 @@ static void test_missing_tool(void)
 {
 	_cleanup_free_ char *err = NULL, *path = NULL;
 
-	TAP_IS_INT(sb_wrap_find_binary("bwrap", "bubblewrap", "/nonexistent:relative", &path, &err),
-		   -ENOENT, "not on PATH");
+	TAP_IS_INT(
+	    sb_wrap_find_binary("bwrap", "bubblewrap", "/nonexistent:relative", NULL, &path, &err),
+	    -ENOENT, "not on PATH");
 	tap_ok(err && strstr(err, "install the Debian package bubblewrap"), "names the package");
 }
 
@@ -362,13 +379,41 @@ static void test_found_tool_remembered(void)
 	snprintf(b, sizeof(b), "%s/bin-b/sb-tool", root);
 	chmod(a, 0755);
 	chmod(b, 0755);
-	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &first, &err), 0, "found");
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, NULL, &first, &err), 0, "found");
 	TAP_IS_STR(first, a, "the first on PATH");
-	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &again, &err), 0, "found again");
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, NULL, &again, &err), 0,
+		   "found again");
 	TAP_IS_STR(again, a, "the same");
 	unlink(a);
-	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, &after, &err), 0, "found after");
+	TAP_IS_INT(sb_wrap_find_binary("sb-tool", "pkg", dirs, NULL, &after, &err), 0,
+		   "found after");
 	TAP_IS_STR(after, b, "a removed binary is searched again");
+}
+
+/* The tool runs outside the sandbox: not one the program could have put on
+ * PATH (an expose-rw tree), nor one another user may replace. */
+static void test_untrusted_tool_refused(void)
+{
+	_cleanup_free_ char *err = NULL, *err2 = NULL, *path = NULL, *path2 = NULL;
+	char dir[PATH_MAX], tool[PATH_MAX];
+	struct sb_expose_rule rw = {.writable = true, .origin = {.file = "prof", .line = 3}};
+	struct sb_profile p = {.exposes = &rw, .n_exposes = 1};
+
+	snprintf(dir, sizeof(dir), "%s/bin-rw", root);
+	mkdir(dir, 0755);
+	put("bin-rw/sb-planted");
+	snprintf(tool, sizeof(tool), "%s/bin-rw/sb-planted", root);
+	chmod(tool, 0755);
+	rw.path = rw.resolved = dir;
+	TAP_IS_INT(sb_wrap_find_binary("sb-planted", "pkg", dir, &p, &path, &err), -EPERM,
+		   "a tool inside an expose-rw tree: refused");
+	tap_ok(err && strstr(err, "inside expose-rw=") && strstr(err, "(prof:3)"),
+	       "naming the rule");
+	chmod(dir, 0777);
+	TAP_IS_INT(sb_wrap_find_binary("sb-planted", "pkg", dir, NULL, &path2, &err2), -EPERM,
+		   "a tool in a directory every user may write: refused");
+	tap_ok(err2 && strstr(err2, "writable by every user"), "saying why");
+	chmod(dir, 0755);
 }
 
 static void test_strv_builder(void)
@@ -405,6 +450,7 @@ int main(void)
 	test_firejail_argv();
 	test_missing_tool();
 	test_found_tool_remembered();
+	test_untrusted_tool_refused();
 	test_strv_builder();
 	sb_wrap_net_done(&net);
 	cleanup();
