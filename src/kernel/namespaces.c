@@ -191,20 +191,20 @@ bool sb_ns_files_scope_available(void)
  * kill(0) and the terminal's process group, which the program shares with
  * the launcher and the user's job: Landlock's scope (ABI 6) limits its signals
  * to its own processes. Without it, a session of its own. */
-static int confine_landlock(void)
+int sb_ns_confine_beneath_root(bool scope)
 {
 	const int abi = landlock_abi();
 	struct sb_landlock_ruleset_attr attr = {0};
 	struct landlock_path_beneath_attr root = {.parent_fd = -1};
 	_cleanup_close_ int fd = -1, root_fd = -1;
 
-	if (abi < 6 && setsid() < 0)
+	if (scope && abi < 6 && setsid() < 0)
 		return -errno;
 	if (abi < 1)
 		return 0; /* no Landlock: the explanation says what stays open */
 	attr.handled_access_fs = SB_NS_FS_RIGHTS | (abi >= 2 ? LANDLOCK_ACCESS_FS_REFER : 0) |
 				 (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0);
-	if (abi >= 6)
+	if (scope && abi >= 6)
 		attr.scoped = LANDLOCK_SCOPE_SIGNAL | LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
 	fd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
 	if (fd < 0)
@@ -306,7 +306,7 @@ static int program_setup(const struct sb_ns_config *c, const struct saved_signal
 	r = drop_capabilities();
 	if (r < 0)
 		return sb_error(reterr, r, "cannot drop the capabilities: %s", strerror(-r));
-	r = confine_landlock();
+	r = sb_ns_confine_beneath_root(true);
 	if (r < 0)
 		return sb_error(reterr, r,
 				"cannot limit files, signals and abstract sockets to the sandbox "

@@ -67,3 +67,9 @@ bool sb_ns_signal_scope_available(void);
  * descriptor into the host's mounts (stdin from a file) cannot be reopened
  * by its host path through /proc/self/fd. */
 bool sb_ns_files_scope_available(void);
+
+/* Enters a Landlock domain that grants every filesystem right but EXECUTE
+ * beneath the process's root only (namespaces.c says why), and with scope,
+ * limits signals and abstract sockets to the domain (ABI 6; without it a
+ * session of its own). Without Landlock, 0 and nothing done. 0 or -errno. */
+int sb_ns_confine_beneath_root(bool scope);

@@ -22,6 +22,7 @@
 
 #include "boundary.h"
 #include "grants.h"
+#include "namespaces.h"
 #include "rule-files.h"
 #include "wrap-common.h"
 #include "wrap-net.h"
@@ -584,6 +585,26 @@ static void done(struct sb_boundary *b)
 	b->provider_data = NULL;
 }
 
+/* In the python-sb re-entered under bwrap: bubblewrap's new root holds only
+ * the grants, but a descriptor the program inherited (stdin redirected from
+ * a file, stdout appended to a log) still points into the host's mounts, and
+ * /proc/self/fd/N would reopen that file by its host path, for writing too,
+ * past the read-only binds. Kept beneath the new root by Landlock
+ * (namespaces.h), as under os-sandbox=unshare; signals and abstract sockets
+ * are bubblewrap's business (its PID namespace, bwrap.share-net). */
+static int enter(const struct sb_boundary *b _unused_, char ***warnings _unused_,
+		 int *ret_status _unused_, char **reterr)
+{
+	int r = sb_ns_confine_beneath_root(false);
+
+	if (r < 0)
+		return sb_error(reterr, r,
+				"cannot keep the program's files beneath bubblewrap's root "
+				"(Landlock): %s",
+				strerror(-r));
+	return 0;
+}
+
 const struct sb_provider sb_provider_bwrap = {
     .name = "bwrap",
     .flags = SB_PROVIDER_WRAPS_EXEC | SB_PROVIDER_FILES | SB_PROVIDER_SECCOMP | SB_PROVIDER_LIMITS |
@@ -599,6 +620,7 @@ const struct sb_provider sb_provider_bwrap = {
 		  "nothing)"},
     .probe = probe,
     .prepare = prepare,
+    .enter = enter,
     .explain = explain,
     .done = done,
     .build_argv = build_argv,
