@@ -113,9 +113,9 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 		r = asprintf(
 		    &text,
 		    "Cannot change '%s': the interpreter runs it at start-up, before the "
-		    "guard (sitecustomize, usercustomize, a .pth file of a site directory, "
-		    "or a directory on their way), and no grant lets a program change "
-		    "that",
+		    "guard (sitecustomize, usercustomize, what a site directory holds: its "
+		    ".pth files and the modules they import; or a directory on their way), "
+		    "and no grant lets a program change that",
 		    raw);
 		break;
 	case SB_FP_IGNORED:

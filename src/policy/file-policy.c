@@ -130,20 +130,18 @@ static bool startup_module_name(const char *base)
 const char *sb_file_policy_startup_code(const struct sb_file_policy *p, const char *resolved)
 {
 	const char *last = strrchr(resolved, '/');
-	size_t n = strlen(resolved), dir_len = last ? (size_t)(last - resolved) : 0;
+	size_t n = strlen(resolved);
 
 	if (last && startup_module_name(last + 1))
 		return resolved;
 	for (size_t i = 0; i < p->n_startup_dirs; i++) {
 		const char *d = p->startup_dirs[i];
 
-		/* The directory itself, or a directory on its way. */
-		if (streq(d, resolved) ||
+		/* Anything in it (a .pth file, or a module one imports at
+		 * start-up: certifi, _distutils_hack, apport_python_hook), the
+		 * directory itself, or a directory on its way. */
+		if (sb_path_under(resolved, d) ||
 		    (strncmp(d, resolved, n) == 0 && (d[n] == '/' || (n == 1 && d[0] == '/'))))
-			return d;
-		/* One of its .pth files. */
-		if (last && strlen(last + 1) >= 4 && streq(resolved + n - 4, ".pth") &&
-		    strlen(d) == dir_len && strncmp(d, resolved, dir_len) == 0)
 			return d;
 	}
 	return NULL;

@@ -55,9 +55,10 @@ struct sb_file_policy {
 	 * no grant lets the program change them. */
 	char **rule_files;
 	size_t n_rule_files;
-	/* The site directories whose .pth files site runs at start-up, before
-	 * the guard is armed (sys.path's site-packages, the user site even
-	 * when it does not exist yet), resolved. */
+	/* The site directories whose code site runs at start-up, before the
+	 * guard is armed (.pth files, the modules they import), resolved:
+	 * sys.path's site-packages, the user site even when it does not exist
+	 * yet. */
 	char **startup_dirs;
 	size_t n_startup_dirs;
 };
@@ -77,10 +78,11 @@ void sb_file_policy_done(struct sb_file_policy *p);
 int sb_file_policy_add_startup_dir(struct sb_file_policy *p, const char *dir);
 /* When a write to resolved would change code that site runs at the next
  * start, before the guard is armed: a sitecustomize or usercustomize module
- * (any file or directory of that name, its cached bytecode included), a .pth
- * file of a startup directory, or a startup directory itself or a directory
- * on its way (a rename would put another one in its place). The startup
- * directory or resolved; NULL otherwise. */
+ * (any file or directory of that name, its cached bytecode included),
+ * anything in a startup directory (its .pth files, and the modules they and
+ * sitecustomize import), the directory itself or a directory on its way (a
+ * rename would put another one in its place). The startup directory or
+ * resolved; NULL otherwise. */
 const char *sb_file_policy_startup_code(const struct sb_file_policy *p, const char *resolved);
 
 /* Lexically absolute: base (an absolute directory) joined with path unless

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Code the interpreter runs at start-up, before the guard is armed: site's
-.pth files, sitecustomize and usercustomize. A program that could write them
+.pth files and the modules they import, sitecustomize and usercustomize. A program that could write them
 would run unguarded in every later python-sb of the user (any profile): no
 grant lets it write them. Root and nobody; the guard alone (os-sandbox=none)
 and with the subprocess provider."""
@@ -16,8 +16,11 @@ home = os.environ["HOME"]
 site = os.path.join(home, ".local", "lib",
                     "python%d.%d" % sys.version_info[:2], "site-packages")
 code = "import os; open(%r, 'w').write('ran')\\n" % os.path.join(home, "MARKER")
+# Debian's sitecustomize imports apport_python_hook, a .pth file certifi: the
+# user site comes first on sys.path.
 for path in (os.path.join(site, "evil.pth"), os.path.join(site, "usercustomize.py"),
-             os.path.join(home, "sitecustomize.py")):
+             os.path.join(home, "sitecustomize.py"),
+             os.path.join(site, "apport_python_hook.py")):
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
@@ -46,7 +49,7 @@ def test_startup_code_cannot_be_planted(request, who, provider):
     r = sb.run(s, env={"HOME": str(home)})
     assert r.returncode == 0 and "END" in r.stdout, r
     assert "WROTE" not in r.stdout, r
-    assert r.stdout.count("REFUSED") == 3 and "False" not in r.stdout, r
+    assert r.stdout.count("REFUSED") == 4 and "False" not in r.stdout, r
     assert (home / "model.pth").read_text() == "weights"
     # The next start (any profile) runs nothing of the program's.
     r = sb.run("-c", "pass", env={"HOME": str(home)})

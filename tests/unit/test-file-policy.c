@@ -274,10 +274,13 @@ static void test_startup_code(void)
 		   sb_file_policy_startup_code(
 		       &p, at("d/__pycache__/sitecustomize.cpython-311.pyc")) != NULL,
 	       "sitecustomize and usercustomize anywhere, their bytecode too");
+	tap_ok(sb_file_policy_startup_code(
+		   &p, at("home/.local/lib/python3.11/site-packages/certifi/__init__.py")) != NULL,
+	       "a module a .pth file may import at start-up");
 	tap_ok(sb_file_policy_startup_code(&p, at("home/model.pth")) == NULL &&
+		   sb_file_policy_startup_code(&p, at("home/.local/share/x")) == NULL &&
 		   sb_file_policy_startup_code(
-		       &p, at("home/.local/lib/python3.11/site-packages/pkg/x.pth")) == NULL &&
-		   sb_file_policy_startup_code(&p, at("home/.local/share")) == NULL &&
+		       &p, at("home/.local/lib/python3.11/site-packagesX")) == NULL &&
 		   sb_file_policy_startup_code(&p, at("sitecustomizer.py")) == NULL,
 	       "a .pth elsewhere, a sibling tree, another name: ordinary files");
 	sb_file_policy_done(&p);
