@@ -260,6 +260,25 @@ char *sb_strstrip(char *s)
 	return s;
 }
 
+char *sb_str_one_line(const char *s)
+{
+	struct sb_buf b = {0};
+	int r = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; r >= 0 && *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			r = sb_buf_printf(&b, "\\x%02x", *p);
+		else if (*p == '\\')
+			r = sb_buf_puts(&b, "\\\\");
+		else
+			r = sb_buf_printf(&b, "%c", *p);
+	if (r < 0) {
+		sb_buf_reset(&b);
+		return NULL;
+	}
+	return b.data ? sb_buf_steal(&b) : strdup("");
+}
+
 bool sb_glob_star_match(const char *pattern, const char *text)
 {
 	/* Classic two-pointer wildcard matching: on a mismatch we only ever

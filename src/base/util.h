@@ -163,6 +163,11 @@ int sb_error(char **reterr, int r, const char *fmt, ...) _printf_(3, 4);
 
 /* Trims ASCII white space in place; returns the start of the trimmed text. */
 char *sb_strstrip(char *s);
+/* A copy of s fit for one line of a rule file's comment or of a message: the
+ * names in it may be a program's choice, and a newline would start a line of
+ * its own, an escape sequence would speak to the terminal. Control characters
+ * become \xNN, '\' becomes '\\'. NULL on OOM. */
+char *sb_str_one_line(const char *s);
 
 /* Linear-time single-'*' glob (the profile's wildcard: no '?', no classes). */
 bool sb_glob_star_match(const char *pattern, const char *text);

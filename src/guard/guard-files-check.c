@@ -109,6 +109,15 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 			    raw, rules ? rules : "?");
 		break;
 	}
+	case SB_FP_STARTUP_CODE:
+		r = asprintf(
+		    &text,
+		    "Cannot change '%s': the interpreter runs it at start-up, before the "
+		    "guard (sitecustomize, usercustomize, what a site directory holds: its "
+		    ".pth files and the modules they import; or a directory on their way), "
+		    "and no grant lets a program change that",
+		    raw);
+		break;
 	case SB_FP_IGNORED:
 		r = asprintf(&text, "Access to '%s' is ignored by rule 'ignore=%s' from %s", raw,
 			     ig->pattern, ig->origin);
@@ -200,7 +209,7 @@ static int refuse(enum sb_fp_verdict v, const struct sb_fp_grant *g, const struc
 		PyErr_NoMemory();
 		return -1;
 	}
-	if (v == SB_FP_READ_ONLY || v == SB_FP_RULE_FILE)
+	if (v == SB_FP_READ_ONLY || v == SB_FP_RULE_FILE || v == SB_FP_STARTUP_CODE)
 		return sb_raise_permission(EACCES, raw, text);
 	return sb_raise_file_not_found(raw, text);
 }
@@ -384,8 +393,8 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 		PyErr_SetFromErrnoWithFilename(PyExc_OSError, raw);
 		return -1;
 	}
-	if (v != SB_FP_IGNORED && v != SB_FP_RULE_FILE && sb_guard_observed() &&
-	    !(write && sb_guard_caller_is_import_bootstrap()) &&
+	if (v != SB_FP_IGNORED && v != SB_FP_RULE_FILE && v != SB_FP_STARTUP_CODE &&
+	    sb_guard_observed() && !(write && sb_guard_caller_is_import_bootstrap()) &&
 	    sb_guard_refused(&(struct sb_refusal){
 		.kind = SB_REFUSAL_FILE, .subject = resolved, .write = write}) == SB_RECORDED_ALLOW)
 		return 1;
@@ -620,6 +629,11 @@ int sb_guard_file_check(const char *path, bool write)
 	if (!files.prepared || !sb_guard_armed())
 		return 0;
 	return sb_files_check_raw(path, -1, write, true, NULL);
+}
+
+int sb_files_add_startup_dir(const char *dir)
+{
+	return sb_file_policy_add_startup_dir(&files.policy, dir);
 }
 
 int sb_files_grant_later(const char *path, bool file, bool writable, bool link_too, const char *why)

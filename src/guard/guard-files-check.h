@@ -27,6 +27,9 @@ struct sb_rc_hint;
  * decision rather than at every start (0 or -ENOMEM; link_too: also the
  * link path itself, if it is one); freed after the run. */
 int sb_files_check_prepare(const struct sb_profile *profile);
+/* A site directory whose .pth files the next start runs before the guard:
+ * no grant lets the program change them (sb_file_policy_startup_code()). */
+int sb_files_add_startup_dir(const char *dir);
 int sb_files_grant_later(const char *path, bool file, bool writable, bool link_too,
 			 const char *why);
 void sb_files_check_release(void);

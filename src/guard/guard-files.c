@@ -510,6 +510,51 @@ static int add_sys_path0(void)
 	return r;
 }
 
+/* Whether a sys.path entry is a site directory by its name. */
+static bool site_dir_name(const char *dir)
+{
+	const char *base = strrchr(dir, '/');
+
+	base = base ? base + 1 : dir;
+	return streq(base, "site-packages") || streq(base, "dist-packages");
+}
+
+/* The directories whose .pth files site ran before the guard was armed, and
+ * will run at the next start: sys.path's site directories, and the user site
+ * (site.USER_SITE, set even when it does not exist yet, which a program
+ * could create). A later run runs that code unguarded: no grant lets the
+ * program write it. */
+static int add_startup_dirs(void)
+{
+	PyObject *path = PySys_GetObject("path"); /* borrowed */
+	PyObject *name = PyUnicode_FromString("site"), *site = NULL, *user = NULL;
+	int r = 0;
+
+	for (Py_ssize_t i = 0; path && PyList_Check(path) && r >= 0 && i < PyList_GET_SIZE(path);
+	     i++) {
+		PyObject *item = PyList_GET_ITEM(path, i);
+		const char *dir = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+
+		if (dir && dir[0] == '/' && site_dir_name(dir))
+			r = sb_files_add_startup_dir(dir);
+		PyErr_Clear();
+	}
+	/* From sys.modules, not by an import (-S: no site, nothing ran). */
+	site = name ? PyImport_GetModule(name) : NULL;
+	user = site ? PyObject_GetAttrString(site, "USER_SITE") : NULL;
+	if (r >= 0 && user && PyUnicode_Check(user)) {
+		const char *dir = PyUnicode_AsUTF8(user);
+
+		if (dir && dir[0] == '/')
+			r = sb_files_add_startup_dir(dir);
+	}
+	PyErr_Clear();
+	Py_XDECREF(user);
+	Py_XDECREF(site);
+	Py_XDECREF(name);
+	return r;
+}
+
 static int files_activate(char **reterr)
 {
 	int r;
@@ -517,6 +562,8 @@ static int files_activate(char **reterr)
 	r = add_sys_path0();
 	if (r >= 0)
 		r = add_sys_path();
+	if (r >= 0)
+		r = add_startup_dirs();
 	if (r < 0)
 		return r;
 	if (sb_files_listing_activate() < 0 || sb_files_wrap_activate() < 0 ||

@@ -17,6 +17,7 @@
 #include "guard-observer.h"
 #include "guard-part.h"
 #include "guard-runtime.h"
+#include "profile.h"
 #include "pysandboxes-module.h"
 #include "util.h"
 
@@ -96,6 +97,21 @@ static int deny_import(const char *module, size_t top_len)
 							  .subject = name}) == SB_RECORDED_ALLOW) {
 		allow_learned(&name);
 		return 0;
+	}
+	/* A name no rule can spell ('*' is every module, a ',' two of them):
+	 * no rule is suggested for it. */
+	if (name && !sb_profile_module_name_valid(name)) {
+		_cleanup_free_ char *shown = sb_str_one_line(name);
+
+		if (!shown || asprintf(&text,
+				       "Module named '%s' is not allowed: it is not a module "
+				       "name, and no rule allows it",
+				       shown) < 0) {
+			text = NULL;
+			PyErr_NoMemory();
+			return -1;
+		}
+		return sb_raise_module_not_found(name, text);
 	}
 	if (!name || asprintf(&text,
 			      "Module named '%s' is not allowed by a rule. Add "

@@ -244,15 +244,27 @@ static void print_denials(const struct sb_embed *e, bool summary)
 	if (n == 0 || (!summary && !e->cli->denials))
 		return;
 	fprintf(stderr, "python-sb: %zu operation%s refused; ", n, n == 1 ? " was" : "s were");
-	if (first && sb_report_rule_in_message(first, &off, &len) && e->profile_path)
-		fprintf(stderr, "the first needs '%.*s' in '%s'", (int)len, first + off,
+	/* The messages name what the program chose (a file, a module): one
+	 * line each, without control characters, so that no name prints a
+	 * line of python-sb's own or speaks to the terminal. */
+	if (first && sb_report_rule_in_message(first, &off, &len) && e->profile_path) {
+		_cleanup_free_ char *rule = strndup(first + off, len);
+		_cleanup_free_ char *shown = rule ? sb_str_one_line(rule) : NULL;
+
+		fprintf(stderr, "the first needs '%s' in '%s'", shown ? shown : "?",
 			e->profile_path);
-	else
-		fprintf(stderr, "the first: %s", first ? first : "(no message)");
+	} else {
+		_cleanup_free_ char *shown = first ? sb_str_one_line(first) : NULL;
+
+		fprintf(stderr, "the first: %s", shown ? shown : "(no message)");
+	}
 	fprintf(stderr, " (--denials lists them all; --no-denials-summary or "
 			"PYSANDBOXES_NO_DENIALS_SUMMARY=1 turns this line off)\n");
-	for (char *const *m = messages; e->cli->denials && m && *m; m++)
-		fprintf(stderr, "python-sb: refused: %s\n", *m);
+	for (char *const *m = messages; e->cli->denials && m && *m; m++) {
+		_cleanup_free_ char *shown = sb_str_one_line(*m);
+
+		fprintf(stderr, "python-sb: refused: %s\n", shown ? shown : "?");
+	}
 	if (e->cli->denials && n > SB_DENIALS_KEPT)
 		fprintf(stderr, "python-sb: refused: ... and %zu more\n", n - SB_DENIALS_KEPT);
 }

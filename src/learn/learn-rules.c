@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "learn-rules.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
+#include "file-policy.h"
 #include "net-rule.h"
 #include "str-index.h"
 #include "util.h"
@@ -201,7 +204,38 @@ const char *sb_learn_section_marker(enum sb_learn_section s)
 	return s < SB_LEARN__N ? markers[s] : NULL;
 }
 
-/* Whether path is dir or lies below it. */
+static bool has_control(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return true;
+	return false;
+}
+
+/* Every line goes through here. The names in it are the program's choice (a
+ * file, a module, a class, a host): a newline in one would start a rule of its
+ * own in the file, a control character would speak to the terminal of whoever
+ * reads it. A comment gets them escaped; a rule that holds one is not written
+ * (no rule could name it), a comment says what it was. Consumes line. */
+static int push_line(struct sb_learn_rules *r, enum sb_learn_section s, bool rule, char *line)
+{
+	_cleanup_free_ char *owned = line, *shown = NULL;
+
+	if (!has_control(line)) {
+		if (rule)
+			r->n_rules++;
+		return sb_strv_consume(&r->lines[s], TAKE_PTR(owned));
+	}
+	shown = sb_str_one_line(line);
+	if (!shown)
+		return -ENOMEM;
+	if (!rule)
+		return sb_strv_consume(&r->lines[s], TAKE_PTR(shown));
+	if (asprintf(&line, "# not written: '%s' holds a control character", shown) < 0)
+		return -ENOMEM;
+	return sb_strv_consume(&r->lines[s], line);
+}
+
 static int push_fmt(struct sb_learn_rules *r, enum sb_learn_section s, bool rule, const char *fmt,
 		    ...) _printf_(4, 5);
 static int push_fmt(struct sb_learn_rules *r, enum sb_learn_section s, bool rule, const char *fmt,
@@ -216,9 +250,7 @@ static int push_fmt(struct sb_learn_rules *r, enum sb_learn_section s, bool rule
 	va_end(ap);
 	if (n < 0)
 		return -ENOMEM;
-	if (rule)
-		r->n_rules++;
-	return sb_strv_consume(&r->lines[s], line);
+	return push_line(r, s, rule, line);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -330,7 +362,7 @@ static bool exists(const char *path)
 
 struct learned_dir {
 	char *dir;
-	bool rw, native, dropped;
+	bool rw, read, native, dropped;
 };
 
 static int cmp_learned_dir(const void *a, const void *b)
@@ -433,9 +465,15 @@ char *sb_learn_rewrite_path(const char *path, const struct sb_learn_context *ctx
 }
 
 /* A path the profile language cannot carry literally: '#' starts a comment,
- * '$' an expansion, quotes and control characters are not rule text. */
+ * '$' an expansion, quotes and control characters are not rule text, and the
+ * parser drops the spaces at the edges of a value ('/data ' would grant
+ * '/data', a directory the program never used). */
 static bool writable_as_rule(const char *path)
 {
+	size_t n = strlen(path);
+
+	if (n == 0 || isspace((unsigned char)path[0]) || isspace((unsigned char)path[n - 1]))
+		return false;
 	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
 		if (*p < 0x20 || *p == 0x7f || *p == '#' || *p == '$' || *p == '"' || *p == '\'' ||
 		    *p == ',')
@@ -458,7 +496,7 @@ static int push_warning(struct sb_learn_rules *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int push_warning(struct sb_learn_rules *r, const char *fmt, ...)
 {
-	char *text;
+	char *text, *shown;
 	va_list ap;
 	int n;
 
@@ -467,7 +505,13 @@ static int push_warning(struct sb_learn_rules *r, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return -ENOMEM;
-	return sb_strv_consume(&r->warnings, text);
+	/* Shown on the terminal: the program's names without control
+	 * characters (push_line). */
+	shown = sb_str_one_line(text);
+	free(text);
+	if (!shown)
+		return -ENOMEM;
+	return sb_strv_consume(&r->warnings, shown);
 }
 
 /* Once per run: the comment in the file and the warning. */
@@ -485,6 +529,19 @@ static int warn_root(struct sb_learn_rules *r, const char *path, bool write)
 			    "'/' is never learned ('%s' was %s): grant what the program needs "
 			    "there by hand",
 			    path, write ? "written" : "read");
+}
+
+static int warn_system_write(struct sb_learn_rules *r, const char *dir)
+{
+	if (push_fmt(r, SB_LEARN_FILES, false,
+		     "# '%s' was written to: no rule should grant writing in a system or "
+		     "top-level directory, write elsewhere",
+		     dir) < 0)
+		return -ENOMEM;
+	return push_warning(r,
+			    "'%s' was written to: no rule should grant writing in a system or "
+			    "top-level directory, write elsewhere (not learned)",
+			    dir);
 }
 
 static int emit_dir(struct sb_learn_rules *r, const struct learned_dir *d,
@@ -567,6 +624,7 @@ static int build_files(const struct sb_learn_set *set, const struct sb_learn_con
 		for (size_t j = 0; j < n; j++)
 			if (streq(dirs[j].dir, dir)) {
 				dirs[j].rw = dirs[j].rw || p->write;
+				dirs[j].read = dirs[j].read || !p->write;
 				dirs[j].native = dirs[j].native && p->native;
 				merged = true;
 				break;
@@ -575,9 +633,25 @@ static int build_files(const struct sb_learn_set *set, const struct sb_learn_con
 			free(dir);
 			continue;
 		}
-		dirs[n++] = (struct learned_dir){.dir = dir, .rw = p->write, .native = p->native};
+		dirs[n++] = (struct learned_dir){
+		    .dir = dir, .rw = p->write, .read = !p->write, .native = p->native};
 	}
 	qsort(dirs, n, sizeof(*dirs), cmp_learned_dir);
+
+	/* A write in '/', a top-level directory or a system tree is never
+	 * learned as a read-write grant, as no refusal ever suggests one: the
+	 * next run could replace what other programs trust there (a write in
+	 * /etc, a file removed to climb to /tmp or /home). Said, and only what
+	 * was read there is learned. */
+	for (size_t i = 0; i < n; i++) {
+		if (!dirs[i].rw || !sb_file_policy_system_dir(dirs[i].dir))
+			continue;
+		ret = warn_system_write(r, dirs[i].dir);
+		if (ret < 0)
+			goto out;
+		dirs[i].rw = false;
+		dirs[i].dropped = !dirs[i].read;
+	}
 
 	/* Nested duplicates: a directory under another one that grants at least
 	 * as much adds nothing. */
@@ -687,6 +761,17 @@ static bool net_covered(const struct sb_profile *const *ps, const struct sb_lear
 	return false;
 }
 
+/* A host the NETWORK field names as itself: an address or a host name. A name
+ * the program resolved may be anything the resolver took ('*' resolves to the
+ * loopback), and '*' or a CIDR there would grant every host. */
+static bool host_writable(const char *host)
+{
+	unsigned char addr[16];
+
+	return inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1 ||
+	       sb_net_is_host_name(host);
+}
+
 static int build_socket(const struct sb_learn_set *set, const struct sb_profile *const *ps,
 			struct sb_learn_rules *r)
 {
@@ -705,7 +790,7 @@ static int build_socket(const struct sb_learn_set *set, const struct sb_profile 
 		/* The resolver's own queries: pinned names need none on replay. */
 		if (x->native && x->port == 53)
 			continue;
-		if (!writable_as_rule(x->host) || strchr(x->host, '|'))
+		if (!host_writable(x->host))
 			continue;
 		if (net_covered(ps, x))
 			continue;
@@ -815,7 +900,10 @@ static int build_imports(const struct sb_learn_set *set, const struct sb_learn_c
 		size_t count = 0;
 
 		for (size_t i = 0; ret >= 0 && i < n; i++) {
-			if (import_allowed(ps, sorted[i]) ||
+			/* A name no import statement could spell ('*', a newline):
+			 * never a rule (the recorder refuses them already). */
+			if (!sb_profile_module_name_valid(sorted[i]) || strchr(sorted[i], '.') ||
+			    import_allowed(ps, sorted[i]) ||
 			    sb_learn_import_group(sorted[i], ctx->stdlib_modules) !=
 				groups[g].group)
 				continue;
@@ -1004,10 +1092,13 @@ int sb_learn_set_add_result(struct sb_learn_set *s, const char *needs_objects)
 static int build_result(const struct sb_learn_set *set, const struct sb_profile *const *ps,
 			struct sb_learn_rules *r)
 {
-	const char *needs = set->result_needs_objects;
+	/* The class is the program's: shown without control characters. */
+	_cleanup_free_ char *needs = NULL;
 
 	if (!set->n_results)
 		return 0;
+	if (set->result_needs_objects && !(needs = sb_str_one_line(set->result_needs_objects)))
+		return -ENOMEM;
 	FOR_EACH_PROFILE(ps, profile)
 	{
 		const struct sb_origin *o = &profile->scalar_origin[SB_KEY_RESULT_MODE];
@@ -1054,10 +1145,15 @@ static int build_eval(const struct sb_learn_set *set, const struct sb_profile *c
 	int e;
 
 	e = sb_eval_learned_lines(&set->eval, configs, ELEMENTSOF(configs), &lines, &rules);
-	for (char **l = lines; e >= 0 && l && *l; l++)
-		e = sb_strv_push(&r->lines[SB_LEARN_EVAL], *l);
-	if (e >= 0)
-		r->n_rules += rules;
+	if (e < 0)
+		return e;
+	/* Counted by push_line. */
+	(void)rules;
+	for (char **l = lines; e >= 0 && l && *l; l++) {
+		char *line = strdup(*l);
+
+		e = line ? push_line(r, SB_LEARN_EVAL, (*l)[0] != '#', line) : -ENOMEM;
+	}
 	return e;
 }
 

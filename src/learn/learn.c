@@ -305,7 +305,10 @@ static void file_decided(const char *resolved, bool write, const char *needed)
 
 static void name_resolved(const char *name, const char *ip)
 {
-	if (!sb_learning || learn.done)
+	/* Only a name the NETWORK field takes as one host: the resolver takes
+	 * more ('*' is the loopback), which a rule would read as every host.
+	 * The address is learned instead. */
+	if (!sb_learning || learn.done || !sb_net_is_host_name(name))
 		return;
 	for (char **p = learn.names; p && p[0] && p[1]; p += 2)
 		if (streq(p[0], ip))
@@ -343,7 +346,11 @@ static void net_decided(const char *ip, uint16_t port, unsigned direction)
 
 static bool record_import(const char *top_level)
 {
-	if (!sb_learning || learn.done)
+	/* A name no import statement spells (__import__("*"), a newline):
+	 * refused as it will be on the next run, never a rule ('*' grants
+	 * every module). */
+	if (!sb_learning || learn.done || !sb_profile_module_name_valid(top_level) ||
+	    strchr(top_level, '.'))
 		return false;
 	return sb_learn_set_add_import(&learn.set, top_level) >= 0;
 }

@@ -91,6 +91,62 @@ static int add_rule_file(struct sb_file_policy *p, const char *path)
 	return 0;
 }
 
+int sb_file_policy_add_startup_dir(struct sb_file_policy *p, const char *dir)
+{
+	_cleanup_free_ char *real = realpath(dir, NULL);
+	char **v;
+
+	if (!real)
+		real = sb_path_normalize(dir);
+	if (!real)
+		return -ENOMEM;
+	if (real[0] != '/' || streq(real, "/"))
+		return 0;
+	for (size_t i = 0; i < p->n_startup_dirs; i++)
+		if (streq(p->startup_dirs[i], real))
+			return 0;
+	v = realloc(p->startup_dirs, (p->n_startup_dirs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->startup_dirs = v;
+	v[p->n_startup_dirs++] = TAKE_PTR(real);
+	return 0;
+}
+
+/* "sitecustomize", "sitecustomize.py", "sitecustomize.cpython-311.pyc"... */
+static bool startup_module_name(const char *base)
+{
+	static const char *const names[] = {"sitecustomize", "usercustomize"};
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		const char *rest = startswith(base, names[i]);
+
+		if (rest && (*rest == '\0' || *rest == '.'))
+			return true;
+	}
+	return false;
+}
+
+const char *sb_file_policy_startup_code(const struct sb_file_policy *p, const char *resolved)
+{
+	const char *last = strrchr(resolved, '/');
+	size_t n = strlen(resolved);
+
+	if (last && startup_module_name(last + 1))
+		return resolved;
+	for (size_t i = 0; i < p->n_startup_dirs; i++) {
+		const char *d = p->startup_dirs[i];
+
+		/* Anything in it (a .pth file, or a module one imports at
+		 * start-up: certifi, _distutils_hack, apport_python_hook), the
+		 * directory itself, or a directory on its way. */
+		if (sb_path_under(resolved, d) ||
+		    (strncmp(d, resolved, n) == 0 && (d[n] == '/' || (n == 1 && d[0] == '/'))))
+			return d;
+	}
+	return NULL;
+}
+
 static int add_rule_files(struct sb_file_policy *p, const struct sb_profile *profile)
 {
 	int r = add_rule_file(p, profile->root_file);
@@ -317,6 +373,9 @@ void sb_file_policy_done(struct sb_file_policy *p)
 	for (size_t i = 0; i < p->n_rule_files; i++)
 		free(p->rule_files[i]);
 	free(p->rule_files);
+	for (size_t i = 0; i < p->n_startup_dirs; i++)
+		free(p->startup_dirs[i]);
+	free(p->startup_dirs);
 	free(p->grants);
 	free(p->implicit);
 	free(p->ignores);
@@ -710,6 +769,8 @@ enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const c
 	/* The rules themselves come before any grant or ignore rule. */
 	if (write && sb_file_policy_rule_file(p, resolved))
 		return SB_FP_RULE_FILE;
+	if (write && sb_file_policy_startup_code(p, resolved))
+		return SB_FP_STARTUP_CODE;
 	/* Ignore rules come before any grant. */
 	ig = p->n_ignores ? find_ignore(p, raw ? raw_basename(raw, base) : NULL, abs, resolved)
 			  : NULL;

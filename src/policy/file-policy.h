@@ -15,10 +15,11 @@
 
 enum sb_fp_verdict {
 	SB_FP_ALLOW,
-	SB_FP_NOT_EXPOSED, /* no grant covers the path: ENOENT */
-	SB_FP_IGNORED,	   /* an ignore= rule hides it: ENOENT */
-	SB_FP_READ_ONLY,   /* a write under a read-only grant: EACCES */
-	SB_FP_RULE_FILE,   /* a write to a file python-sb takes rules from: EACCES */
+	SB_FP_NOT_EXPOSED,  /* no grant covers the path: ENOENT */
+	SB_FP_IGNORED,	    /* an ignore= rule hides it: ENOENT */
+	SB_FP_READ_ONLY,    /* a write under a read-only grant: EACCES */
+	SB_FP_RULE_FILE,    /* a write to a file python-sb takes rules from: EACCES */
+	SB_FP_STARTUP_CODE, /* a write to code site runs before the guard: EACCES */
 };
 
 struct sb_fp_grant {
@@ -54,6 +55,12 @@ struct sb_file_policy {
 	 * no grant lets the program change them. */
 	char **rule_files;
 	size_t n_rule_files;
+	/* The site directories whose code site runs at start-up, before the
+	 * guard is armed (.pth files, the modules they import), resolved:
+	 * sys.path's site-packages, the user site even when it does not exist
+	 * yet. */
+	char **startup_dirs;
+	size_t n_startup_dirs;
 };
 
 /* Compiles the profile's expose-ro, expose-rw and ignore rules. 0 or -ENOMEM. */
@@ -67,6 +74,16 @@ int sb_file_policy_add_grant(struct sb_file_policy *p, const struct sb_expose_ru
 int sb_file_policy_add_implicit(struct sb_file_policy *p, const char *path, bool file,
 				bool writable, const char *why);
 void sb_file_policy_done(struct sb_file_policy *p);
+/* Adds a site directory (need not exist) to startup_dirs. 0 or -ENOMEM. */
+int sb_file_policy_add_startup_dir(struct sb_file_policy *p, const char *dir);
+/* When a write to resolved would change code that site runs at the next
+ * start, before the guard is armed: a sitecustomize or usercustomize module
+ * (any file or directory of that name, its cached bytecode included),
+ * anything in a startup directory (its .pth files, and the modules they and
+ * sitecustomize import), the directory itself or a directory on its way (a
+ * rename would put another one in its place). The startup directory or
+ * resolved; NULL otherwise. */
+const char *sb_file_policy_startup_code(const struct sb_file_policy *p, const char *resolved);
 
 /* Lexically absolute: base (an absolute directory) joined with path unless
  * path is absolute, "." and ".." folded. 0 or -ENAMETOOLONG. */

@@ -62,8 +62,7 @@ static int sb_net_parse_action(const char *field, const char *text, struct sb_ne
 	return 0;
 }
 
-/* Syntax of a DNS name (RFC 1123 host names): nothing is resolved here. */
-static bool sb_net_is_host_name(const char *name)
+bool sb_net_is_host_name(const char *name)
 {
 	size_t len = strlen(name), label = 0;
 	bool last_label_numeric = true;

@@ -53,5 +53,8 @@ struct sb_net_rule {
  * 0, or -EINVAL with *reterr set to a message (malloc'ed), or -ENOMEM. */
 int sb_net_rule_parse(const char *value, struct sb_net_rule *ret, char **reterr);
 void sb_net_rule_done(struct sb_net_rule *r);
+/* Syntax of a DNS name (RFC 1123 host names), as the NETWORK field takes it:
+ * nothing is resolved. Learning writes a name only when this accepts it. */
+bool sb_net_is_host_name(const char *name);
 /* True when port is in one of the rule's ranges. */
 bool sb_net_rule_has_port(const struct sb_net_rule *r, uint16_t port);

@@ -426,7 +426,7 @@ static int parse_net(struct sb_profile *p, const struct sb_key_context *ctx _unu
 	return 0;
 }
 
-static bool is_module_name(const char *s)
+bool sb_profile_module_name_valid(const char *s)
 {
 	bool start = true;
 
@@ -468,7 +468,7 @@ static int parse_python_import(struct sb_profile *p, const struct sb_key_context
 			p->import_all_origin = origin;
 			continue;
 		}
-		if (!is_module_name(item)) {
+		if (!sb_profile_module_name_valid(item)) {
 			r = sb_diags_error(diags, origin,
 					   "Invalid module name '%s' in python-import", item);
 			if (r < 0)

@@ -180,3 +180,7 @@ const char *sb_os_sandbox_name(enum sb_os_sandbox o);
 /* -EINVAL when unknown. */
 int sb_os_sandbox_from_name(const char *name);
 const char *sb_scalar_key_name(enum sb_scalar_key k);
+/* Whether s is a module name python-import= takes: dotted identifiers (ASCII
+ * letters, digits, '_', and any non-ASCII byte), no '*'. Learning writes an
+ * import only when this accepts it. */
+bool sb_profile_module_name_valid(const char *s);

@@ -100,6 +100,21 @@ static void test_records(void)
 	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN_CALL, NULL, "a b"), -EINVAL,
 		   "a name no rule could hold");
 	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN__N, NULL, "x"), -EINVAL, "no such kind");
+	/* getattr(o, "*") names what a pattern would match: every attribute. */
+	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN_ATTRIBUTE, NULL, "*"), -EINVAL,
+		   "a pattern is no attribute name");
+	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN_ATTRIBUTE, NULL, "a,b"), -EINVAL,
+		   "nor a list");
+	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN_MAGIC, NULL, "__x#"), -EINVAL,
+		   "nor a comment");
+	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN_IMPORT, NULL, "os.*"), -EINVAL,
+		   "nor a module pattern");
+	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN_IMPORT, NULL, "os.path"), 0,
+		   "a dotted module name is one");
+	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN_ATTRIBUTE, NULL, "caf\xc3\xa9"), 0,
+		   "a non-ASCII identifier is one");
+	TAP_IS_INT(sb_eval_learned_add(&l, SB_EVAL_LEARN_CONTEXT, NULL, "/a/b.py:3"), 0,
+		   "a call site (a comment) is no identifier");
 	sb_eval_learned_done(&l);
 }
 

@@ -254,6 +254,38 @@ static void test_rule_files(void)
 	sb_file_policy_done(&p);
 }
 
+/* What site runs at the next start, before the guard: never writable. */
+static void test_startup_code(void)
+{
+	struct sb_file_policy p = {0};
+	char site[PATH_MAX + 64];
+
+	snprintf(site, sizeof(site), "%s/home/.local/lib/python3.11/site-packages", root);
+	TAP_IS_INT(sb_file_policy_add_startup_dir(&p, site), 0, "a user site that does not exist");
+	tap_ok(p.n_startup_dirs == 1 && streq(p.startup_dirs[0], site), "kept as its path");
+	tap_ok(sb_file_policy_startup_code(
+		   &p, at("home/.local/lib/python3.11/site-packages/x.pth")) != NULL,
+	       "a .pth file of a site directory");
+	tap_ok(sb_file_policy_startup_code(&p, site) != NULL, "the site directory itself");
+	tap_ok(sb_file_policy_startup_code(&p, at("home/.local")) != NULL,
+	       "a directory on its way");
+	tap_ok(sb_file_policy_startup_code(&p, at("anywhere/usercustomize.py")) != NULL &&
+		   sb_file_policy_startup_code(&p, at("sitecustomize")) != NULL &&
+		   sb_file_policy_startup_code(
+		       &p, at("d/__pycache__/sitecustomize.cpython-311.pyc")) != NULL,
+	       "sitecustomize and usercustomize anywhere, their bytecode too");
+	tap_ok(sb_file_policy_startup_code(
+		   &p, at("home/.local/lib/python3.11/site-packages/certifi/__init__.py")) != NULL,
+	       "a module a .pth file may import at start-up");
+	tap_ok(sb_file_policy_startup_code(&p, at("home/model.pth")) == NULL &&
+		   sb_file_policy_startup_code(&p, at("home/.local/share/x")) == NULL &&
+		   sb_file_policy_startup_code(
+		       &p, at("home/.local/lib/python3.11/site-packagesX")) == NULL &&
+		   sb_file_policy_startup_code(&p, at("sitecustomizer.py")) == NULL,
+	       "a .pth elsewhere, a sibling tree, another name: ordinary files");
+	sb_file_policy_done(&p);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/sb-fp-XXXXXX";
@@ -278,6 +310,7 @@ int main(void)
 	test_implicit_resolution();
 	test_implicit_canonical();
 	test_rule_files();
+	test_startup_code();
 
 	{
 		char cmd[PATH_MAX + 16];

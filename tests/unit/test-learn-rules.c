@@ -471,6 +471,59 @@ static void test_sets(void)
 	sb_learn_set_done(&s);
 }
 
+/* What the program names is its choice: nothing it names may write a line of
+ * its own, a pattern, or a grant wider than what it used. */
+static void test_hostile_names(void)
+{
+	char *env[] = {NULL};
+	char path[PATH_MAX], want[4 * PATH_MAX];
+	_cleanup_(sb_profile_freep) struct sb_profile *p = profile_from("", env, path);
+	_cleanup_(sb_learn_rules_done) struct sb_learn_rules r = {0};
+	struct sb_learn_set s = {0};
+	struct sb_learn_context ctx = {.cwd = root, .env = env};
+
+	mkdir(at("h"), 0755);
+	mkdir(at("h/x\nexpose-rw=~ #"), 0755);
+	touch("h/x\nexpose-rw=~ #/f");
+	mkdir(at("h/data "), 0755);
+	touch("h/data /f");
+	sb_learn_set_add_path(&s, at("h/x\nexpose-rw=~ #/f"), false, false);
+	sb_learn_set_add_path(&s, at("h/data /f"), false, false);
+	sb_learn_set_add_path(&s, "/etc/sb-learn-probe", true, false); /* a system tree */
+	sb_learn_set_add_path(&s, "/tmp", true, false);		       /* a top-level dir */
+	sb_learn_set_add_path(&s, "/tmp/gone/x", false, false);	       /* missing: a probe */
+	sb_learn_set_add_import(&s, "*");
+	sb_learn_set_add_import(&s, "a\nexpose-rw=~ #");
+	sb_learn_set_add_import(&s, "json, os");
+	sb_learn_set_add_net(&s, "*", SB_NET_TCP, 80, SB_NET_OUT, false);
+	sb_learn_set_add_net(&s, "10.0.0.0/8", SB_NET_TCP, 80, SB_NET_OUT, false);
+	sb_learn_set_add_net(&s, "a b", SB_NET_TCP, 80, SB_NET_OUT, false);
+	sb_learn_set_add_result(&s, "m.C\nexpose-rw=~");
+	p->py_sandbox = true;
+	TAP_IS_INT(sb_learn_rules_build(&s, &ctx, p, &r), 0, "build");
+	snprintf(want, sizeof(want),
+		 "# '/etc' was written to: no rule should grant writing in a system or top-level "
+		 "directory, write elsewhere\n"
+		 "# '/tmp' was written to: no rule should grant writing in a system or top-level "
+		 "directory, write elsewhere\n"
+		 "# '%s' was used, but its name cannot be written in a rule\n"
+		 "# '%s' was used, but its name cannot be written in a rule",
+		 at("h/data "), at("h/x\\x0aexpose-rw=~ #"));
+	is_section(&r, SB_LEARN_FILES, want,
+		   "a newline escaped, an edge space and a system directory not written");
+	is_section(&r, SB_LEARN_IMPORT, "", "no import the program could not spell");
+	is_section(&r, SB_LEARN_SOCKET, "", "no host that is a pattern or no host name");
+	is_section(&r, SB_LEARN_RESULT,
+		   "# objects: a result needed m.C\\x0aexpose-rw=~; check that this is wanted\n"
+		   "remote-result-mode=objects",
+		   "a class name escaped");
+	TAP_IS_INT(r.n_rules, 1, "one rule: the result mode");
+	for (char **w = r.warnings; w && *w; w++)
+		tap_ok(!strchr(*w, '\n'), "one-line warning: %s", *w);
+	tap_ok(r.warning && !strchr(r.warning, '\n'), "one-line result warning");
+	sb_learn_set_done(&s);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/sb-learn-rules-XXXXXX";
@@ -491,6 +544,7 @@ int main(void)
 	test_result();
 	test_result_merge();
 	test_sets();
+	test_hostile_names();
 	{
 		char cmd[PATH_MAX + 16];
 
