@@ -508,6 +508,7 @@ int main(int argc, char **argv)
 		.pool = pool,
 		.metrics = metrics,
 		.queue_front = opts.queue_url ? runner : NULL,
+		.allowed_hosts = opts.allowed_hosts,
 	    },
 	    &http, &err);
 	if (r < 0) {
