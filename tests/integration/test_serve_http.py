@@ -182,3 +182,41 @@ def test_a_page_of_another_site_cannot_run_a_program_through_the_browser(sb_bin,
         assert json.loads(proc.stdout.strip().splitlines()[-1])["title"] == "sent"
         assert runs(srv) == 0
         assert srv.metrics().get('python_sb_http_requests_total{code="403"}') == 1
+
+
+@needs_landlock
+def test_idle_connections_cannot_take_the_descriptors_runs_need(sb_bin):
+    """Under a descriptor limit of 128, a client that opens connections until
+    accept() fails would leave a run of another client no descriptor for its
+    pipes ("the run could not be started: Too many open files", 500): the
+    service keeps the runs' descriptors out of --max-connections."""
+    prefix = ["prlimit", "--nofile=128:128", "--"]
+    with Server(sb_bin, "--workers", "1", prefix=prefix) as srv:
+        conn = srv.connection(30)
+        conn.connect()
+        hogs = []
+        try:
+            for _ in range(200):
+                try:
+                    hogs.append(socket.create_connection(("127.0.0.1", srv.port), timeout=2))
+                except OSError:
+                    break
+            for _ in range(2):
+                conn.request("POST", "/v1/runs", body=json.dumps({"source": "print(7)"}),
+                             headers={"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                body = json.loads(resp.read())
+                assert resp.status == 200 and body["stdout"] == "7\n", body
+        finally:
+            for s in hogs:
+                s.close()
+            conn.close()
+        assert any("at most 32 connections, not 4096" in line for line in srv.log), srv.log
+
+
+def test_no_room_for_connections_is_refused_at_start(sb_bin):
+    proc = subprocess.run(["prlimit", "--nofile=64:64", "--", sb_bin, "serve", "--listen",
+                           "127.0.0.1:0", "--workers", "2"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1
+    assert "the descriptor limit (64) leaves no room for connections" in proc.stderr
