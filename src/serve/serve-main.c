@@ -431,7 +431,7 @@ int main(int argc, char **argv)
 		return fail("cannot create the work directory", err, r);
 	/* A directory of ours from an earlier life may still hold runs. */
 	if (opts.workdir)
-		sb_workdir_clean(workdir, false);
+		sb_workdir_empty(workdir);
 	if (!opts.profile) {
 		r = write_default_profile(workdir, &default_profile);
 		if (r < 0) {
