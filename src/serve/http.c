@@ -121,7 +121,7 @@ static enum MHD_Result send_error(struct sb_http *h, struct MHD_Connection *conn
 static const char *const close_after[][2] = {{"Connection", "close"}};
 
 struct framing {
-	unsigned content_length, transfer_encoding;
+	unsigned content_length, transfer_encoding, host;
 };
 
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind _unused_, const char *key,
@@ -133,6 +133,8 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind _unused_
 		f->content_length++;
 	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
 		f->transfer_encoding++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		f->host++;
 	return MHD_YES;
 }
 
@@ -151,6 +153,12 @@ static enum MHD_Result refuse_request(struct sb_http *h, struct MHD_Connection *
 
 	*refused = true;
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+	/* Two Hosts: the check below would read one, a proxy perhaps the
+	 * other (RFC 9112 3.2: 400). */
+	if (f.host > 1)
+		return send_json(h, conn, 400,
+				 error_body("the request has more than one Host", NULL),
+				 close_after, 1);
 	if (f.content_length > 1 || (f.content_length && f.transfer_encoding))
 		return send_json(
 		    h, conn, 400,

@@ -130,8 +130,15 @@ def test_a_body_framed_two_ways_is_refused_and_the_connection_closed(sb_bin):
                           + b"\r\n\r\n" + second)
         assert out.startswith(b"HTTP/1.1 400 ") and b"more than one Content-Length" in out
         assert closed and out.count(b"HTTP/1.1") == 1, out
+        # Two Hosts: the service would check one, a proxy may route by the other.
+        body = b'{"source": "print(1)"}'
+        out, closed = raw(srv.port, b"POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          b"Host: evil.example\r\nContent-Length: "
+                          + str(len(body)).encode() + b"\r\n\r\n" + body)
+        assert out.startswith(b"HTTP/1.1 400 ") and b"more than one Host" in out, out
+        assert closed
         assert runs(srv) == 0
-        assert srv.metrics()['python_sb_http_requests_total{code="400"}'] == 2
+        assert srv.metrics()['python_sb_http_requests_total{code="400"}'] == 3
 
 
 def browser_missing():
