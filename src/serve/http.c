@@ -259,18 +259,37 @@ static enum MHD_Result send_asset(struct sb_http *h, struct MHD_Connection *conn
 			     page_headers, ELEMENTSOF(page_headers));
 }
 
+/* A run that could not start because the request's own memory_bytes is
+ * below what the interpreter needs (the boundary says so: "limit-memory=...
+ * is too small to start the interpreter") is the client's error, 400 naming
+ * the field, not the service's (500): with the server's limit it starts. */
+static bool too_little_memory(struct sb_http *h, const struct sb_job *job)
+{
+	const struct sb_run_result *res = &job->result;
+	uint64_t asked = job->spec.limits.memory_bytes;
+	uint64_t server = h->cfg.policy->max.memory_bytes;
+
+	return job->error >= 0 && !res->report && !res->reply && !res->unavailable && res->error &&
+	       asked && (!server || asked < server) &&
+	       strstr(res->error, "is too small to start the interpreter");
+}
+
 /* On the worker's thread: the response is made there, the event thread only
  * sends it. */
 static void run_done(struct sb_job *job, void *data)
 {
 	struct run_request *req = data;
 	struct sb_run_result *res = &job->result;
+	bool refused = too_little_memory(req->h, job);
 	json_t *body;
 
-	/* A poll, a job queued (202) or refused (429) is not a run. */
-	if (!job->spec.poll_id && (!res->reply || res->report))
+	/* A poll, a job queued (202) or refused (429, 400) is not a run. */
+	if (!job->spec.poll_id && (!res->reply || res->report) && !refused)
 		sb_metrics_run(req->h->cfg.metrics, job);
-	if (res->reply && job->error >= 0) {
+	if (refused) {
+		req->status = 400;
+		body = error_body(res->error, "limits.memory_bytes");
+	} else if (res->reply && job->error >= 0) {
 		req->status = res->http_status;
 		body = json_incref(res->reply);
 		if (res->id)

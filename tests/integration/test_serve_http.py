@@ -227,3 +227,26 @@ def test_no_room_for_connections_is_refused_at_start(sb_bin):
                           timeout=60)
     assert proc.returncode == 1
     assert "the descriptor limit (64) leaves no room for connections" in proc.stderr
+
+
+@needs_landlock
+@pytest.mark.parametrize("runner", [(), ("--fresh-exec",)], ids=["fork", "exec"])
+def test_a_memory_limit_too_small_to_start_is_the_clients_error(sb_bin, runner):
+    """limits.memory_bytes below what the interpreter needs: the run cannot
+    start. That is the request's doing (400 naming the field), not a broken
+    service (500, which alerts on server errors would page someone for)."""
+    with Server(sb_bin, "--workers", "1", *runner) as srv:
+        status, body = srv.run("print(1)", limits={"memory_bytes": 1000000})
+        if runner:
+            # python-sb itself refuses, and reports it: a run that failed.
+            assert status == 200 and body["report"]["exit_code"] == 255, body
+            assert "too small to start the interpreter" in body["stderr"], body
+        else:
+            assert status == 400, body
+            assert body["field"] == "limits.memory_bytes", body
+            assert "too small to start the interpreter" in body["error"], body
+        status, body = srv.run("print(1)")
+        assert status == 200 and body["stdout"] == "1\n"
+        m = srv.metrics()
+        assert m['python_sb_http_requests_total{code="500"}'] == 0
+        assert m['python_sb_runs_total{outcome="failed"}'] == 0
