@@ -10,8 +10,10 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdatomic.h>
+#include <strings.h>
 
 #include "assets.h"
+#include "http-origin.h"
 #include "metrics.h"
 #include "pool.h"
 #include "queue-front.h"
@@ -116,6 +118,68 @@ static enum MHD_Result send_error(struct sb_http *h, struct MHD_Connection *conn
 	return send_json(h, conn, status, error_body(message, field), NULL, 0);
 }
 
+static const char *const close_after[][2] = {{"Connection", "close"}};
+
+struct framing {
+	unsigned content_length, transfer_encoding, host;
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind _unused_, const char *key,
+				     const char *value _unused_)
+{
+	struct framing *f = cls;
+
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		f->content_length++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+		f->transfer_encoding++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		f->host++;
+	return MHD_YES;
+}
+
+/* Before anything else of a request (its first call): whether it may be
+ * answered at all. A body framed two ways (Content-Length and
+ * Transfer-Encoding, or two Content-Lengths) is one a proxy in front may
+ * have framed otherwise, so that what it took for the next request is in
+ * this one's body or the reverse (request smuggling): 400, and the
+ * connection is closed (RFC 9112 6.3). Then the Host and, for a run, the
+ * Origin (http-origin.h): 403. */
+static enum MHD_Result refuse_request(struct sb_http *h, struct MHD_Connection *conn, bool post,
+				      bool *refused)
+{
+	struct framing f = {0};
+	const char *host, *problem;
+
+	*refused = true;
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+	/* Two Hosts: the check below would read one, a proxy perhaps the
+	 * other (RFC 9112 3.2: 400). */
+	if (f.host > 1)
+		return send_json(h, conn, 400,
+				 error_body("the request has more than one Host", NULL),
+				 close_after, 1);
+	if (f.content_length > 1 || (f.content_length && f.transfer_encoding))
+		return send_json(
+		    h, conn, 400,
+		    error_body(
+			f.content_length > 1
+			    ? "the request has more than one Content-Length"
+			    : "the request has both a Content-Length and a Transfer-Encoding",
+			NULL),
+		    close_after, 1);
+	host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	problem = sb_http_host_problem(host, h->cfg.allowed_hosts);
+	if (!problem && post)
+		problem = sb_http_origin_problem(
+		    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN),
+		    host, h->cfg.allowed_hosts);
+	if (problem)
+		return send_json(h, conn, 403, error_body(problem, NULL), close_after, 1);
+	*refused = false;
+	return MHD_YES;
+}
+
 static enum route find_route(struct sb_http *h, const char *url, const char **ret_allow)
 {
 	if (streq(url, "/v1/runs")) {
@@ -195,18 +259,37 @@ static enum MHD_Result send_asset(struct sb_http *h, struct MHD_Connection *conn
 			     page_headers, ELEMENTSOF(page_headers));
 }
 
+/* A run that could not start because the request's own memory_bytes is
+ * below what the interpreter needs (the boundary says so: "limit-memory=...
+ * is too small to start the interpreter") is the client's error, 400 naming
+ * the field, not the service's (500): with the server's limit it starts. */
+static bool too_little_memory(struct sb_http *h, const struct sb_job *job)
+{
+	const struct sb_run_result *res = &job->result;
+	uint64_t asked = job->spec.limits.memory_bytes;
+	uint64_t server = h->cfg.policy->max.memory_bytes;
+
+	return job->error >= 0 && !res->report && !res->reply && !res->unavailable && res->error &&
+	       asked && (!server || asked < server) &&
+	       strstr(res->error, "is too small to start the interpreter");
+}
+
 /* On the worker's thread: the response is made there, the event thread only
  * sends it. */
 static void run_done(struct sb_job *job, void *data)
 {
 	struct run_request *req = data;
 	struct sb_run_result *res = &job->result;
+	bool refused = too_little_memory(req->h, job);
 	json_t *body;
 
-	/* A poll, a job queued (202) or refused (429) is not a run. */
-	if (!job->spec.poll_id && (!res->reply || res->report))
+	/* A poll, a job queued (202) or refused (429, 400) is not a run. */
+	if (!job->spec.poll_id && (!res->reply || res->report) && !refused)
 		sb_metrics_run(req->h->cfg.metrics, job);
-	if (res->reply && job->error >= 0) {
+	if (refused) {
+		req->status = 400;
+		body = error_body(res->error, "limits.memory_bytes");
+	} else if (res->reply && job->error >= 0) {
 		req->status = res->http_status;
 		body = json_incref(res->reply);
 		if (res->id)
@@ -346,6 +429,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	const char *allow;
 	enum route route = find_route(h, url, &allow);
 	bool get = streq(method, "GET") || streq(method, "HEAD");
+
+	if (!*con_cls) {
+		bool refused;
+		enum MHD_Result r = refuse_request(h, conn, !get, &refused);
+
+		if (refused)
+			return r;
+	}
 
 	if (route == ROUTE_RUNS && streq(method, "POST"))
 		return on_run(h, conn, NULL, upload_data, upload_data_size, con_cls);

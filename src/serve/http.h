@@ -38,6 +38,10 @@ struct sb_http_config {
 	/* --queue redis://: the pool's runner is the queue's front end
 	 * (queue-front.h); GET /v1/runs/{id} is a route. NULL: local runs. */
 	struct sb_runner *queue_front;
+	/* --allow-host: names the service answers to beyond IP addresses and
+	 * localhost, and whose pages may run programs ("*": any Host);
+	 * http-origin.h. */
+	char *const *allowed_hosts;
 };
 
 struct sb_http;

@@ -6,7 +6,7 @@
 
 #include "pool.h"
 
-static const unsigned codes[] = {200, 202, 400, 404, 405, 429, 500, 503, 504};
+static const unsigned codes[] = {200, 202, 400, 403, 404, 405, 429, 500, 503, 504};
 static const char *const outcomes[] = {"ok", "error", "timeout", "limit", "signal", "failed"};
 /* Seconds: from a trivial run (a few ms with a fork server) to the longest
  * timeout a profile is likely to set. */

@@ -55,6 +55,61 @@ static int lock_workdir(const char *path, int *ret_fd)
 	return 0;
 }
 
+/* What the service itself puts in a work directory: its runs' directories,
+ * the built-in profile, the lock. */
+static bool ours(const char *name)
+{
+	return startswith(name, RUN_PREFIX) || streq(name, "default.py-sandboxes") ||
+	       streq(name, LOCK_NAME) || streq(name, LOCK_NAME "~");
+}
+
+/* A --workdir is emptied at start and at exit: it must be one that holds
+ * nothing but what a service left there (an empty or new directory, or the
+ * work directory of a service that stopped or was killed), never a
+ * directory of other files that a mistyped --workdir (., ~, /tmp) would
+ * destroy; and no other live service may be using it, whose runs in flight
+ * the emptying would remove. The lock is held for the service's life. */
+static int claim_workdir(const char *dir, const char *path, int *ret_lock_fd, char **reterr)
+{
+	_cleanup_close_ int fd = -1;
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	int r = 0;
+
+	if (dfd < 0)
+		return sb_error(reterr, -errno, "--workdir %s: %s", dir, strerror(errno));
+	d = fdopendir(dfd);
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return sb_error(reterr, r, "--workdir %s: %s", dir, strerror(-r));
+	}
+	for (struct dirent *e; r == 0 && (e = readdir(d));)
+		if (!streq(e->d_name, ".") && !streq(e->d_name, "..") && !ours(e->d_name))
+			r = sb_error(reterr, -ENOTEMPTY,
+				     "--workdir %s holds '%s', which python-sb serve did not make: "
+				     "the service empties its work directory at start and at exit, "
+				     "so it must be an empty or new directory of its own",
+				     dir, e->d_name);
+	if (r == 0) {
+		fd = openat(dirfd(d), LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			r = sb_error(reterr, -errno, "--workdir %s: cannot create its lock: %s",
+				     dir, strerror(errno));
+		else if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+			r = sb_error(
+			    reterr, errno == EWOULDBLOCK ? -EBUSY : -errno,
+			    "--workdir %s is the work directory of another python-sb serve "
+			    "that is running: give each service a directory of its own",
+			    dir);
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	*ret_lock_fd = TAKE_FD(fd);
+	return 0;
+}
+
 int sb_workdir_create(const char *dir, char **ret_path, int *ret_lock_fd, char **reterr)
 {
 	char *path;
@@ -77,11 +132,18 @@ int sb_workdir_create(const char *dir, char **ret_path, int *ret_lock_fd, char *
 		}
 		path = strdup(tmpl);
 	} else {
+		int r;
+
 		if (mkdir(dir, 0711) < 0 && errno != EEXIST)
 			return sb_error(reterr, -errno, "--workdir %s: %s", dir, strerror(errno));
 		path = realpath(dir, NULL);
 		if (!path)
 			return sb_error(reterr, -errno, "--workdir %s: %s", dir, strerror(errno));
+		r = claim_workdir(dir, path, ret_lock_fd, reterr);
+		if (r < 0) {
+			free(path);
+			return r;
+		}
 	}
 	if (!path)
 		return -ENOMEM;
@@ -96,8 +158,9 @@ int sb_workdir_create(const char *dir, char **ret_path, int *ret_lock_fd, char *
 	return 0;
 }
 
-/* Removes what is below dfd (not dfd itself). */
-static int remove_below(int dfd, unsigned depth)
+/* Removes what is below dfd (not dfd itself), but the entry named keep
+ * (NULL: none) directly below it. */
+static int remove_below(int dfd, unsigned depth, const char *keep)
 {
 	DIR *d;
 	int r = 0;
@@ -112,14 +175,14 @@ static int remove_below(int dfd, unsigned depth)
 		return -errno;
 	}
 	for (struct dirent *e; (e = readdir(d));) {
-		if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+		if (streq(e->d_name, ".") || streq(e->d_name, "..") || streq_ptr(e->d_name, keep))
 			continue;
 		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
 			continue;
 		if (errno == EISDIR || errno == EPERM) {
 			int sub = openat(dirfd(d), e->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			int s = sub < 0 ? -errno : remove_below(sub, depth + 1);
+			int s = sub < 0 ? -errno : remove_below(sub, depth + 1, NULL);
 
 			if (s >= 0 && unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) < 0)
 				s = -errno;
@@ -140,7 +203,7 @@ static int remove_tree(const char *path)
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	r = remove_below(fd, 0);
+	r = remove_below(fd, 0, NULL);
 	if (r >= 0 && rmdir(path) < 0)
 		r = -errno;
 	return r;
@@ -155,7 +218,16 @@ int sb_workdir_clean(const char *path, bool remove_self)
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	return remove_below(fd, 0);
+	return remove_below(fd, 0, NULL);
+}
+
+int sb_workdir_empty(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return remove_below(fd, 0, LOCK_NAME);
 }
 
 /* Who may read a run's directory: the run's user, and no other user of the
@@ -312,7 +384,7 @@ static int remove_if_stale(int parent, const char *name)
 		return 0;
 	if (flock(lock, LOCK_EX | LOCK_NB) < 0)
 		return 0; /* a live service's */
-	r = remove_below(TAKE_FD(dfd), 0);
+	r = remove_below(TAKE_FD(dfd), 0, NULL);
 	if (r >= 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0)
 		r = -errno;
 	return r < 0 ? r : 1;

@@ -11,8 +11,10 @@
 /* Creates dir (mode 0711: runs may enter it, nobody may list it), or a fresh
  * python-sb-serve.XXXXXX in /dev/shm (a tmpfs: cheaper per run) or else /tmp
  * when dir is NULL (*ret_path: the path), holding a "lock" file locked
- * (flock) for as long as *ret_lock_fd is open (-1 for dir): the service's
- * life. 0 or -errno with *reterr. */
+ * (flock) for as long as *ret_lock_fd is open: the service's life. An
+ * existing dir is refused when it holds anything a service did not make
+ * (-ENOTEMPTY: it is emptied at start and exit) or when another live service
+ * holds its lock (-EBUSY). 0 or -errno with *reterr. */
 int sb_workdir_create(const char *dir, char **ret_path, int *ret_lock_fd, char **reterr);
 /* Removes the default work directories that a service of this user left
  * when it was killed: python-sb-serve.XXXXXX directories (never links) of
@@ -23,6 +25,9 @@ int sb_workdir_remove_stale(unsigned *ret_removed);
 /* Removes what runs left below path (after a crash), and path itself when
  * remove_self. */
 int sb_workdir_clean(const char *path, bool remove_self);
+/* Removes what runs left below path but its lock (held by this service):
+ * at start. */
+int sb_workdir_empty(const char *path);
 
 /* A new directory below workdir with main.py and the spec's files, readable
  * by the run's user alone: by_group (the service is root and runs as

@@ -67,6 +67,45 @@ static void raise_nofile(void)
 	}
 }
 
+/* Descriptors kept for what is not a connection: the service's own (the
+ * listening socket, epoll, the fork server's socket, Redis, logs), and per
+ * worker those of a run in flight (stdin, arguments, the report's region,
+ * two pipes, the reply socketpair, the run's directory while it is filled:
+ * under 20), or of a front end's worker (its Redis connection). */
+#define NOFILE_RESERVE_BASE   64
+#define NOFILE_RESERVE_RUN    32
+#define NOFILE_RESERVE_QUEUED 4
+
+/* The connections the descriptor limit leaves room for: idle connections
+ * must not take the descriptors a run needs, or anyone who opens enough of
+ * them makes every run of everyone else fail ("Too many open files").
+ * 0 with *reterr when there is no room at all. */
+static unsigned connection_limit(const struct sb_serve_options *o, char **reterr)
+{
+	rlim_t per_worker = o->queue_url ? NOFILE_RESERVE_QUEUED : NOFILE_RESERVE_RUN;
+	rlim_t reserve = NOFILE_RESERVE_BASE + per_worker * o->workers;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= reserve + o->max_connections)
+		return o->max_connections;
+	if (rl.rlim_cur <= reserve) {
+		sb_error(
+		    reterr, -EMFILE,
+		    "the descriptor limit (%llu) leaves no room for connections beside the "
+		    "%u workers' runs (%llu kept for them): raise it (ulimit -n, LimitNOFILE=) "
+		    "or lower --workers",
+		    (unsigned long long)rl.rlim_cur, o->workers, (unsigned long long)reserve);
+		return 0;
+	}
+	fprintf(stderr,
+		"python-sb serve: at most %llu connections, not %u: the descriptor limit is %llu "
+		"and %llu are kept for the workers' runs (raise it: ulimit -n, LimitNOFILE=)\n",
+		(unsigned long long)(rl.rlim_cur - reserve), o->max_connections,
+		(unsigned long long)rl.rlim_cur, (unsigned long long)reserve);
+	return (unsigned)(rl.rlim_cur - reserve);
+}
+
 static int resolve_user(const char *user, uid_t *ret_uid, gid_t *ret_gid, char **reterr)
 {
 	unsigned long long uid, gid;
@@ -306,6 +345,7 @@ int main(int argc, char **argv)
 {
 	_cleanup_(sb_serve_options_done) struct sb_serve_options opts = {0};
 	_cleanup_free_ char *err = NULL, *workdir = NULL, *default_profile = NULL, *profile = NULL;
+	_cleanup_free_ char *nofile_err = NULL;
 	_cleanup_close_ int sfd = -1, workdir_lock = -1;
 	unsigned stale = 0;
 	struct sb_runner_config rcfg = {0};
@@ -320,6 +360,7 @@ int main(int argc, char **argv)
 	struct sb_queue_worker *qworker = NULL;
 	char host[NI_MAXHOST];
 	sigset_t stop;
+	unsigned max_connections;
 	int r, status = EXIT_FAILURE_START;
 
 	r = sb_serve_options_parse(argc, argv, &opts, &err);
@@ -390,7 +431,7 @@ int main(int argc, char **argv)
 		return fail("cannot create the work directory", err, r);
 	/* A directory of ours from an earlier life may still hold runs. */
 	if (opts.workdir)
-		sb_workdir_clean(workdir, false);
+		sb_workdir_empty(workdir);
 	if (!opts.profile) {
 		r = write_default_profile(workdir, &default_profile);
 		if (r < 0) {
@@ -497,17 +538,23 @@ int main(int argc, char **argv)
 		fail("cannot start the workers", NULL, r);
 		goto out;
 	}
+	max_connections = connection_limit(&opts, &nofile_err);
+	if (max_connections == 0) {
+		fail("cannot listen", nofile_err, -EMFILE);
+		goto out;
+	}
 	r = sb_http_start(
 	    &(struct sb_http_config){
 		.addr = (const struct sockaddr *)&opts.addr,
 		.addr_len = opts.addr_len,
-		.max_connections = opts.max_connections,
+		.max_connections = max_connections,
 		.idle_timeout_s = opts.idle_timeout_s,
 		.max_body = opts.max_body,
 		.policy = &policy,
 		.pool = pool,
 		.metrics = metrics,
 		.queue_front = opts.queue_url ? runner : NULL,
+		.allowed_hosts = opts.allowed_hosts,
 	    },
 	    &http, &err);
 	if (r < 0) {

@@ -14,6 +14,7 @@ const char sb_serve_usage[] =
     "                       [--queue N] [--max-body SIZE] [--max-output SIZE]\n"
     "                       [--max-connections N] [--idle-timeout SECONDS]\n"
     "                       [--user USER|UID:GID] [--workdir DIR] [--fresh-exec]\n"
+    "                       [--allow-host NAME]...\n"
     "       python-sb serve --queue redis://[:PASSWORD@]HOST:PORT/STREAM\n"
     "                       [--queue-depth N] [--result-ttl SECONDS]\n"
     "                       [--queue-wait SECONDS] [the options above]\n"
@@ -39,7 +40,8 @@ const char sb_serve_usage[] =
     "  --user USER|UID:GID    the user runs execute as when started as root\n"
     "                         (default nobody)\n"
     "  --workdir DIR          where the runs' directories are made (default: a new\n"
-    "                         private directory in /tmp, removed at exit)\n"
+    "                         private directory in /dev/shm, else in /tmp, removed\n"
+    "                         at exit)\n"
     "  --fresh-exec           start a new python-sb for every run instead of forking\n"
     "                         it from the fork server's warm interpreter (slower;\n"
     "                         nothing shared between runs, see docs/serve.md)\n"
@@ -53,6 +55,9 @@ const char sb_serve_usage[] =
     "  --visibility-timeout SECONDS  a job pending that long (its worker died) is\n"
     "                         taken by another worker (default: timeout + 15)\n"
     "  --max-deliveries N     a job delivered more often is failed (default 3)\n"
+    "  --allow-host NAME      a name the service answers to besides IP addresses and\n"
+    "                         localhost, whose web pages may run programs (a proxy's\n"
+    "                         public name; '*': any Host); repeatable\n"
     "  -h, --help             this text\n"
     "\n"
     "GET / is a playground; POST /v1/runs runs a program; GET /v1/health,\n"
@@ -78,6 +83,7 @@ enum {
 	OPT_QUEUE_WAIT,
 	OPT_VISIBILITY,
 	OPT_MAX_DELIVERIES,
+	OPT_ALLOW_HOST,
 };
 
 static const struct option options[] = {
@@ -98,6 +104,7 @@ static const struct option options[] = {
     {"queue-wait", required_argument, NULL, OPT_QUEUE_WAIT},
     {"visibility-timeout", required_argument, NULL, OPT_VISIBILITY},
     {"max-deliveries", required_argument, NULL, OPT_MAX_DELIVERIES},
+    {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
     /* Set by python-sb when it starts the service: the launcher to run. */
     {"python-sb", required_argument, NULL, OPT_PYTHON_SB},
     {"help", no_argument, NULL, 'h'},
@@ -265,6 +272,17 @@ int sb_serve_options_parse(int argc, char **argv, struct sb_serve_options *ret, 
 		case OPT_FRESH_EXEC:
 			o.fresh_exec = true;
 			break;
+		case OPT_ALLOW_HOST:
+			/* A name, not HOST:PORT nor a URL: it is compared with the
+			 * name of the Host and of the Origin, without their ports. */
+			if (!*optarg || strpbrk(optarg, ":/[] \t"))
+				r = sb_error(reterr, -EINVAL,
+					     "--allow-host %s: expected a host name, without a "
+					     "port (or '*')",
+					     optarg);
+			else
+				r = sb_strv_push(&o.allowed_hosts, optarg);
+			break;
 		case 'h':
 			o.help = true;
 			break;
@@ -306,5 +324,6 @@ void sb_serve_options_done(struct sb_serve_options *o)
 	free(o->workdir);
 	free(o->python_sb);
 	free(o->queue_url);
+	sb_strv_free(o->allowed_hosts);
 	*o = (struct sb_serve_options){0};
 }

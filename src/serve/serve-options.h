@@ -22,7 +22,8 @@ struct sb_serve_options {
 	char *user; /* NULL: nobody when started as root */
 	char *workdir;
 	char *python_sb;
-	bool fresh_exec; /* the exec runner: a new python-sb per run */
+	bool fresh_exec;      /* the exec runner: a new python-sb per run */
+	char **allowed_hosts; /* --allow-host, each (http-origin.h) */
 	bool workers_set;
 	/* docs/serve-queue.md: --queue redis://... (the front end, or with
 	 * --worker a worker) */

@@ -169,10 +169,12 @@ class Server:
         return 0
 
     def leftovers(self):
-        """What runs left in the work directory (the default profile aside)."""
+        """What runs left in the work directory (the service's own files, the
+        default profile and the lock it holds, aside)."""
         if not self.workdir or not self.workdir.exists():
             return []
-        return sorted(p.name for p in self.workdir.iterdir() if p.name != "default.py-sandboxes")
+        return sorted(p.name for p in self.workdir.iterdir()
+                      if p.name not in ("default.py-sandboxes", "lock"))
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.proc.poll() is None:

@@ -12,7 +12,9 @@ against the machine or other users.
 - the run's directory: readable by the run's user alone, named on no
   command line;
 - a service killed with SIGKILL: its default work directory is removed by
-  the next start of the same user, a live service's is kept.
+  the next start of the same user, a live service's is kept;
+- a --workdir that holds files the service did not make, or that another
+  live service uses, is refused at start, not emptied.
 
 Each test runs with the fork server and --fresh-exec, the service as root
 and as nobody (when the suite runs as root)."""
@@ -417,3 +419,71 @@ def test_expose_relative_to_the_current_directory_is_refused(sb_bin, shared_dir,
     with pytest.raises(RuntimeError, match=rule.replace(".", r"\.") +
                        " is relative to the current directory.*absolute path"):
         Server(sb_bin, "--profile", profile, "--fresh-exec", workdir=False, cwd=shared_dir)
+
+
+# -- S5: a --workdir that is not the service's own ---------------------------
+
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_a_workdir_holding_other_files_is_refused_not_emptied(sb_bin, who):
+    """The service empties its --workdir at start and at exit: a mistyped one
+    (., ~, /tmp, a project directory) must not lose its files."""
+    prefix = service_prefix(who)
+    base = Path(tempfile.mkdtemp(prefix="python-sb-serve-wd-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        work = base / "project"
+        (work / "src").mkdir(parents=True)
+        (work / "thesis.tex").write_text("years of work\n")
+        (work / "src" / "a.c").write_text("int main;\n")
+        if who == "nobody":
+            for p in (work, work / "src", work / "thesis.tex", work / "src" / "a.c"):
+                shutil.chown(p, "nobody")
+        proc = subprocess.run(list(prefix) + [sb_bin, "serve", "--listen", "127.0.0.1:0",
+                                              "--workdir", str(work)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1, proc.stderr
+        assert "holds 'thesis.tex', which python-sb serve did not make" in proc.stderr or \
+            "holds 'src', which python-sb serve did not make" in proc.stderr, proc.stderr
+        assert (work / "thesis.tex").read_text() == "years of work\n"
+        assert (work / "src" / "a.c").exists()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_a_workdir_in_use_by_a_live_service_is_refused(sb_bin, who):
+    """A second service on the same --workdir would empty it under the first
+    one's runs; and a directory a stopped or killed service left (its runs'
+    directories, its profile, its lock) is taken and emptied."""
+    prefix = service_prefix(who)
+    with Server(sb_bin, "--workers", "1", prefix=prefix) as first:
+        proc = subprocess.run(list(prefix) + [sb_bin, "serve", "--listen", "127.0.0.1:0",
+                                              "--workdir", str(first.workdir)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1
+        assert "is the work directory of another python-sb serve that is running" \
+            in proc.stderr, proc.stderr
+        status, body = first.run("print('still here')")
+        assert status == 200 and body["stdout"] == "still here\n", body
+        left = first.workdir / "run-AbCdEf"
+        left.mkdir()
+        (left / "main.py").write_text("print(1)\n")
+        if who == "nobody":
+            shutil.chown(left, "nobody")
+            shutil.chown(left / "main.py", "nobody")
+        zygote = first.zygote()
+        first.proc.kill()
+        first.proc.wait(timeout=30)
+        wait_gone(zygote)
+        second = subprocess.Popen(list(prefix) + [sb_bin, "serve", "--listen", "127.0.0.1:0",
+                                                  "--workdir", str(first.workdir)],
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            line = ""
+            while "listening on" not in line:
+                line = second.stderr.readline()
+                assert line, "the second service did not start"
+            assert not left.exists()
+        finally:
+            second.terminate()
+            second.wait(timeout=30)
