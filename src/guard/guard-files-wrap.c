@@ -362,6 +362,75 @@ static void refuse_root_change(PyObject *path)
 	sb_raise_permission(EPERM, raw, text);
 }
 
+/* *slot as an exact int, converted once (its __index__ called once): a
+ * number the original parses again must be the one the decision used.
+ * None and exact ints stay; the new int is owned by *owned. */
+static int exact_int(PyObject **slot, PyObject **owned)
+{
+	if (*slot == Py_None || PyLong_CheckExact(*slot))
+		return 0;
+	*owned = PyNumber_Index(*slot);
+	if (!*owned)
+		return -1;
+	*slot = *owned;
+	return 0;
+}
+
+/* mknod() of a character or block device: a node in a writable grant that
+ * opens any device (/dev/kmsg, a disk) whatever the rules say of /dev.
+ * Refused whatever the grants (with os-sandbox=none and root, nothing else
+ * holds: the other providers leave no CAP_MKNOD). Regular files, FIFOs and
+ * sockets stay the writes they are. The mode is made an exact int first, so
+ * that the original creates the node this decided on. */
+static int refuse_device_node(PyObject **stack, Py_ssize_t nargs, PyObject *kwnames, PyObject *path,
+			      PyObject **owned)
+{
+	Py_ssize_t at = nargs > 1 ? 1 : -1;
+	const char *raw = PyUnicode_Check(path) ? PyUnicode_AsUTF8(path)
+			  : PyBytes_Check(path) ? PyBytes_AS_STRING(path)
+						: NULL;
+	_cleanup_free_ char *text = NULL;
+	unsigned long mode = 0600; /* the default: a regular file */
+
+	if (at < 0) {
+		at = kw_index(kwnames, NULL, "mode");
+		if (at >= 0)
+			at += nargs;
+	}
+	if (at >= 0) {
+		if (exact_int(&stack[at], owned) < 0)
+			return -1;
+		if (stack[at] != Py_None) {
+			long m = PyLong_AsLong(stack[at]);
+
+			if (m == -1 && PyErr_Occurred())
+				return -1;
+			mode = (unsigned long)m;
+		}
+	}
+	switch (mode & S_IFMT) {
+	case 0:
+	case S_IFREG:
+	case S_IFIFO:
+	case S_IFSOCK:
+		return 0;
+	default:
+		break;
+	}
+	if (!raw) {
+		PyErr_Clear();
+		raw = "?";
+	}
+	if (asprintf(&text,
+		     "mknod('%s') of a device is refused by the file guard whatever the rules: "
+		     "a device node opens the device wherever it is made",
+		     raw) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_permission(EPERM, raw, text);
+}
+
 #define WRAP_MAX_ARGS 16 /* os functions take at most 7 */
 
 /* A vectorcall: the arguments stay in the caller's array (which Python code
@@ -373,6 +442,7 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 {
 	PyObject *stack[WRAP_MAX_ARGS], *paths[2] = {NULL, NULL}, *result = NULL;
 	PyObject *rewritten = NULL, *new_kwnames = NULL, *call_kwnames = kwnames;
+	PyObject *ints[2] = {NULL, NULL}; /* dir_fd and mknod's mode, made exact ints */
 	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, i_dir_fd, i_follow;
 	bool armed = sb_guard_armed();
 	int dir_fd;
@@ -399,6 +469,11 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 		stack[at] = paths[i]; /* owned by paths[i] */
 	}
 	i_dir_fd = kw_index(kwnames, keys.dir_fd, "dir_fd");
+	/* The original parses dir_fd again, through __index__, which could
+	 * answer another directory the second time: it gets the very int the
+	 * decision used. */
+	if (i_dir_fd >= 0 && exact_int(&stack[nargs + i_dir_fd], &ints[0]) < 0)
+		goto out;
 	dir_fd = kw_int(i_dir_fd < 0 ? NULL : stack[nargs + i_dir_fd], -1, &has_dir_fd);
 	if (armed && paths[0]) {
 		bool follow;
@@ -427,6 +502,9 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 			break;
 		}
 		case WRAP_WRITE:
+			if (w - wrapped == W_MKNOD &&
+			    refuse_device_node(stack, nargs, kwnames, paths[0], &ints[1]) < 0)
+				goto out;
 			if (sb_files_check_obj(paths[0], dir_fd, true, false, false) < 0)
 				goto out;
 			break;
@@ -526,6 +604,8 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 out:
 	Py_XDECREF(paths[0]);
 	Py_XDECREF(paths[1]);
+	Py_XDECREF(ints[0]);
+	Py_XDECREF(ints[1]);
 	Py_XDECREF(rewritten);
 	Py_XDECREF(new_kwnames);
 	return result;

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: MIT
+"""Pure-Python attacks on the guard's arguments and on what no rule covers
+(review of the Python guard, rev-pyguard):
+
+- a number the guard reads and the original function parses again
+  (`dir_fd=` and `mknod`'s `mode` through `__index__`): the check and the
+  system call must see the same value;
+- `mknod` of a character or block device in a writable grant: a node that
+  opens any device, whatever the rules say of `/dev`;
+- sockets no `net=` rule speaks of (netlink, packet, vsock, raw IP): seccomp
+  refuses them in every provider but `none`, where the guard must.
+
+Every attack runs as the caller (root here) and as `nobody`, with the guard
+alone (`os-sandbox=none`) and with the default provider (`landlock`). The
+arena is test_adversarial_runtime's: a secret outside every grant beside the
+sandbox root, a read-only and a read-write grant, and a check from outside
+that neither the outside directory nor the read-only grant changed.
+"""
+
+import os
+import stat
+
+import pytest
+
+from conftest import LANDLOCK_ABI
+from test_adversarial_runtime import Arena, outcome
+
+PERM = "RulePermissionError"
+NET = "RuleSocketConnectionRefusedError"
+
+RUNS = [("caller", "none"), ("nobody", "none"), ("caller", "landlock"),
+        ("nobody", "landlock")]
+
+
+@pytest.fixture(params=RUNS, ids=[f"{u}-{p}" for u, p in RUNS])
+def where(request):
+    user, provider = request.param
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    sb = request.getfixturevalue("sb" if user == "caller" else "sb_nobody")
+    arena = Arena(sb, user)
+    yield arena, provider
+    arena.close()
+
+
+def run(arena, provider, body, imports="sys, os, stat, socket, struct"):
+    r = arena.run(body, provider, imports=imports)
+    assert arena.effects(r) == [], r.stdout + r.stderr
+    return r
+
+
+# The decision reads dir_fd once (an RW subdirectory, where the relative name
+# lands inside the grant); the original parsed it again and got the read-only
+# directory, from which the same name climbs out to the outside directory.
+# A FIFO and a regular file (mknod) were made there: writes outside every
+# grant with the guard alone, as root and as nobody.
+FLIP = """
+    import os
+    name = os.path.basename(OUT)
+    os.makedirs(RW + '/a/b')
+    os.makedirs(RW + '/' + name)
+    checked = os.open(RW + '/a/b', os.O_RDONLY | os.O_DIRECTORY)
+    other = os.open(RO, os.O_RDONLY | os.O_DIRECTORY)
+    class Flip:
+        n = 0
+        def __index__(self):
+            Flip.n += 1
+            return checked if Flip.n == 1 else other
+    for call in (os.mkfifo, os.mknod):
+        Flip.n = 0
+        try:
+            call('../../' + name + '/made-' + call.__name__, dir_fd=Flip())
+        except OSError as e:
+            print('REFUSED', call.__name__, type(e).__name__, flush=True)
+    # The same decision made on the directory it named: the nodes are in
+    # the read-write grant.
+    show(sorted(os.listdir(RW + '/' + name)))
+"""
+
+
+def test_dir_fd_index_read_once(where):
+    arena, provider = where
+    r = run(arena, provider, FLIP)
+    assert outcome(r) == "completed", r.stdout + r.stderr
+    assert "VALUE ['made-mkfifo', 'made-mknod']" in r.stdout, r.stdout + r.stderr
+    assert not any(n.startswith("made-") for n in os.listdir(arena.out))
+
+
+# A character device (/dev/kmsg: 1, 11) made in the writable grant and read:
+# with os-sandbox=none and root, the kernel's log, a file no rule grants.
+DEVICE = """
+    import os, stat
+    for kind in (stat.S_IFCHR, stat.S_IFBLK):
+        p = RW + ('/chr' if kind == stat.S_IFCHR else '/blk')
+        try:
+            os.mknod(p, kind | 0o600, os.makedev(1, 11))
+        except OSError as e:
+            print('REFUSED', type(e).__name__, str(e)[:200], flush=True)
+            continue
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        show(os.read(fd, 100))
+    # The mode is read once: a FIFO when the guard looks is a FIFO for the
+    # system call, not a device.
+    class Mode:
+        n = 0
+        def __index__(self):
+            Mode.n += 1
+            return stat.S_IFIFO | 0o600 if Mode.n == 1 else stat.S_IFCHR | 0o600
+    os.mknod(RW + '/flip', Mode(), os.makedev(1, 11))
+    print('FLIP', oct(stat.S_IFMT(os.lstat(RW + '/flip').st_mode)), flush=True)
+"""
+
+
+def test_mknod_device_refused(where):
+    arena, provider = where
+    r = run(arena, provider, DEVICE)
+    assert r.stdout.count(f"REFUSED {PERM}") == 2, r.stdout + r.stderr
+    assert "of a device is refused by the file guard" in r.stdout
+    assert "VALUE" not in r.stdout
+    assert not os.path.lexists(arena.rw / "chr") and not os.path.lexists(arena.rw / "blk")
+    assert f"FLIP {oct(stat.S_IFIFO)}" in r.stdout, r.stdout + r.stderr
+    assert stat.S_ISFIFO((arena.rw / "flip").lstat().st_mode)
+
+
+# Sockets of families no net= rule speaks of. Netlink (NETLINK_ROUTE, no
+# address needed: the kernel is the default peer) answered a dump of the
+# host's addresses, and as root changed them; SOCK_RAW and packet sockets
+# read and forge traffic as root; vsock reaches the hypervisor.
+SOCKETS = """
+    import socket, struct
+    kinds = [('netlink', socket.AF_NETLINK, socket.SOCK_RAW, 0),
+             ('packet', socket.AF_PACKET, socket.SOCK_RAW, 0),
+             ('vsock', socket.AF_VSOCK, socket.SOCK_STREAM, 0),
+             ('raw', socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW),
+             ('raw6', socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6),
+             ('sctp', socket.AF_INET, socket.SOCK_STREAM, 132)]
+    for name, family, kind, proto in kinds:
+        try:
+            s = socket.socket(family, kind, proto)
+        except OSError as e:
+            print('REFUSED', name, type(e).__name__, flush=True)
+            continue
+        print('MADE', name, flush=True)
+        if name == 'netlink':
+            # RTM_GETADDR dump: answered by the kernel without any address.
+            s.send(struct.pack('IHHII', 20, 22, 0x301, 1, 0) + bytes([0, 0, 0, 0]))
+            show(len(s.recv(65536)))
+"""
+
+
+def test_uncovered_socket_families_refused(where):
+    arena, provider = where
+    r = run(arena, provider, SOCKETS)
+    for name in ("netlink", "packet", "vsock", "raw", "raw6", "sctp"):
+        assert f"REFUSED {name} {NET}" in r.stdout, r.stdout + r.stderr
+    assert "MADE" not in r.stdout and "VALUE" not in r.stdout, r.stdout + r.stderr
+
+
+# What a program legitimately makes still works: TCP and UDP sockets (no
+# connection without a rule), socket pairs, and nodes that are no device.
+LEGIT = """
+    import os, socket, stat
+    socket.socketpair()[0].close()
+    socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET).close()
+    os.mknod(RW + '/fifo', stat.S_IFIFO | 0o600)
+    os.mknod(RW + '/file')
+    os.mkfifo('fifo2', dir_fd=os.open(RW, os.O_RDONLY | os.O_DIRECTORY))
+    show(sorted(os.listdir(RW)))
+"""
+
+
+def test_ordinary_sockets_and_nodes_still_work(where):
+    arena, provider = where
+    r = run(arena, provider, LEGIT)
+    assert outcome(r) == "completed", r.stdout + r.stderr
+    assert "VALUE ['fifo', 'fifo2', 'file']" in r.stdout, r.stdout + r.stderr
