@@ -187,7 +187,7 @@ static int on_truncate(PyObject *args)
 
 static int on_rename(PyObject *args)
 {
-	if (sb_files_check_obj(arg(args, 0), arg_fd(args, 2), true, false, false) < 0)
+	if (sb_files_check_move_source(arg(args, 0), arg_fd(args, 2)) < 0)
 		return -1;
 	return sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false);
 }

@@ -174,3 +174,45 @@ def test_ordinary_sockets_and_nodes_still_work(where):
     r = run(arena, provider, LEGIT)
     assert outcome(r) == "completed", r.stdout + r.stderr
     assert "VALUE ['fifo', 'fifo2', 'file']" in r.stdout, r.stdout + r.stderr
+
+
+# ignore= under a writable grant: a rule naming a path hid the file, but
+# moving a directory above it gave it a name the rule does not match (with
+# the guard alone, and under Landlock, where ignore= is the guard's alone).
+# Patterns that match names ("*.pem") still let directories move.
+IGNORED_MOVE = """
+    import os
+    def attempt(name, fn):
+        try:
+            fn()
+            print('DONE', name, flush=True)
+        except OSError as e:
+            print('REFUSED', name, type(e).__name__, flush=True)
+    attempt('move-parent', lambda: os.rename(RW + '/private', RW + '/public'))
+    attempt('move-grandparent', lambda: os.replace(RW + '/top', RW + '/top2'))
+    attempt('read', lambda: print('VALUE', open(RW + '/public/key.txt').read(), flush=True))
+    attempt('read2', lambda: print('VALUE', open(RW + '/top2/mid/key.txt').read(), flush=True))
+    attempt('move-other', lambda: os.rename(RW + '/other', RW + '/other2'))
+    attempt('read-pem', lambda: print('VALUE', open(RW + '/other2/c.pem').read(), flush=True))
+"""
+
+
+@pytest.mark.parametrize("user,provider", RUNS, ids=[f"{u}-{p}" for u, p in RUNS])
+def test_moving_a_directory_does_not_unhide_ignored_paths(request, user, provider):
+    if provider == "landlock" and LANDLOCK_ABI < 1:
+        pytest.skip("the kernel has no Landlock")
+    sb = request.getfixturevalue("sb" if user == "caller" else "sb_nobody")
+    rw = sb.mkdir("rw")
+    for rel, text in (("private/key.txt", "HIDDEN-ONE"), ("top/mid/key.txt", "HIDDEN-TWO"),
+                      ("other/c.pem", "HIDDEN-PEM"), ("other/ok.txt", "fine")):
+        sb.write(f"rw/{rel}", text)
+    sb.profile(f"os-sandbox={provider}\npython-import=os\nexpose-rw={rw}\n"
+               f"ignore={rw}/private/key.txt\nignore={rw}/top/*/key.txt\nignore=*.pem\n")
+    r = sb.run(sb.script(f"RW = {str(rw)!r}\n" + IGNORED_MOVE.replace("\n    ", "\n")))
+    out = r.stdout + r.stderr
+    assert "HIDDEN" not in out, out
+    assert "REFUSED move-parent RulePermissionError" in r.stdout, out
+    assert "REFUSED move-grandparent RulePermissionError" in r.stdout, out
+    assert "DONE move-other" in r.stdout, out
+    assert "REFUSED read-pem RuleFileNotFoundError" in r.stdout, out
+    assert (rw / "private" / "key.txt").exists() and (rw / "top" / "mid" / "key.txt").exists()
