@@ -21,6 +21,7 @@
 #include "guard-files-check.h"
 #include "guard-files-exec.h"
 #include "guard-files-listing.h"
+#include "guard-files-move.h"
 #include "guard-files-sqlite.h"
 #include "guard-files-wrap.h"
 #include "guard-observer.h"
@@ -187,9 +188,11 @@ static int on_truncate(PyObject *args)
 
 static int on_rename(PyObject *args)
 {
-	if (sb_files_check_move_source(arg(args, 0), arg_fd(args, 2)) < 0)
+	if (sb_files_check_move_source(arg(args, 0), arg_fd(args, 2)) < 0 ||
+	    sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false) < 0)
 		return -1;
-	return sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false);
+	return sb_files_check_moved_links(arg(args, 0), arg_fd(args, 2), arg(args, 1),
+					  arg_fd(args, 3));
 }
 
 /* A hard link to a file is a second name with the same permissions: linking

@@ -216,3 +216,57 @@ def test_moving_a_directory_does_not_unhide_ignored_paths(request, user, provide
     assert "DONE move-other" in r.stdout, out
     assert "REFUSED read-pem RuleFileNotFoundError" in r.stdout, out
     assert (rw / "private" / "key.txt").exists() and (rw / "top" / "mid" / "key.txt").exists()
+
+
+# os.symlink() refuses a link that would lead outside the grants, decided
+# from the link's directory; renaming a relative link (or a directory holding
+# one) to a shallower place made it lead outside: rw/a/b/l -> ../../<out>
+# leads to rw/<out> where it is made, beside the sandbox root once renamed to
+# rw/l. Nothing reads through it in the run (every use is resolved again),
+# but the caller finds it in the writable grant afterwards.
+MOVED_LINKS = """
+    import os, shutil
+    name = os.path.basename(OUT)
+    def attempt(what, fn):
+        try:
+            fn()
+            print('DONE', what, flush=True)
+        except OSError as e:
+            print('REFUSED', what, type(e).__name__, flush=True)
+    for d in ('a/b', 'm/n', 'c/d'):
+        os.makedirs(RW + '/' + d)
+    os.symlink('../../' + name + '/secret.txt', RW + '/a/b/l')
+    os.symlink('../../' + name + '/secret.txt', RW + '/m/n/l')
+    attempt('link-up', lambda: os.rename(RW + '/a/b/l', RW + '/l'))
+    attempt('dir-up', lambda: os.rename(RW + '/m/n', RW + '/n'))
+    attempt('shutil-move', lambda: shutil.move(RW + '/m/n', RW + '/n2'))
+    # What keeps its meaning still moves: the same directory, deeper down.
+    attempt('link-same-dir', lambda: os.rename(RW + '/a/b/l', RW + '/a/b/l2'))
+    attempt('link-deeper', lambda: os.rename(RW + '/a/b/l2', RW + '/c/d/l3'))
+    attempt('dir-renamed-in-place', lambda: os.rename(RW + '/m', RW + '/m2'))
+"""
+
+
+def links_outside(rw, *grants):
+    found = []
+    for dirpath, dirnames, filenames in os.walk(rw):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p):
+                real = os.path.realpath(p)
+                if not any(real.startswith(str(g) + os.sep) for g in grants):
+                    found.append(f"{p} -> {real}")
+    return found
+
+
+def test_moved_links_still_lead_within_the_grants(where):
+    arena, provider = where
+    r = run(arena, provider, MOVED_LINKS, imports="sys, os, shutil")
+    out = r.stdout + r.stderr
+    assert links_outside(arena.rw, arena.rw, arena.ro) == [], out
+    if provider == "none" or "REFUSED link-up RulePermissionError" in r.stdout:
+        # Landlock may refuse nothing here: the guard does, first.
+        assert "REFUSED link-up RulePermissionError" in r.stdout, out
+        assert "REFUSED dir-up RulePermissionError" in r.stdout, out
+    for what in ("link-same-dir", "link-deeper", "dir-renamed-in-place"):
+        assert f"DONE {what}" in r.stdout, out
