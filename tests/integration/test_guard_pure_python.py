@@ -19,6 +19,7 @@ that neither the outside directory nor the read-only grant changed.
 
 import os
 import stat
+import subprocess
 
 import pytest
 
@@ -270,3 +271,47 @@ def test_moved_links_still_lead_within_the_grants(where):
         assert "REFUSED dir-up RulePermissionError" in r.stdout, out
     for what in ("link-same-dir", "link-deeper", "dir-renamed-in-place"):
         assert f"DONE {what}" in r.stdout, out
+
+
+# fcntl(F_SETOWN) with O_ASYNC makes the kernel signal the owner at the next
+# I/O on the descriptor, F_SETSIG chooses the signal (SIGKILL here): a kill of
+# another process past os.kill's python-api rule (seccomp refuses both in the
+# other providers). The victim is the same user as the program.
+SIGIO_KILL = """
+    import fcntl, os, socket, time
+    a, b = socket.socketpair()
+    def attempt(what, fn):
+        try:
+            fn()
+            print('DONE', what, flush=True)
+        except OSError as e:
+            print('REFUSED', what, type(e).__name__, flush=True)
+    attempt('setown', lambda: fcntl.fcntl(a.fileno(), fcntl.F_SETOWN, VICTIM))
+    attempt('setsig', lambda: fcntl.fcntl(a.fileno(), 10, 9))  # F_SETSIG, SIGKILL
+    attempt('lease', lambda: fcntl.fcntl(os.open(RO_OK, os.O_RDONLY), fcntl.F_SETLEASE,
+                                         fcntl.F_RDLCK))
+    flags = fcntl.fcntl(a.fileno(), fcntl.F_GETFL)
+    fcntl.fcntl(a.fileno(), fcntl.F_SETFL, flags | os.O_ASYNC)
+    b.send(b'x')
+    time.sleep(0.3)
+"""
+
+
+def test_fcntl_cannot_signal_other_processes(where):
+    arena, provider = where
+    victim = subprocess.Popen(arena.sb.prefix + ["sleep", "60"])
+    try:
+        arena.victim = None
+        body = SIGIO_KILL.replace("VICTIM", str(victim.pid))
+        r = run(arena, provider, body, imports="sys, os, fcntl, socket, time")
+        out = r.stdout + r.stderr
+        assert victim.poll() is None, "the victim was signalled: " + out
+        for what in ("setown", "setsig", "lease"):
+            if provider == "none":
+                assert f"REFUSED {what} {PERM}" in r.stdout, out
+            else:
+                assert f"REFUSED {what}" in r.stdout, out
+        assert outcome(r) == "completed", out
+    finally:
+        victim.kill()
+        victim.wait()
