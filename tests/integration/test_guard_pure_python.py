@@ -315,3 +315,41 @@ def test_fcntl_cannot_signal_other_processes(where):
     finally:
         victim.kill()
         victim.wait()
+
+
+# CPython's C-API test modules, installed with Debian's interpreter, are
+# native code no audit event covers: _testcapi made a frame object
+# (frame_new) and ran a Python callable on a C thread the threads rule never
+# saw (call_in_temporary_c_thread). They load with the native grant only,
+# as _ctypes does.
+TESTCAPI = """
+    import sys
+    for name in ('_testcapi', '_testinternalcapi', '_testbuffer', '_ctypes_test'):
+        try:
+            __import__(name)
+            print('LOADED', name, flush=True)
+        except ImportError:
+            print('ABSENT', name, flush=True)
+        except OSError as e:
+            print('REFUSED', name, type(e).__name__, flush=True)
+        if name in sys.modules:
+            print('LEAKED', name, flush=True)
+    if '_testcapi' in sys.modules:
+        t = sys.modules['_testcapi']
+        def f():
+            pass
+        print('GOT', type(t.frame_new(f.__code__, {}, None)).__name__, flush=True)
+        t.call_in_temporary_c_thread(lambda: print('C-THREAD', flush=True))
+"""
+
+
+def test_c_api_test_modules_need_the_native_grant(where):
+    pytest.importorskip("_testcapi")
+    arena, provider = where
+    r = arena.run(TESTCAPI, provider, imports="*")
+    out = r.stdout + r.stderr
+    assert "GOT frame" not in r.stdout and "C-THREAD" not in r.stdout, out
+    assert "REFUSED _testcapi RuleApiPermissionError" in r.stdout, out
+    assert "LOADED" not in r.stdout, out
+    r = arena.run(TESTCAPI, provider, imports="*", api=("ALLOW:native",))
+    assert "LOADED _testcapi" in r.stdout, r.stdout + r.stderr
