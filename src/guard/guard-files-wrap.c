@@ -840,6 +840,44 @@ out:
 	return r;
 }
 
+int sb_files_wrap_module(const char *name, PyObject *module)
+{
+	PyObject *dict = PyModule_Check(module) ? PyModule_GetDict(module) : NULL;
+
+	if (!dict || !wrapped[W_OPEN].def.ml_meth)
+		return 0;
+	for (size_t i = 0; i < W__N; i++) {
+		struct wrapped *w = &wrapped[i];
+		PyObject *key, *cur, *modname, *fn;
+		int r;
+
+		if (!w->original || !streq(w->module, name))
+			continue;
+		key = PyUnicode_InternFromString(w->name);
+		if (!key)
+			return -1;
+		cur = PyDict_GetItemWithError(dict, key); /* borrowed */
+		/* A fresh module's own function: the C function the wrapper's
+		 * original is (another module object, the same code). */
+		if (!cur || !PyCFunction_Check(cur) || !PyCFunction_Check(w->original) ||
+		    PyCFunction_GET_FUNCTION(cur) != PyCFunction_GET_FUNCTION(w->original)) {
+			Py_DECREF(key);
+			if (PyErr_Occurred())
+				return -1;
+			continue;
+		}
+		modname = PyUnicode_InternFromString(w->module);
+		fn = modname ? PyCFunction_NewEx(&w->def, NULL, modname) : NULL;
+		Py_XDECREF(modname);
+		r = fn ? PyDict_SetItem(dict, key, fn) : -1;
+		Py_XDECREF(fn);
+		Py_DECREF(key);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
 void sb_files_wrap_release(void)
 {
 	for (size_t i = 0; i < W__N; i++) {

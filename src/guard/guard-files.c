@@ -531,10 +531,17 @@ static int files_activate(char **reterr)
 	return 0;
 }
 
-/* _imp made a module: SQLite's connections are guarded from the start. */
+/* _imp made a module: SQLite's connections are guarded from the start, and
+ * a fresh posix or _io (del sys.modules['posix'] then import, or
+ * _imp.create_builtin()) gets the file wrappers the first one got: without
+ * them its mkfifo(), stat(), chroot()... decided nothing. */
 static int files_module_loaded(const char *name, PyObject *module)
 {
-	return streq(name, "_sqlite3") ? sb_files_sqlite_module(module) : 0;
+	if (streq(name, "_sqlite3"))
+		return sb_files_sqlite_module(module);
+	if (streq(name, "posix") || streq(name, "_io"))
+		return sb_files_wrap_module(name, module);
+	return 0;
 }
 
 static void files_release(void)

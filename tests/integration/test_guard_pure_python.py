@@ -353,3 +353,73 @@ def test_c_api_test_modules_need_the_native_grant(where):
     assert "LOADED" not in r.stdout, out
     r = arena.run(TESTCAPI, provider, imports="*", api=("ALLOW:native",))
     assert "LOADED _testcapi" in r.stdout, r.stdout + r.stderr
+
+
+# A fresh posix module (a re-import after del sys.modules['posix'], or
+# _imp.create_builtin()) had none of the file wrappers the first one got:
+# its mkfifo() made a FIFO outside every grant, its stat() answered for any
+# path (and as root its chroot() and mknod() were the kernel's alone).
+FRESH_POSIX = """
+    import sys, _imp, importlib.machinery
+    name = OUT + '/fifo-'
+    def attempt(what, fn):
+        try:
+            fn()
+            print('DONE', what, flush=True)
+        except OSError as e:
+            print('REFUSED', what, type(e).__name__, flush=True)
+    del sys.modules['posix']
+    import posix as again
+    fresh = _imp.create_builtin(importlib.machinery.ModuleSpec('posix', None))
+    _imp.exec_builtin(fresh)
+    for label, m in (('reimport', again), ('create_builtin', fresh)):
+        attempt(label + '-mkfifo', lambda: m.mkfifo(name + label))
+        attempt(label + '-stat', lambda: print('VALUE', m.stat(SECRET).st_size, flush=True))
+"""
+
+
+def test_fresh_posix_modules_get_the_file_wrappers(where):
+    arena, provider = where
+    r = run(arena, provider, FRESH_POSIX, imports="sys, os, posix, _imp, importlib")
+    out = r.stdout + r.stderr
+    assert not [n for n in os.listdir(arena.out) if n.startswith("fifo-")], out
+    assert "VALUE" not in r.stdout, out
+    for label in ("reimport", "create_builtin"):
+        for what in ("mkfifo", "stat"):
+            assert f"REFUSED {label}-{what} RuleFileNotFoundError" in r.stdout, out
+
+
+# A spec whose name is a property answered "_json" to the guard and the name
+# of a module that needs the native grant to _imp, which reads it again and
+# loaded it: the loading is judged on the name _imp really loads.
+SPEC_FLIP = """
+    import sys, _imp, importlib.util
+    for target in ('_ctypes', '_testcapi'):
+        real = importlib.util.find_spec(target)
+        if real is None:
+            continue
+        class Spec:
+            n = 0
+            origin = real.origin
+            loader_state = None
+            submodule_search_locations = None
+            @property
+            def name(self):
+                Spec.n += 1
+                return '_json' if Spec.n == 1 else target
+        try:
+            _imp.create_dynamic(Spec())
+            print('LOADED', target, flush=True)
+        except OSError as e:
+            print('REFUSED', target, type(e).__name__, flush=True)
+        if target in sys.modules:
+            print('IN-SYS-MODULES', target, flush=True)
+"""
+
+
+def test_native_modules_judged_on_the_name_imp_loads(where):
+    arena, provider = where
+    r = arena.run(SPEC_FLIP, provider, imports="*")
+    out = r.stdout + r.stderr
+    assert "LOADED" not in r.stdout and "IN-SYS-MODULES" not in r.stdout, out
+    assert "REFUSED _ctypes RuleApiPermissionError" in r.stdout, out
