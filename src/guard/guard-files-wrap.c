@@ -376,6 +376,24 @@ static int exact_int(PyObject **slot, PyObject **owned)
 	return 0;
 }
 
+/* A file created or changed with the set-user-ID or set-group-ID bit: made by
+ * a program python-sb runs as root (without user=), it would be a set-ID
+ * root executable in a writable grant for anyone who reaches the directory
+ * after the run. Refused whatever the grants. */
+int sb_files_refuse_set_id(const char *raw, unsigned long mode)
+{
+	_cleanup_free_ char *text = NULL;
+
+	if (asprintf(&text,
+		     "Cannot give '%s' the mode %#lo: set-user-ID and set-group-ID files are "
+		     "refused by the file guard whatever the rules",
+		     raw, mode) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_permission(EPERM, raw, text);
+}
+
 /* mknod() of a character or block device: a node in a writable grant that
  * opens any device (/dev/kmsg, a disk) whatever the rules say of /dev.
  * Refused whatever the grants (with os-sandbox=none and root, nothing else
@@ -408,18 +426,18 @@ static int refuse_device_node(PyObject **stack, Py_ssize_t nargs, PyObject *kwna
 			mode = (unsigned long)m;
 		}
 	}
+	if (!raw) {
+		PyErr_Clear();
+		raw = "?";
+	}
 	switch (mode & S_IFMT) {
 	case 0:
 	case S_IFREG:
 	case S_IFIFO:
 	case S_IFSOCK:
-		return 0;
+		return mode & (S_ISUID | S_ISGID) ? sb_files_refuse_set_id(raw, mode) : 0;
 	default:
 		break;
-	}
-	if (!raw) {
-		PyErr_Clear();
-		raw = "?";
 	}
 	if (asprintf(&text,
 		     "mknod('%s') of a device is refused by the file guard whatever the rules: "
@@ -429,6 +447,42 @@ static int refuse_device_node(PyObject **stack, Py_ssize_t nargs, PyObject *kwna
 		return -1;
 	}
 	return sb_raise_permission(EPERM, raw, text);
+}
+
+/* os.open(path, flags, mode): a file it creates (O_CREAT, O_TMPFILE) with a
+ * set-ID bit (see sb_files_refuse_set_id()). The flags and the mode are
+ * made exact ints first, so that the original creates the file this decided
+ * on. */
+static int refuse_set_id_create(PyObject **stack, Py_ssize_t nargs, PyObject *kwnames,
+				PyObject *path, PyObject **owned, PyObject **owned_flags)
+{
+	Py_ssize_t at_flags = nargs > 1 ? 1 : -1, at_mode = nargs > 2 ? 2 : -1;
+	const char *raw = PyUnicode_Check(path) ? PyUnicode_AsUTF8(path)
+			  : PyBytes_Check(path) ? PyBytes_AS_STRING(path)
+						: NULL;
+	long flags, mode;
+
+	if (at_flags < 0 && (at_flags = kw_index(kwnames, NULL, "flags")) >= 0)
+		at_flags += nargs;
+	if (at_mode < 0 && (at_mode = kw_index(kwnames, NULL, "mode")) >= 0)
+		at_mode += nargs;
+	if (at_mode < 0 || at_flags < 0)
+		return 0; /* the default mode, or no flags: the original refuses */
+	if (exact_int(&stack[at_flags], owned_flags) < 0 || exact_int(&stack[at_mode], owned) < 0)
+		return -1;
+	flags = PyLong_AsLong(stack[at_flags]);
+	mode = stack[at_mode] == Py_None ? 0 : PyLong_AsLong(stack[at_mode]);
+	if (PyErr_Occurred())
+		return -1;
+	if (!(flags & O_CREAT) && (flags & O_TMPFILE) != O_TMPFILE)
+		return 0;
+	if (!(mode & (S_ISUID | S_ISGID)))
+		return 0;
+	if (!raw) {
+		PyErr_Clear();
+		raw = "?";
+	}
+	return sb_files_refuse_set_id(raw, (unsigned long)mode);
 }
 
 #define WRAP_MAX_ARGS 16 /* os functions take at most 7 */
@@ -442,7 +496,7 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 {
 	PyObject *stack[WRAP_MAX_ARGS], *paths[2] = {NULL, NULL}, *result = NULL;
 	PyObject *rewritten = NULL, *new_kwnames = NULL, *call_kwnames = kwnames;
-	PyObject *ints[2] = {NULL, NULL}; /* dir_fd and mknod's mode, made exact ints */
+	PyObject *ints[3] = {NULL, NULL, NULL}; /* dir_fd, a mode, flags: exact ints */
 	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, i_dir_fd, i_follow;
 	bool armed = sb_guard_armed();
 	int dir_fd;
@@ -509,6 +563,9 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 				goto out;
 			break;
 		case WRAP_OPEN:
+			if (refuse_set_id_create(stack, nargs, kwnames, paths[0], &ints[1],
+						 &ints[2]) < 0)
+				goto out;
 			/* The "open" event only has the relative name: hand the
 			 * original a path through the descriptor instead, which
 			 * names the same directory and which the event can
@@ -606,6 +663,7 @@ out:
 	Py_XDECREF(paths[1]);
 	Py_XDECREF(ints[0]);
 	Py_XDECREF(ints[1]);
+	Py_XDECREF(ints[2]);
 	Py_XDECREF(rewritten);
 	Py_XDECREF(new_kwnames);
 	return result;

@@ -423,3 +423,42 @@ def test_native_modules_judged_on_the_name_imp_loads(where):
     out = r.stdout + r.stderr
     assert "LOADED" not in r.stdout and "IN-SYS-MODULES" not in r.stdout, out
     assert "REFUSED _ctypes RuleApiPermissionError" in r.stdout, out
+
+
+# Started by root without user=, the program could leave a set-user-ID root
+# executable in the writable grant (chmod, os.open(O_CREAT) or mknod with
+# the bit), for anyone who reaches the directory after the run: refused
+# whatever the grants. A set-group-ID directory (group inheritance) is no
+# executable and stays allowed.
+SET_ID = """
+    import os, stat
+    def attempt(what, fn):
+        try:
+            fn()
+            print('DONE', what, flush=True)
+        except OSError as e:
+            print('REFUSED', what, type(e).__name__, flush=True)
+    p = RW + '/tool'
+    with open(p, 'w') as f:
+        f.write('#!/bin/sh\\nid\\n')
+    attempt('chmod', lambda: os.chmod(p, 0o4755))
+    attempt('chmod-fd', lambda: os.chmod(os.open(p, os.O_RDONLY), 0o2755))
+    attempt('open', lambda: os.open(RW + '/made', os.O_CREAT | os.O_WRONLY, 0o6755))
+    attempt('mknod', lambda: os.mknod(RW + '/node', stat.S_IFREG | 0o4755))
+    os.mkdir(RW + '/shared')
+    attempt('setgid-dir', lambda: os.chmod(RW + '/shared', 0o2775))
+    attempt('plain-chmod', lambda: os.chmod(p, 0o755))
+"""
+
+
+def test_no_set_id_files(where):
+    arena, provider = where
+    r = run(arena, provider, SET_ID)
+    out = r.stdout + r.stderr
+    for what in ("chmod", "chmod-fd", "open", "mknod"):
+        assert f"REFUSED {what} {PERM}" in r.stdout, out
+    assert "DONE setgid-dir" in r.stdout and "DONE plain-chmod" in r.stdout, out
+    for dirpath, dirnames, filenames in os.walk(arena.rw):
+        for name in filenames:
+            mode = os.lstat(os.path.join(dirpath, name)).st_mode
+            assert not mode & (stat.S_ISUID | stat.S_ISGID), (name, oct(mode), out)
