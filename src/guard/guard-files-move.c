@@ -8,7 +8,9 @@
  * the run, which is what the os.symlink() rule is for. So a moved relative
  * link must lead within the grants from its new place, and so must every
  * relative link below a directory moved to another parent (one renamed in
- * place keeps what every link below it climbs through). */
+ * place keeps what every link below it climbs through). A hard link to a
+ * symbolic link (os.link() makes one: link() does not follow) is such a
+ * link in a new place too. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -111,7 +113,8 @@ static int resolved_of(PyObject *o, int dir_fd, char out[PATH_MAX], const char *
 	return sb_files_check_raw(*raw, dir_fd, true, false, out);
 }
 
-int sb_files_check_moved_links(PyObject *src, int src_dir_fd, PyObject *dst, int dst_dir_fd)
+int sb_files_check_moved_links(PyObject *src, int src_dir_fd, PyObject *dst, int dst_dir_fd,
+			       bool walk_dirs)
 {
 	char from[PATH_MAX], to[PATH_MAX];
 	_cleanup_free_ char *from_dir = NULL, *to_dir = NULL;
@@ -136,7 +139,7 @@ int sb_files_check_moved_links(PyObject *src, int src_dir_fd, PyObject *dst, int
 	}
 	if (S_ISLNK(st.st_mode)) {
 		r = streq(from_dir, to_dir) ? 0 : check_link(raw_src, from, to);
-	} else if (S_ISDIR(st.st_mode) && !streq(from_dir, to_dir)) {
+	} else if (walk_dirs && S_ISDIR(st.st_mode) && !streq(from_dir, to_dir)) {
 		walk.src = from;
 		walk.src_len = strlen(from);
 		walk.dst = to;

@@ -225,16 +225,21 @@ static int on_rename(PyObject *args)
 	    sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false) < 0)
 		return -1;
 	return sb_files_check_moved_links(arg(args, 0), arg_fd(args, 2), arg(args, 1),
-					  arg_fd(args, 3));
+					  arg_fd(args, 3), true);
 }
 
 /* A hard link to a file is a second name with the same permissions: linking
  * a read-only file into a writable directory would make it writable. */
 static int on_link(PyObject *args)
 {
-	if (sb_files_check_obj_both(arg(args, 0), arg_fd(args, 2), false) < 0)
+	if (sb_files_check_obj_both(arg(args, 0), arg_fd(args, 2), false) < 0 ||
+	    sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false) < 0)
 		return -1;
-	return sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false);
+	/* link() does not follow a symbolic link: the new name is the link
+	 * itself, in another directory (the event does not say whether
+	 * linkat() will follow it: judged as if not). */
+	return sb_files_check_moved_links(arg(args, 0), arg_fd(args, 2), arg(args, 1),
+					  arg_fd(args, 3), false);
 }
 
 /* os.symlink(target, link, dir_fd): the link's place must be writable, and

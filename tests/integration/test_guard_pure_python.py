@@ -241,6 +241,10 @@ MOVED_LINKS = """
     attempt('link-up', lambda: os.rename(RW + '/a/b/l', RW + '/l'))
     attempt('dir-up', lambda: os.rename(RW + '/m/n', RW + '/n'))
     attempt('shutil-move', lambda: shutil.move(RW + '/m/n', RW + '/n2'))
+    # link() does not follow: a hard link to the symbolic link, elsewhere.
+    attempt('hardlink-up', lambda: os.link(RW + '/a/b/l', RW + '/hl'))
+    attempt('hardlink-up-nofollow',
+            lambda: os.link(RW + '/a/b/l', RW + '/hl2', follow_symlinks=False))
     # What keeps its meaning still moves: the same directory, deeper down.
     attempt('link-same-dir', lambda: os.rename(RW + '/a/b/l', RW + '/a/b/l2'))
     attempt('link-deeper', lambda: os.rename(RW + '/a/b/l2', RW + '/c/d/l3'))
@@ -269,6 +273,8 @@ def test_moved_links_still_lead_within_the_grants(where):
         # Landlock may refuse nothing here: the guard does, first.
         assert "REFUSED link-up RulePermissionError" in r.stdout, out
         assert "REFUSED dir-up RulePermissionError" in r.stdout, out
+        assert "REFUSED hardlink-up RulePermissionError" in r.stdout, out
+        assert "REFUSED hardlink-up-nofollow RulePermissionError" in r.stdout, out
     for what in ("link-same-dir", "link-deeper", "dir-renamed-in-place"):
         assert f"DONE {what}" in r.stdout, out
 
