@@ -1086,8 +1086,12 @@ static void net_release(void)
  * fileno=) makes no socket() call. */
 static int refuse_uncovered_socket(int family, int type, int proto)
 {
-	int kind = type & 0xf; /* SOCK_TYPE_MASK: NONBLOCK, CLOEXEC above */
+	/* -1: _socket's defaults without a descriptor (SOCK_STREAM, 0), or
+	 * what it reads from the descriptor it is given. */
+	int kind = type == -1 ? SOCK_STREAM : type & 0xf; /* SOCK_TYPE_MASK */
 
+	if (proto == -1)
+		proto = 0;
 	if (family == -1 || family == AF_UNIX)
 		return 0;
 	if (family == AF_INET || family == AF_INET6) {

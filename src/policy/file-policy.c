@@ -803,15 +803,21 @@ static bool match_some_extension(const char *pattern, const char *prefix)
 }
 
 /* Whether a relative pattern can only match within one name, wherever it
- * is matched (a component, or a whole path, which '*' lets it span): no
- * '/', '?' or bracket (they match '/'), and one run of other characters at
- * most ("*.key", "*secret*", ".env"), which a '/' cannot be in. A move keeps
- * the names below what it moves, hence what such a pattern hides. */
+ * is matched (a component, or a whole path, which '*' lets it span): no '/';
+ * and either a first character that is no wildcard (a whole path starts
+ * with '/', which it cannot match: "id_*.pub", ".env"), or no '?' or bracket
+ * (they match '/') and one run of other characters at most ("*.key",
+ * "*secret*"), which a '/' cannot be in. A move keeps the names below what
+ * it moves, hence what such a pattern hides. */
 static bool matches_one_name(const char *pattern)
 {
 	unsigned runs = 0;
 
-	if (strpbrk(pattern, "/?["))
+	if (strchr(pattern, '/'))
+		return false;
+	if (!strchr("*?[", pattern[0]))
+		return true;
+	if (strpbrk(pattern, "?["))
 		return false;
 	for (const char *c = pattern; *c; c++)
 		if (*c != '*' && (c == pattern || c[-1] == '*'))

@@ -149,10 +149,11 @@ static void test_ignore_below(void)
 	struct sb_expose_rule ex = {
 	    .path = "rw", .resolved = at("rw"), .writable = true, .origin = {"p", 1}};
 	char abs_rule[PATH_MAX], glob_rule[PATH_MAX];
-	struct sb_name_rule ig[6] = {
+	struct sb_name_rule ig[7] = {
 	    {.name = abs_rule, .origin = {"p", 2}}, {.name = glob_rule, .origin = {"p", 3}},
 	    {.name = "*.key", .origin = {"p", 4}},  {.name = "*secret*", .origin = {"p", 5}},
-	    {.name = ".env", .origin = {"p", 6}},   {.name = "*b*c", .origin = {"p", 7}}};
+	    {.name = ".env", .origin = {"p", 6}},   {.name = "id_*.p[eu]?", .origin = {"p", 7}},
+	    {.name = "*b*c", .origin = {"p", 8}}};
 	struct sb_file_policy p;
 	const struct sb_fp_ignore *hit;
 
@@ -161,7 +162,7 @@ static void test_ignore_below(void)
 	prof.exposes = &ex;
 	prof.n_exposes = 1;
 	prof.ignores = ig;
-	prof.n_ignores = 5;
+	prof.n_ignores = 6;
 	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init");
 	hit = sb_file_policy_ignore_below(&p, at("rw/private"));
 	tap_ok(hit == &p.ignores[0], "the parent of an absolute rule's path");
@@ -170,13 +171,13 @@ static void test_ignore_below(void)
 	       "a directory a bracket and a star lead below");
 	tap_ok(!sb_file_policy_ignore_below(&p, at("rw/privat")), "a prefix of a name is not it");
 	tap_ok(!sb_file_policy_ignore_below(&p, at("rw/other")),
-	       "name patterns (*.key, *secret*, .env) keep what a move keeps");
+	       "name patterns (*.key, *secret*, .env, id_*.p[eu]?) keep what a move keeps");
 	tap_ok(!sb_file_policy_ignore_below(&p, at("rw/private/key.txt")),
 	       "nothing below the hidden path itself");
 	sb_file_policy_done(&p);
 
 	/* A relative pattern whose star can span names: the path matters. */
-	prof.ignores = ig + 5;
+	prof.ignores = ig + 6;
 	prof.n_ignores = 1;
 	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init 2");
 	tap_ok(sb_file_policy_ignore_below(&p, at("rw/b")) == &p.ignores[0],
