@@ -242,12 +242,24 @@ static int on_os_unknown(const char *event, PyObject *args _unused_)
 
 /* Modules whose very loading is a registry function's business: _ctypes
  * calls any address with no audit event at all (a CFuncPtr made from an
- * integer), so without the grant it is not loaded. */
+ * integer), so without the grant it is not loaded. CPython's C-API test
+ * modules (Debian installs them with the interpreter) are native code of the
+ * same kind: _testcapi runs code objects (eval_code_ex), makes frames
+ * (frame_new) and code objects under any file name (code_newempty), starts
+ * C threads that run Python callables (call_in_temporary_c_thread), frees
+ * objects still in use (decref_freed_object) and overflows buffers, none of
+ * it with an audit event; _testinternalcapi rewrites the interpreter's
+ * configuration (set_config) and installs frame evaluators; _testbuffer,
+ * _testclinic, _xxtestfuzz and _ctypes_test test the C API the same way.
+ * They need the native grant too. */
 static const struct {
 	const char *module;
 	short fn;
 } native_modules[] = {
-    {"_ctypes", SB_API_FN_ctypes_CDLL},
+    {"_ctypes", SB_API_FN_ctypes_CDLL},	    {"_ctypes_test", SB_API_FN_ctypes_CDLL},
+    {"_testbuffer", SB_API_FN_ctypes_CDLL}, {"_testcapi", SB_API_FN_ctypes_CDLL},
+    {"_testclinic", SB_API_FN_ctypes_CDLL}, {"_testinternalcapi", SB_API_FN_ctypes_CDLL},
+    {"_xxtestfuzz", SB_API_FN_ctypes_CDLL},
 };
 
 static int api_module_loading(const char *name)

@@ -611,6 +611,48 @@ int sb_files_check_fd_read(PyObject *o)
 	return check_fd(o, false);
 }
 
+/* The source of a rename: a write of it, and, when it is a directory, the
+ * paths below it change names: one an ignore= rule hides by its path
+ * (ignore=/data/private/key) would come out under a name the rule does not
+ * match (rename /data/private to /data/public). Refused when a rule may hide
+ * something below it. */
+int sb_files_check_move_source(PyObject *o, int dir_fd)
+{
+	_cleanup_free_ char *text = NULL;
+	const struct sb_fp_ignore *ig;
+	char resolved[PATH_MAX];
+	const char *raw = NULL;
+	PyObject *keep;
+	int r;
+
+	switch (sb_files_path_bytes(o, false, &raw, &keep)) {
+	case SB_PATH_STRING:
+		break;
+	case SB_PATH_ERROR:
+		return -1;
+	case SB_PATH_UNCHECKABLE:
+		return sb_files_refuse_uncheckable(o);
+	default:
+		return sb_files_check_obj(o, dir_fd, true, false, false);
+	}
+	r = sb_files_check_raw(raw, dir_fd, true, false, resolved);
+	if (r < 0 || !(ig = sb_file_policy_ignore_below(&files.policy, resolved)))
+		goto out;
+	if (asprintf(&text,
+		     "Cannot move '%s': rule 'ignore=%s' from %s may hide paths below it, which "
+		     "would not be hidden under their new names",
+		     raw, ig->pattern, ig->origin) < 0) {
+		text = NULL;
+		r = -1;
+		PyErr_NoMemory();
+		goto out;
+	}
+	r = sb_raise_permission(EACCES, raw, text);
+out:
+	Py_XDECREF(keep);
+	return r;
+}
+
 /* Attribute changes (chmod, chown, utime, xattrs, link sources): the event
  * does not say whether follow_symlinks was given, so both the link and its
  * target must be writable. */

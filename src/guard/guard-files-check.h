@@ -75,6 +75,9 @@ int sb_files_verdict(const char *raw, const char *abs, const char *resolved, boo
 int sb_files_check_obj(PyObject *o, int dir_fd, bool write, bool follow, bool allow_pathlike);
 /* Attribute changes: both the link and its target must be writable; for a
  * held descriptor, the file it names (sb_files_check_fd_change()). */
+/* The source of a rename (relative to dir_fd when >= 0): a write, and no
+ * ignore= rule may hide a path below it. 0, or -1 with the exception set. */
+int sb_files_check_move_source(PyObject *o, int dir_fd);
 int sb_files_check_obj_both(PyObject *o, int dir_fd, bool allow_pathlike);
 /* A change through a held descriptor o (an int): the file it names must be
  * writable; a descriptor with no file-system name passes. */

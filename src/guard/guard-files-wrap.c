@@ -362,6 +362,129 @@ static void refuse_root_change(PyObject *path)
 	sb_raise_permission(EPERM, raw, text);
 }
 
+/* *slot as an exact int, converted once (its __index__ called once): a
+ * number the original parses again must be the one the decision used.
+ * None and exact ints stay; the new int is owned by *owned. */
+static int exact_int(PyObject **slot, PyObject **owned)
+{
+	if (*slot == Py_None || PyLong_CheckExact(*slot))
+		return 0;
+	*owned = PyNumber_Index(*slot);
+	if (!*owned)
+		return -1;
+	*slot = *owned;
+	return 0;
+}
+
+/* A file created or changed with the set-user-ID or set-group-ID bit: made by
+ * a program python-sb runs as root (without user=), it would be a set-ID
+ * root executable in a writable grant for anyone who reaches the directory
+ * after the run. Refused whatever the grants. */
+int sb_files_refuse_set_id(const char *raw, unsigned long mode)
+{
+	_cleanup_free_ char *text = NULL;
+
+	if (asprintf(&text,
+		     "Cannot give '%s' the mode %#lo: set-user-ID and set-group-ID files are "
+		     "refused by the file guard whatever the rules",
+		     raw, mode) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_permission(EPERM, raw, text);
+}
+
+/* mknod() of a character or block device: a node in a writable grant that
+ * opens any device (/dev/kmsg, a disk) whatever the rules say of /dev.
+ * Refused whatever the grants (with os-sandbox=none and root, nothing else
+ * holds: the other providers leave no CAP_MKNOD). Regular files, FIFOs and
+ * sockets stay the writes they are. The mode is made an exact int first, so
+ * that the original creates the node this decided on. */
+static int refuse_device_node(PyObject **stack, Py_ssize_t nargs, PyObject *kwnames, PyObject *path,
+			      PyObject **owned)
+{
+	Py_ssize_t at = nargs > 1 ? 1 : -1;
+	const char *raw = PyUnicode_Check(path) ? PyUnicode_AsUTF8(path)
+			  : PyBytes_Check(path) ? PyBytes_AS_STRING(path)
+						: NULL;
+	_cleanup_free_ char *text = NULL;
+	unsigned long mode = 0600; /* the default: a regular file */
+
+	if (at < 0) {
+		at = kw_index(kwnames, NULL, "mode");
+		if (at >= 0)
+			at += nargs;
+	}
+	if (at >= 0) {
+		if (exact_int(&stack[at], owned) < 0)
+			return -1;
+		if (stack[at] != Py_None) {
+			long m = PyLong_AsLong(stack[at]);
+
+			if (m == -1 && PyErr_Occurred())
+				return -1;
+			mode = (unsigned long)m;
+		}
+	}
+	if (!raw) {
+		PyErr_Clear();
+		raw = "?";
+	}
+	switch (mode & S_IFMT) {
+	case 0:
+	case S_IFREG:
+	case S_IFIFO:
+	case S_IFSOCK:
+		return mode & (S_ISUID | S_ISGID) ? sb_files_refuse_set_id(raw, mode) : 0;
+	default:
+		break;
+	}
+	if (asprintf(&text,
+		     "mknod('%s') of a device is refused by the file guard whatever the rules: "
+		     "a device node opens the device wherever it is made",
+		     raw) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sb_raise_permission(EPERM, raw, text);
+}
+
+/* os.open(path, flags, mode): a file it creates (O_CREAT, O_TMPFILE) with a
+ * set-ID bit (see sb_files_refuse_set_id()). The flags and the mode are
+ * made exact ints first, so that the original creates the file this decided
+ * on. */
+static int refuse_set_id_create(PyObject **stack, Py_ssize_t nargs, PyObject *kwnames,
+				PyObject *path, PyObject **owned, PyObject **owned_flags)
+{
+	Py_ssize_t at_flags = nargs > 1 ? 1 : -1, at_mode = nargs > 2 ? 2 : -1;
+	const char *raw = PyUnicode_Check(path) ? PyUnicode_AsUTF8(path)
+			  : PyBytes_Check(path) ? PyBytes_AS_STRING(path)
+						: NULL;
+	long flags, mode;
+
+	if (at_flags < 0 && (at_flags = kw_index(kwnames, NULL, "flags")) >= 0)
+		at_flags += nargs;
+	if (at_mode < 0 && (at_mode = kw_index(kwnames, NULL, "mode")) >= 0)
+		at_mode += nargs;
+	if (at_mode < 0 || at_flags < 0)
+		return 0; /* the default mode, or no flags: the original refuses */
+	if (exact_int(&stack[at_flags], owned_flags) < 0 || exact_int(&stack[at_mode], owned) < 0)
+		return -1;
+	flags = PyLong_AsLong(stack[at_flags]);
+	mode = stack[at_mode] == Py_None ? 0 : PyLong_AsLong(stack[at_mode]);
+	if (PyErr_Occurred())
+		return -1;
+	if (!(flags & O_CREAT) && (flags & O_TMPFILE) != O_TMPFILE)
+		return 0;
+	if (!(mode & (S_ISUID | S_ISGID)))
+		return 0;
+	if (!raw) {
+		PyErr_Clear();
+		raw = "?";
+	}
+	return sb_files_refuse_set_id(raw, (unsigned long)mode);
+}
+
 #define WRAP_MAX_ARGS 16 /* os functions take at most 7 */
 
 /* A vectorcall: the arguments stay in the caller's array (which Python code
@@ -373,6 +496,7 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 {
 	PyObject *stack[WRAP_MAX_ARGS], *paths[2] = {NULL, NULL}, *result = NULL;
 	PyObject *rewritten = NULL, *new_kwnames = NULL, *call_kwnames = kwnames;
+	PyObject *ints[3] = {NULL, NULL, NULL}; /* dir_fd, a mode, flags: exact ints */
 	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, i_dir_fd, i_follow;
 	bool armed = sb_guard_armed();
 	int dir_fd;
@@ -399,6 +523,11 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 		stack[at] = paths[i]; /* owned by paths[i] */
 	}
 	i_dir_fd = kw_index(kwnames, keys.dir_fd, "dir_fd");
+	/* The original parses dir_fd again, through __index__, which could
+	 * answer another directory the second time: it gets the very int the
+	 * decision used. */
+	if (i_dir_fd >= 0 && exact_int(&stack[nargs + i_dir_fd], &ints[0]) < 0)
+		goto out;
 	dir_fd = kw_int(i_dir_fd < 0 ? NULL : stack[nargs + i_dir_fd], -1, &has_dir_fd);
 	if (armed && paths[0]) {
 		bool follow;
@@ -427,10 +556,16 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 			break;
 		}
 		case WRAP_WRITE:
+			if (w - wrapped == W_MKNOD &&
+			    refuse_device_node(stack, nargs, kwnames, paths[0], &ints[1]) < 0)
+				goto out;
 			if (sb_files_check_obj(paths[0], dir_fd, true, false, false) < 0)
 				goto out;
 			break;
 		case WRAP_OPEN:
+			if (refuse_set_id_create(stack, nargs, kwnames, paths[0], &ints[1],
+						 &ints[2]) < 0)
+				goto out;
 			/* The "open" event only has the relative name: hand the
 			 * original a path through the descriptor instead, which
 			 * names the same directory and which the event can
@@ -526,6 +661,9 @@ call_wrapped_general(struct wrapped *w, PyObject *const *args, Py_ssize_t nargs,
 out:
 	Py_XDECREF(paths[0]);
 	Py_XDECREF(paths[1]);
+	Py_XDECREF(ints[0]);
+	Py_XDECREF(ints[1]);
+	Py_XDECREF(ints[2]);
 	Py_XDECREF(rewritten);
 	Py_XDECREF(new_kwnames);
 	return result;
@@ -758,6 +896,44 @@ out:
 	for (size_t i = 0; i < HOME__N; i++)
 		Py_XDECREF(homes[i]);
 	return r;
+}
+
+int sb_files_wrap_module(const char *name, PyObject *module)
+{
+	PyObject *dict = PyModule_Check(module) ? PyModule_GetDict(module) : NULL;
+
+	if (!dict || !wrapped[W_OPEN].def.ml_meth)
+		return 0;
+	for (size_t i = 0; i < W__N; i++) {
+		struct wrapped *w = &wrapped[i];
+		PyObject *key, *cur, *modname, *fn;
+		int r;
+
+		if (!w->original || !streq(w->module, name))
+			continue;
+		key = PyUnicode_InternFromString(w->name);
+		if (!key)
+			return -1;
+		cur = PyDict_GetItemWithError(dict, key); /* borrowed */
+		/* A fresh module's own function: the C function the wrapper's
+		 * original is (another module object, the same code). */
+		if (!cur || !PyCFunction_Check(cur) || !PyCFunction_Check(w->original) ||
+		    PyCFunction_GET_FUNCTION(cur) != PyCFunction_GET_FUNCTION(w->original)) {
+			Py_DECREF(key);
+			if (PyErr_Occurred())
+				return -1;
+			continue;
+		}
+		modname = PyUnicode_InternFromString(w->module);
+		fn = modname ? PyCFunction_NewEx(&w->def, NULL, modname) : NULL;
+		Py_XDECREF(modname);
+		r = fn ? PyDict_SetItem(dict, key, fn) : -1;
+		Py_XDECREF(fn);
+		Py_DECREF(key);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
 }
 
 void sb_files_wrap_release(void)

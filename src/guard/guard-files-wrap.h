@@ -12,5 +12,11 @@
 /* After initialisation, before the program: installs them. 0, or -1 with
  * an exception. */
 int sb_files_wrap_activate(void);
+/* A posix or _io module _imp made afresh (a re-import, _imp.create_builtin()):
+ * its functions replaced by the same wrappers, before anyone gets it. 0, or
+ * -1 with an exception. */
+int sb_files_wrap_module(const char *name, PyObject *module);
+/* Raises the refusal of a set-user-ID or set-group-ID mode for raw: -1. */
+int sb_files_refuse_set_id(const char *raw, unsigned long mode);
 /* After the interpreter is gone. */
 void sb_files_wrap_release(void);

@@ -16,11 +16,13 @@
 #include "guard-part.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "guard-files-cache.h"
 #include "guard-files-check.h"
 #include "guard-files-exec.h"
 #include "guard-files-listing.h"
+#include "guard-files-move.h"
 #include "guard-files-sqlite.h"
 #include "guard-files-wrap.h"
 #include "guard-observer.h"
@@ -141,9 +143,41 @@ static int on_attr_change(PyObject *args, Py_ssize_t dir_fd_index)
 				       false);
 }
 
+/* ("os.chmod", path or fd, mode, dir_fd): also no set-ID bit (see
+ * sb_files_refuse_set_id()); set-group-ID on a directory (its new entries
+ * get its group) is no executable's and passes. */
 static int on_chmod(PyObject *args)
 {
-	return on_attr_change(args, 2);
+	PyObject *o = arg(args, 0), *m = arg(args, 1), *keep = NULL;
+	long mode = m && PyLong_Check(m) ? PyLong_AsLong(m) : 0;
+	const char *raw = NULL;
+	struct stat st;
+	int r;
+
+	if (on_attr_change(args, 2) < 0)
+		return -1;
+	if (mode == -1 && PyErr_Occurred())
+		return -1;
+	if (!(mode & (S_ISUID | S_ISGID)))
+		return 0;
+	if (o && PyLong_Check(o)) {
+		r = fstat((int)PyLong_AsLong(o), &st);
+		raw = "<descriptor>";
+	} else if (sb_files_path_bytes(o, false, &raw, &keep) == SB_PATH_STRING) {
+		int dir_fd = arg_fd(args, 2);
+
+		r = fstatat(dir_fd < 0 ? AT_FDCWD : dir_fd, raw, &st, 0);
+	} else {
+		r = -1;
+		raw = "?";
+	}
+	if (PyErr_Occurred())
+		PyErr_Clear();
+	r = r == 0 && S_ISDIR(st.st_mode) && !(mode & S_ISUID)
+		? 0
+		: sb_files_refuse_set_id(raw, (unsigned long)mode);
+	Py_XDECREF(keep);
+	return r;
 }
 
 static int on_chown(PyObject *args)
@@ -187,18 +221,25 @@ static int on_truncate(PyObject *args)
 
 static int on_rename(PyObject *args)
 {
-	if (sb_files_check_obj(arg(args, 0), arg_fd(args, 2), true, false, false) < 0)
+	if (sb_files_check_move_source(arg(args, 0), arg_fd(args, 2)) < 0 ||
+	    sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false) < 0)
 		return -1;
-	return sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false);
+	return sb_files_check_moved_links(arg(args, 0), arg_fd(args, 2), arg(args, 1),
+					  arg_fd(args, 3), true);
 }
 
 /* A hard link to a file is a second name with the same permissions: linking
  * a read-only file into a writable directory would make it writable. */
 static int on_link(PyObject *args)
 {
-	if (sb_files_check_obj_both(arg(args, 0), arg_fd(args, 2), false) < 0)
+	if (sb_files_check_obj_both(arg(args, 0), arg_fd(args, 2), false) < 0 ||
+	    sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false) < 0)
 		return -1;
-	return sb_files_check_obj(arg(args, 1), arg_fd(args, 3), true, false, false);
+	/* link() does not follow a symbolic link: the new name is the link
+	 * itself, in another directory (the event does not say whether
+	 * linkat() will follow it: judged as if not). */
+	return sb_files_check_moved_links(arg(args, 0), arg_fd(args, 2), arg(args, 1),
+					  arg_fd(args, 3), false);
 }
 
 /* os.symlink(target, link, dir_fd): the link's place must be writable, and
@@ -575,10 +616,17 @@ static int files_activate(char **reterr)
 	return 0;
 }
 
-/* _imp made a module: SQLite's connections are guarded from the start. */
+/* _imp made a module: SQLite's connections are guarded from the start, and
+ * a fresh posix or _io (del sys.modules['posix'] then import, or
+ * _imp.create_builtin()) gets the file wrappers the first one got: without
+ * them its mkfifo(), stat(), chroot()... decided nothing. */
 static int files_module_loaded(const char *name, PyObject *module)
 {
-	return streq(name, "_sqlite3") ? sb_files_sqlite_module(module) : 0;
+	if (streq(name, "_sqlite3"))
+		return sb_files_sqlite_module(module);
+	if (streq(name, "posix") || streq(name, "_io"))
+		return sb_files_wrap_module(name, module);
+	return 0;
 }
 
 static void files_release(void)

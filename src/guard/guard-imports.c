@@ -641,10 +641,22 @@ static int on_import(PyObject *args)
 	PyObject *module = PyTuple_GetItem(args, 0);
 	const char *name = module ? PyUnicode_AsUTF8(module) : NULL;
 	const struct import_ask ask = {.origin = FROM_EVENT};
+	PyObject *path =
+	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
 
 	if (!name)
 		return -1;
-	return check_import(name, &ask);
+	if (check_import(name, &ask) < 0)
+		return -1;
+	/* An extension module about to be loaded (the event _imp raises with
+	 * the name and the file it really loads): the modules whose loading
+	 * is a rule's business (_ctypes without the native grant) are judged
+	 * again on that name. sb_guard_imp_enter() judged the name the spec
+	 * gave first, and a spec's name can be a property that answers
+	 * "_json" to the guard and "_ctypes" to _imp. */
+	if (path && PyUnicode_Check(path) && sb_guard_armed())
+		return sb_guard_module_loading(name);
+	return 0;
 }
 
 /* The name a module about to be executed was made under: its spec's, which

@@ -981,7 +981,51 @@ static int on_ioctl(PyObject *args)
 	return -1;
 }
 
+/* fcntl.fcntl(): the commands the seccomp filter allows
+ * (kernel/seccomp-filter.c, fcntl_table: keep the two in step), refused
+ * otherwise whatever the rules. Those left out reach other processes:
+ * F_SETOWN/F_SETOWN_EX with O_ASYNC, and F_SETSIG, make the kernel send a
+ * signal of the program's choice (SIGKILL included) to any process its
+ * credentials may signal at the next I/O on the descriptor, past the
+ * python-api rules of os.kill (with os-sandbox=none, root killed any process
+ * and nobody the caller's other ones); F_SETLEASE stalls other processes'
+ * opens of a file; F_NOTIFY signals on directory changes. An unknown
+ * command is refused: the kernel's list grows. */
+static const unsigned fcntl_allowed[] = {
+    F_DUPFD,	 F_GETFD,      F_SETFD,	      F_GETFL,	       F_SETFL,	     F_GETLK,
+    F_SETLK,	 F_SETLKW,     F_GETOWN,      F_GETSIG,	       F_GETOWN_EX,  F_OFD_GETLK,
+    F_OFD_SETLK, F_OFD_SETLKW, F_GETLEASE,    F_DUPFD_CLOEXEC, F_SETPIPE_SZ, F_GETPIPE_SZ,
+    F_ADD_SEALS, F_GET_SEALS,  F_GET_RW_HINT, F_SET_RW_HINT,
+};
+
+static int on_fcntl(PyObject *args)
+{
+	PyObject *o =
+	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+	long cmd = o && PyLong_Check(o) ? PyLong_AsLong(o) : -1;
+	_cleanup_free_ char *message = NULL;
+
+	if (cmd == -1 && PyErr_Occurred())
+		PyErr_Clear();
+	for (size_t i = 0; i < ELEMENTSOF(fcntl_allowed); i++)
+		if (cmd == (long)fcntl_allowed[i])
+			return 0;
+	if (!sb_guard_armed())
+		return 0;
+	if (asprintf(&message,
+		     "fcntl.fcntl() command %ld is refused by the guard whatever the rules: "
+		     "F_SETOWN, F_SETOWN_EX and F_SETSIG would signal other processes, "
+		     "F_SETLEASE stall their opens, F_NOTIFY watch directories",
+		     cmd) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	sb_raise_permission(EPERM, NULL, message);
+	return -1;
+}
+
 static const struct sb_audit_handler native_handlers[] = {
+    {"fcntl.fcntl", on_fcntl},
     {"fcntl.ioctl", on_ioctl},
     {"os.forkpty", on_forkpty},
     {"os.putenv", on_putenv},

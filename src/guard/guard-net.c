@@ -1075,6 +1075,38 @@ static void net_release(void)
 	memset(&net, 0, sizeof(net));
 }
 
+/* Sockets that no net= rule speaks of: every family but AF_UNIX, AF_INET
+ * and AF_INET6 (netlink reconfigures the host's network as root and lists
+ * its sockets as anyone, AF_PACKET reads and forges frames, AF_VSOCK
+ * reaches the hypervisor), and on AF_INET/AF_INET6 anything but TCP and UDP
+ * (SOCK_RAW, SCTP, MPTCP). The seccomp filter refuses them whatever the
+ * profile (kernel/seccomp-filter.c); with os-sandbox=none the guard is what
+ * holds, and it refuses them the same way, learning included: no rule
+ * lifts the refusal. A socket built on an existing descriptor (family -1,
+ * fileno=) makes no socket() call. */
+static int refuse_uncovered_socket(int family, int type, int proto)
+{
+	/* -1: _socket's defaults without a descriptor (SOCK_STREAM, 0), or
+	 * what it reads from the descriptor it is given. */
+	int kind = type == -1 ? SOCK_STREAM : type & 0xf; /* SOCK_TYPE_MASK */
+
+	if (proto == -1)
+		proto = 0;
+	if (family == -1 || family == AF_UNIX)
+		return 0;
+	if (family == AF_INET || family == AF_INET6) {
+		if ((kind == SOCK_STREAM && (proto == 0 || proto == IPPROTO_TCP)) ||
+		    (kind == SOCK_DGRAM && (proto == 0 || proto == IPPROTO_UDP)))
+			return 0;
+		return raise_refused("Guard network socket(%s, type %d, protocol %d) DENIED "
+				     "whatever the rules: net= rules speak of TCP and UDP only",
+				     family == AF_INET ? "AF_INET" : "AF_INET6", type, proto);
+	}
+	return raise_refused("Guard network socket(family %d) DENIED whatever the rules: net= "
+			     "rules speak of TCP and UDP over IPv4 and IPv6, and of Unix sockets",
+			     family);
+}
+
 /* socket.socket(AF_INET...): what seccomp would refuse with a bare EPERM
  * is refused here with the rule (spec #28). A socket built on an existing
  * descriptor (fileno=) makes no socket() call: socket.py leaves its family
@@ -1082,11 +1114,10 @@ static void net_release(void)
  * relaxed, and the connect is what it records. */
 static int on_socket_new(PyObject *args)
 {
-	int family = -1, type = -1;
+	int family = -1, type = -1, proto = 0;
 	bool udp;
 
-	if (!net.seccomp || sb_guard_observed() || !PyTuple_Check(args) ||
-	    PyTuple_GET_SIZE(args) < 3)
+	if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 4)
 		return 0;
 	family = PyLong_Check(PyTuple_GET_ITEM(args, 1))
 		     ? (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 1))
@@ -1094,10 +1125,17 @@ static int on_socket_new(PyObject *args)
 	type = PyLong_Check(PyTuple_GET_ITEM(args, 2))
 		   ? (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 2))
 		   : -1;
+	proto = PyLong_Check(PyTuple_GET_ITEM(args, 3))
+		    ? (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 3))
+		    : 0;
 	if (PyErr_Occurred()) {
 		PyErr_Clear();
-		return 0;
+		return raise_refused("Guard network socket() DENIED: its arguments cannot be read");
 	}
+	if (refuse_uncovered_socket(family, type, proto) < 0)
+		return -1;
+	if (!net.seccomp || sb_guard_observed())
+		return 0;
 	if (family != AF_INET && family != AF_INET6)
 		return 0;
 	udp = (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_DGRAM;

@@ -493,7 +493,9 @@ static const struct {
 /* fcntl commands: not F_SETOWN/F_SETOWN_EX/F_SETSIG (SIGIO sent to another
  * process, with the setter's credentials: a uid 0 without capabilities
  * could signal every process), F_SETLEASE (stalls other processes' opens of
- * the file) or F_NOTIFY (directory notification by signal). */
+ * the file) or F_NOTIFY (directory notification by signal). The guard holds
+ * fcntl.fcntl() to the same list (guard-native-files.c, fcntl_allowed):
+ * keep the two in step. */
 static const struct {
 	unsigned cmd;
 	const char *name;

@@ -824,6 +824,87 @@ bool sb_file_policy_system_dir(const char *dir)
 	return false;
 }
 
+/* Whether some text that starts with prefix can match pattern (match()'s
+ * syntax: no escapes, '*' crosses '/'). Errs towards yes: once prefix is
+ * used up, whatever the pattern still asks for is taken to be possible, and
+ * a bracket expression to match any character. */
+static bool match_some_extension(const char *pattern, const char *prefix)
+{
+	for (; *prefix; prefix++) {
+		switch (*pattern) {
+		case '\0':
+			return false;
+		case '*':
+			/* It can take the rest of the prefix. */
+			return true;
+		case '[': {
+			const char *end = pattern + 1;
+
+			if (*end == '!' || *end == '^')
+				end++;
+			if (*end == ']')
+				end++;
+			end = strchr(end, ']');
+			pattern = end ? end + 1 : pattern + 1;
+			if (!end && *prefix != '[')
+				return false;
+			break;
+		}
+		case '?':
+			pattern++;
+			break;
+		default:
+			if (*pattern != *prefix)
+				return false;
+			pattern++;
+			break;
+		}
+	}
+	return true;
+}
+
+/* Whether a relative pattern can only match within one name, wherever it
+ * is matched (a component, or a whole path, which '*' lets it span): no '/';
+ * and either a first character that is no wildcard (a whole path starts
+ * with '/', which it cannot match: "id_*.pub", ".env"), or no '?' or bracket
+ * (they match '/') and one run of other characters at most ("*.key",
+ * "*secret*"), which a '/' cannot be in. A move keeps the names below what
+ * it moves, hence what such a pattern hides. */
+static bool matches_one_name(const char *pattern)
+{
+	unsigned runs = 0;
+
+	if (strchr(pattern, '/'))
+		return false;
+	if (!strchr("*?[", pattern[0]))
+		return true;
+	if (strpbrk(pattern, "?["))
+		return false;
+	for (const char *c = pattern; *c; c++)
+		if (*c != '*' && (c == pattern || c[-1] == '*'))
+			runs++;
+	return runs <= 1;
+}
+
+const struct sb_fp_ignore *sb_file_policy_ignore_below(const struct sb_file_policy *p,
+						       const char *dir)
+{
+	char prefix[PATH_MAX];
+
+	if (!p->n_ignores || snprintf(prefix, sizeof(prefix), "%s/", streq(dir, "/") ? "" : dir) >=
+				 (int)sizeof(prefix))
+		return p->n_ignores ? &p->ignores[0] : NULL;
+	for (size_t i = 0; i < p->n_ignores; i++) {
+		const struct sb_fp_ignore *ig = &p->ignores[i];
+
+		if (!ig->absolute && matches_one_name(ig->pattern))
+			continue;
+		if (match_some_extension(ig->pattern, prefix))
+			return ig;
+	}
+	return NULL;
+}
+
 bool sb_file_policy_entry_ignored(const struct sb_file_policy *p, const char *dir, const char *name,
 				  const struct sb_fp_ignore **ret_ignore)
 {

@@ -116,6 +116,14 @@ enum sb_fp_verdict sb_file_policy_decide(const struct sb_file_policy *p, const c
 bool sb_file_policy_entry_ignored(const struct sb_file_policy *p, const char *dir, const char *name,
 				  const struct sb_fp_ignore **ret_ignore);
 
+/* The first ignore= rule that may hide a path below the directory dir
+ * (resolved), when its match may depend on dir's own path: an absolute
+ * pattern, or a relative one that can span names. Moving dir would give such paths names the
+ * rule no longer matches. Errs towards a rule (a pattern whose '*' could
+ * take dir's path). NULL when none. */
+const struct sb_fp_ignore *sb_file_policy_ignore_below(const struct sb_file_policy *p,
+						       const char *dir);
+
 /* When a write to resolved would change a file python-sb takes rules from:
  * that file (resolved itself, or the rule file below the directory resolved
  * names, which a rename or removal of the directory would move). Any entry

@@ -141,6 +141,50 @@ static void test_decide(void)
 	sb_file_policy_done(&p);
 }
 
+/* A move of a directory renames what is below it: which ignore= rules may
+ * hide something there by its path. */
+static void test_ignore_below(void)
+{
+	struct sb_profile prof = {0};
+	struct sb_expose_rule ex = {
+	    .path = "rw", .resolved = at("rw"), .writable = true, .origin = {"p", 1}};
+	char abs_rule[PATH_MAX], glob_rule[PATH_MAX];
+	struct sb_name_rule ig[7] = {
+	    {.name = abs_rule, .origin = {"p", 2}}, {.name = glob_rule, .origin = {"p", 3}},
+	    {.name = "*.key", .origin = {"p", 4}},  {.name = "*secret*", .origin = {"p", 5}},
+	    {.name = ".env", .origin = {"p", 6}},   {.name = "id_*.p[eu]?", .origin = {"p", 7}},
+	    {.name = "*b*c", .origin = {"p", 8}}};
+	struct sb_file_policy p;
+	const struct sb_fp_ignore *hit;
+
+	snprintf(abs_rule, sizeof(abs_rule), "%s", at("rw/private/key.txt"));
+	snprintf(glob_rule, sizeof(glob_rule), "%s", at("rw/[t]op/*/key.txt"));
+	prof.exposes = &ex;
+	prof.n_exposes = 1;
+	prof.ignores = ig;
+	prof.n_ignores = 6;
+	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init");
+	hit = sb_file_policy_ignore_below(&p, at("rw/private"));
+	tap_ok(hit == &p.ignores[0], "the parent of an absolute rule's path");
+	tap_ok(sb_file_policy_ignore_below(&p, at("rw")) == &p.ignores[0], "a grandparent");
+	tap_ok(sb_file_policy_ignore_below(&p, at("rw/top")) == &p.ignores[1],
+	       "a directory a bracket and a star lead below");
+	tap_ok(!sb_file_policy_ignore_below(&p, at("rw/privat")), "a prefix of a name is not it");
+	tap_ok(!sb_file_policy_ignore_below(&p, at("rw/other")),
+	       "name patterns (*.key, *secret*, .env, id_*.p[eu]?) keep what a move keeps");
+	tap_ok(!sb_file_policy_ignore_below(&p, at("rw/private/key.txt")),
+	       "nothing below the hidden path itself");
+	sb_file_policy_done(&p);
+
+	/* A relative pattern whose star can span names: the path matters. */
+	prof.ignores = ig + 6;
+	prof.n_ignores = 1;
+	TAP_IS_INT(sb_file_policy_init(&p, &prof), 0, "init 2");
+	tap_ok(sb_file_policy_ignore_below(&p, at("rw/b")) == &p.ignores[0],
+	       "*b*c matches rw/b/c as a whole path");
+	sb_file_policy_done(&p);
+}
+
 /* Implicit grants resolve below directories earlier grants showed to be
  * canonical: that shortcut must still follow links, and skip what is missing. */
 static void test_implicit_resolution(void)
@@ -307,6 +351,7 @@ int main(void)
 
 	test_resolve();
 	test_decide();
+	test_ignore_below();
 	test_implicit_resolution();
 	test_implicit_canonical();
 	test_rule_files();
