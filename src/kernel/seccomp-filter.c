@@ -1315,27 +1315,43 @@ done:
 
 /* ---- --explain --------------------------------------------------------------- */
 
+static int describe_call(struct sb_buf *out, enum group k, enum grant g, bool granted,
+			 const char *name, bool *first)
+{
+	int r;
+
+	if (*first && granted)
+		r = sb_buf_printf(out, "#   seccomp allows, %s: %s", group_name[k], name);
+	else if (*first)
+		r = sb_buf_printf(out, "#   seccomp refuses (needs %s), %s: %s", grant_rule[g],
+				  group_name[k], name);
+	else
+		r = sb_buf_printf(out, ", %s", name);
+	*first = false;
+	return r;
+}
+
 static int describe_group(struct sb_buf *out, const struct sb_seccomp_policy *policy, enum group k,
 			  bool want_granted)
 {
 	bool first = true;
 	int r = 0;
 
+	/* The chmod family is allowed with conditions where writing is
+	 * (add_chmod(), described with the other conditions), and refused with
+	 * the rest of its group where it is not. */
+	for (size_t i = 0; r >= 0 && k == K_METADATA && !want_granted && !policy->allow_write &&
+			   i < ELEMENTSOF(chmod_calls);
+	     i++)
+		if (resolve(chmod_calls[i].name) >= 0)
+			r = describe_call(out, k, G_WRITE, false, chmod_calls[i].name, &first);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(allowed_table); i++) {
 		const struct allowed *a = &allowed_table[i];
 
 		if (a->group != k || granted(policy, a->grant) != want_granted ||
 		    resolve(a->name) < 0)
 			continue;
-		if (first && want_granted)
-			r = sb_buf_printf(out, "#   seccomp allows, %s: %s", group_name[k],
-					  a->name);
-		else if (first)
-			r = sb_buf_printf(out, "#   seccomp refuses (needs %s), %s: %s",
-					  grant_rule[a->grant], group_name[k], a->name);
-		else
-			r = sb_buf_printf(out, ", %s", a->name);
-		first = false;
+		r = describe_call(out, k, a->grant, want_granted, a->name, &first);
 	}
 	return r < 0 || first ? r : sb_buf_putc(out, '\n');
 }

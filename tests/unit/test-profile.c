@@ -403,9 +403,9 @@ static void test_provider_table(void)
 			tap_ok(!p->prepare && !p->enter && p->probe(&err) == -EOPNOTSUPP,
 			       "%s: a wrapper, not in this version: fails closed", p->name);
 		else if (p->flags & SB_PROVIDER_WRAPS_EXEC)
-			tap_ok(p->build_argv && !p->enter,
-			       "%s: a wrapper builds a command line and enters nothing itself",
-			       p->name);
+			/* Its enter(), if any, runs in the python-sb re-entered
+			 * under the tool (sb_boundary_enter() refuses it outside). */
+			tap_ok(p->build_argv, "%s: a wrapper builds a command line", p->name);
 		else
 			tap_ok(!p->build_argv, "%s: in-process, no command line", p->name);
 	}
