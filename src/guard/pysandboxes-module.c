@@ -209,9 +209,12 @@ static int raise_oserror(PyObject *cls, int errnum, const char *path, const char
 {
 	PyObject *exc;
 
-	exc = path ? PyObject_CallFunction(cls, "isO&", errnum, message, PyUnicode_DecodeFSDefault,
-					   path)
-		   : PyObject_CallFunction(cls, "is", errnum, message);
+	/* The message names the path, which need not be UTF-8 (bytes paths):
+	 * decoded as the path is, or building the exception would raise
+	 * UnicodeDecodeError in place of the refusal. */
+	exc = path ? PyObject_CallFunction(cls, "iO&O&", errnum, PyUnicode_DecodeFSDefault, message,
+					   PyUnicode_DecodeFSDefault, path)
+		   : PyObject_CallFunction(cls, "iO&", errnum, PyUnicode_DecodeFSDefault, message);
 	if (exc) {
 		PyErr_SetObject(cls, exc);
 		Py_DECREF(exc);
@@ -279,7 +282,9 @@ int sb_raise_api_error(const char *qualname, const char *category, const char *m
 	sb_report_denial(SB_REPORT_DENIAL_API, qualname, message);
 	if (!cls)
 		return -1;
-	exc = PyObject_CallFunction(cls, "is", EPERM, message);
+	/* It may name a path (a program to run), decoded as raise_oserror()
+	 * decodes one. */
+	exc = PyObject_CallFunction(cls, "iO&", EPERM, PyUnicode_DecodeFSDefault, message);
 	if (!exc)
 		return -1;
 	q = PyUnicode_FromString(qualname);

@@ -126,6 +126,25 @@ def test_spec_24_read_outside(fx):
     assert "TOP-SECRET" not in msg
 
 
+def test_refusal_of_a_path_that_is_not_utf8_is_a_refusal(fx):
+    """A bytes path need not be UTF-8: the refusal's message names it as
+    os.fsdecode() would, and the program gets the refusal, not a
+    UnicodeDecodeError from building it."""
+    (fx.out / os.fsdecode(b"\xff\xfe\nf")).write_text("TOP-SECRET\n")
+    res = fx.run("""
+        P(lambda: open(os.fsencode(OUT) + b'/\\xff\\xfe\\nf').read())
+        P(lambda: open(os.fsencode(RO) + b'/\\xff\\xfe', 'w'))
+        """)
+    assert len(res) == 2, res
+    msg = not_found(res[0])
+    assert f"Access to '{fx.out}/\udcff\udcfe\nf' must be accepted by a rule." in msg
+    assert f"Add 'expose-ro={fx.out}'" in msg
+    assert "TOP-SECRET" not in msg
+    msg = read_only(res[1])
+    assert f"Rule 'expose-ro=ro' from " in msg
+    assert not (fx.ro / os.fsdecode(b"\xff\xfe")).exists()
+
+
 def test_spec_24_ignore_hides_file(fx):
     fx.sb.write("rw/.env", "PASSWORD=x\n")
     msg = not_found(fx.one("P(lambda: open(os.path.join(RW, '.env')).read())",
