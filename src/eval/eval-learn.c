@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "eval-learn.h"
 
-#include <ctype.h>
-
 #include "eval-grammar.h"
+#include "profile.h"
 #include "util.h"
 
 static const char kind_code[SB_EVAL_LEARN__N] = {'n', 'c', 'a', 'i', 'm', 'x', 'f'};
@@ -13,29 +12,6 @@ static const enum sb_eval_list_key kind_key[SB_EVAL_LEARN__N] = {
     [SB_EVAL_LEARN_ATTRIBUTE] = SB_EVAL_ATTRIBUTE, [SB_EVAL_LEARN_IMPORT] = SB_EVAL_IMPORT,
     [SB_EVAL_LEARN_MAGIC] = SB_EVAL_MAGIC,
 };
-
-/* Whether s is an identifier (dotted: a module name): the names the eval-*
- * list keys hold. ASCII letters, digits and '_', and any non-ASCII byte, as
- * the profile's python-import takes them. */
-static bool is_identifier(const char *s, bool dotted)
-{
-	bool start = true;
-
-	for (; *s; s++) {
-		if (dotted && *s == '.') {
-			if (start)
-				return false;
-			start = true;
-			continue;
-		}
-		if (!(*s == '_' || isalnum((unsigned char)*s) || (unsigned char)*s >= 0x80))
-			return false;
-		if (start && isdigit((unsigned char)*s))
-			return false;
-		start = false;
-	}
-	return !start;
-}
 
 int sb_eval_learned_add(struct sb_eval_learned *l, enum sb_eval_learn_kind kind,
 			const char *profile, const char *name)
@@ -48,7 +24,8 @@ int sb_eval_learned_add(struct sb_eval_learned *l, enum sb_eval_learn_kind kind,
 	 * and ',' '#' '=' are syntax: a name the program chose
 	 * (getattr(o, "*")) that is no identifier is never learned. The sites
 	 * of the two comment kinds are escaped where they are written. */
-	if (kind < SB_EVAL_LEARN_CONTEXT && !is_identifier(name, kind == SB_EVAL_LEARN_IMPORT))
+	if (kind < SB_EVAL_LEARN_CONTEXT &&
+	    !sb_profile_name_valid(name, kind == SB_EVAL_LEARN_IMPORT))
 		return -EINVAL;
 	if (!profile)
 		profile = "";

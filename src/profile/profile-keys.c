@@ -428,10 +428,15 @@ static int parse_net(struct sb_profile *p, const struct sb_key_context *ctx _unu
 
 bool sb_profile_module_name_valid(const char *s)
 {
+	return sb_profile_name_valid(s, true);
+}
+
+bool sb_profile_name_valid(const char *s, bool dotted)
+{
 	bool start = true;
 
 	for (; *s; s++) {
-		if (*s == '.') {
+		if (dotted && *s == '.') {
 			if (start)
 				return false;
 			start = true;

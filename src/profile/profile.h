@@ -184,3 +184,6 @@ const char *sb_scalar_key_name(enum sb_scalar_key k);
  * letters, digits, '_', and any non-ASCII byte), no '*'. Learning writes an
  * import only when this accepts it. */
 bool sb_profile_module_name_valid(const char *s);
+/* The same rule for one name (dotted false: an identifier, as eval-* lists
+ * take) or a dotted one. */
+bool sb_profile_name_valid(const char *s, bool dotted);

@@ -329,18 +329,18 @@ def test_process_group_signals_stay_inside(anyuser):
 # The new root and ignore=
 
 
-def test_inherited_files_cannot_be_reopened_through_proc(anyuser):
+def check_inherited_files_not_reopened(sb, profile):
     """stdin from a file and stdout appended to a log, both outside every
-    grant and the user's own (writable by the program's uid): the new root
-    does not hold them, but /proc/self/fd/N reopens them by their host path,
-    past the read-only binds, with what the file's mode allows. Landlock
-    keeps every path outside the new root closed; the descriptors themselves
-    keep working (the input read, the output appended)."""
-    sb = anyuser
+    grant and the user's own (writable by the program's uid): a new root does
+    not hold them, but /proc/self/fd/N reopens them by their host path, past
+    the read-only binds, with what the file's mode allows. Landlock keeps
+    every path outside the new root closed; the descriptors themselves keep
+    working (the input read, the output appended). Also test_kernel_wrappers.py
+    (bwrap)."""
     sb.mkdir("outside")
     stdin_file = sb.write("outside/input.txt", SECRET + "\n")
     log = sb.write("outside/log.txt", "earlier run\n")
-    sb.profile(BASE)
+    sb.profile(profile)
     s = sb.write("s.py", __import__("conftest").NATIVE_PRELUDE + textwrap.dedent('''
         py("reopen stdin for writing",
            lambda: os.write(os.open("/proc/self/fd/0", os.O_WRONLY | os.O_TRUNC), b"pwned"))
@@ -361,6 +361,10 @@ def test_inherited_files_cannot_be_reopened_through_proc(anyuser):
     assert o == {"reopen stdin for writing": "EACCES", "reopen stdout for reading": "EACCES",
                  "reopen stdout without O_APPEND": "EACCES", "stdin": SECRET}, text
     assert stdin_file.read_text() == SECRET + "\n"
+
+
+def test_inherited_files_cannot_be_reopened_through_proc(anyuser):
+    check_inherited_files_not_reopened(anyuser, BASE)
 
 
 def test_ignore_refuses_native_code_and_the_guard_hides(anyuser):

@@ -40,7 +40,8 @@ from conftest import (EXIT_CONFIG, EXIT_TIMEOUT, IS_ASAN, NATIVE_PRELUDE, SANITI
 from test_kernel_landlock import (accepted, free_port, tcp, tracer_pid,  # noqa: F401
                                   unix_listener, victim)
 from test_kernel_unshare import (HostListener, check_data_sent_before_the_exit_arrives,
-                                 tools_missing, tun_usable_by)
+                                 check_inherited_files_not_reopened, tools_missing,
+                                 tun_usable_by)
 
 SECRET = "TOP-SECRET-5f3a9c"
 ORIGINAL = "ORIGINAL-ro-content\n"
@@ -228,37 +229,12 @@ def test_host_processes_are_not_in_the_sandbox(anyuser, victim):
 
 @pytest.mark.parametrize("wrapper", [wrapper_param("bwrap")], indirect=True)
 def test_bwrap_inherited_files_cannot_be_reopened_through_proc(anyuser):
-    """stdin from a file and stdout appended to a log, both outside every
-    grant and writable by the program's uid: bubblewrap's new root does not
-    hold them, but /proc/self/fd/N reopens them by their host path, past the
-    read-only binds. Landlock keeps the program beneath the new root; the
-    descriptors themselves keep working. (firejail's root is the host's:
+    """As under unshare: bubblewrap's new root does not hold a file the
+    program inherited a descriptor of, and Landlock keeps /proc/self/fd/N
+    from reopening it by its host path. (firejail's root is the host's:
     docs/python-sb.md says this stays open there.)"""
     w, sb = anyuser
-    sb.mkdir("outside")
-    stdin_file = sb.write("outside/input.txt", SECRET + "\n")
-    log = sb.write("outside/log.txt", "earlier run\n")
-    sb.profile(profile(w))
-    s = sb.write("s.py", NATIVE_PRELUDE + textwrap.dedent('''
-        py("reopen stdin for writing",
-           lambda: os.write(os.open("/proc/self/fd/0", os.O_WRONLY | os.O_TRUNC), b"pwned"))
-        py("reopen stdout for reading", lambda: os.read(os.open("/proc/self/fd/1", os.O_RDONLY), 99))
-        py("reopen stdout without O_APPEND",
-           lambda: os.write(os.open("/proc/self/fd/1", os.O_WRONLY), b"OVERWRITTEN"))
-        print("stdin:", sys.stdin.read().strip(), flush=True)
-        '''))
-    env = dict(sb.env(), **SANITIZER_ENV)
-    with open(stdin_file) as stdin, open(log, "a") as out:
-        p = subprocess.run(sb.prefix + [sb.binary, str(s)], cwd=str(sb.root), env=env,
-                           stdin=stdin, stdout=out, stderr=subprocess.PIPE, text=True,
-                           timeout=TIMEOUT)
-    text = log.read_text()
-    assert p.returncode == 0, (p, text)
-    assert text.startswith("earlier run\n"), text
-    o = dict(line.split(": ", 1) for line in text.splitlines()[1:] if ": " in line)
-    assert o == {"reopen stdin for writing": "EACCES", "reopen stdout for reading": "EACCES",
-                 "reopen stdout without O_APPEND": "EACCES", "stdin": SECRET}, text
-    assert stdin_file.read_text() == SECRET + "\n"
+    check_inherited_files_not_reopened(sb, profile(w))
 
 
 def test_create_under_expose_ro_refused(anyuser):
