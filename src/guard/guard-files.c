@@ -144,14 +144,14 @@ static int on_attr_change(PyObject *args, Py_ssize_t dir_fd_index)
 }
 
 /* ("os.chmod", path or fd, mode, dir_fd): also no set-ID bit (see
- * sb_files_refuse_set_id()); set-group-ID on a directory (its new entries
- * get its group) is no executable's and passes. */
+ * sb_files_refuse_set_id()), on a directory neither: seccomp cannot tell a
+ * directory from a file and refuses the bits to native code alike, so the
+ * two layers give one answer. */
 static int on_chmod(PyObject *args)
 {
 	PyObject *o = arg(args, 0), *m = arg(args, 1), *keep = NULL;
 	long mode = m && PyLong_Check(m) ? PyLong_AsLong(m) : 0;
 	const char *raw = NULL;
-	struct stat st;
 	int r;
 
 	if (on_attr_change(args, 2) < 0)
@@ -160,22 +160,13 @@ static int on_chmod(PyObject *args)
 		return -1;
 	if (!(mode & (S_ISUID | S_ISGID)))
 		return 0;
-	if (o && PyLong_Check(o)) {
-		r = fstat((int)PyLong_AsLong(o), &st);
+	if (o && PyLong_Check(o))
 		raw = "<descriptor>";
-	} else if (sb_files_path_bytes(o, false, &raw, &keep) == SB_PATH_STRING) {
-		int dir_fd = arg_fd(args, 2);
-
-		r = fstatat(dir_fd < 0 ? AT_FDCWD : dir_fd, raw, &st, 0);
-	} else {
-		r = -1;
+	else if (sb_files_path_bytes(o, false, &raw, &keep) != SB_PATH_STRING)
 		raw = "?";
-	}
 	if (PyErr_Occurred())
 		PyErr_Clear();
-	r = r == 0 && S_ISDIR(st.st_mode) && !(mode & S_ISUID)
-		? 0
-		: sb_files_refuse_set_id(raw, (unsigned long)mode);
+	r = sb_files_refuse_set_id(raw, (unsigned long)mode);
 	Py_XDECREF(keep);
 	return r;
 }
