@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_landlock
+from conftest import needs_landlock, not_under_asan
 from servehelp import Server
 
 WEB = Path(__file__).resolve().parents[2] / "web"
@@ -230,6 +230,7 @@ def test_no_room_for_connections_is_refused_at_start(sb_bin):
 
 
 @needs_landlock
+@not_under_asan
 @pytest.mark.parametrize("runner", [(), ("--fresh-exec",)], ids=["fork", "exec"])
 def test_a_memory_limit_too_small_to_start_is_the_clients_error(sb_bin, runner):
     """limits.memory_bytes below what the interpreter needs: the run cannot
