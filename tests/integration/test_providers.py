@@ -5,8 +5,10 @@ tool is not installed; unknown names are profile errors. What bwrap and
 firejail enforce: test_kernel_wrappers.py."""
 
 import os
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -309,8 +311,18 @@ def test_python_sb_in_a_writable_tree_refuses_to_start(request, sb_bin, provider
     bindir = sb.mkdir("tools/bin")
     copy = bindir / "python-sb"
     shutil.copy2(sb_bin, copy)
+    # The hooked copy (meson install's) loads its library by a path relative
+    # to itself ($ORIGIN): it comes along, into the same writable tree.
+    hook = re.search(rb"\$ORIGIN/([^\0]*python-sb-hook\.so)", Path(sb_bin).read_bytes())
+    if hook:
+        lib = bindir / hook.group(1).decode()
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(Path(sb_bin).parent / hook.group(1).decode(), lib)
     if sb.owner:
-        os.chown(copy, *sb.owner)
+        for dirpath, _, filenames in os.walk(sb.path("tools")):
+            os.chown(dirpath, *sb.owner)
+            for name in filenames:
+                os.chown(os.path.join(dirpath, name), *sb.owner)
     marker = sb.path("UNCONFINED")
     sb.profile(f"os-sandbox={provider}\nexpose-rw={sb.path('tools')}\npython-import=*\n",
                rel="prof")
