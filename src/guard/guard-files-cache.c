@@ -117,7 +117,10 @@ struct rc_rec {
 
 static struct {
 	struct sb_rc_slot slots[RC_SLOTS];
-	char arena[RC_ARENA];
+	/* Mapped by sb_rc_init(), not in .bss: the launcher prefaults the
+	 * executable's data and .bss (prefault.h), and 2 MiB of it would be
+	 * memory no run needs. */
+	char *arena;
 	uint32_t used;	     /* bytes of arena in use */
 	uint32_t n;	     /* entries */
 	uint16_t gen;	     /* 0 = never valid */
@@ -179,7 +182,7 @@ static bool rc_usable(void)
 {
 	PyThreadState *t;
 
-	if (rc.off)
+	if (rc.off || !rc.arena)
 		return false;
 	t = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
 	return t && !PyThreadState_Next(t);
@@ -252,7 +255,7 @@ static struct sb_rc_slot *rc_put_h(const char *abs, size_t n, bool follow, uint3
 	size_t m = strlen(resolved);
 	struct rc_rec r = {0};
 
-	if (n >= PATH_MAX || m >= PATH_MAX)
+	if (n >= PATH_MAX || m >= PATH_MAX || !rc.arena)
 		return NULL;
 	if (m == n && memcmp(abs, resolved, n) == 0)
 		m = 0; /* the value is the key */
@@ -673,6 +676,17 @@ void sb_rc_seed(char *const *dirs, size_t n_dirs)
 void sb_rc_init(bool off, bool remember_reads)
 {
 	sb_rc_clear(); /* gen 0 -> 1: the zeroed slots are empty */
+	if (!rc.arena) {
+		void *arena = mmap(NULL, RC_ARENA, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		/* Without it (a tight limit-memory), no cache: every decision
+		 * resolves its path, as with threads. */
+		if (arena == MAP_FAILED)
+			off = true;
+		else
+			rc.arena = arena;
+	}
 	rc.off = off;
 	rc.remember_reads = remember_reads;
 }

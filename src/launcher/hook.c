@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "launcher.h"
+#include "prefault.h"
 
 #define BUILD_ID_MAX 64
 
@@ -127,6 +128,9 @@ __attribute__((constructor)) static void python_sb_hook(int argc, char **argv, c
 	Dl_info self;
 
 	(void)envp;
+	/* This library's .data and .bss, before the launcher writes them a page
+	 * at a time (prefault.h; the interpreter's own come later, in main.c). */
+	sb_prefault_object_data((const void *)python_sb_hook, true, 1u << 20);
 	warn_if_interpreter_changed();
 	if (dladdr((void *)python_sb_hook, &self) && self.dli_fname &&
 	    realpath(self.dli_fname, library))

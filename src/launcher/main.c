@@ -20,6 +20,7 @@
 #include "provider.h"
 #include "report-denials.h"
 #include "libexec.h"
+#include "prefault.h"
 #include "report-supervise.h"
 #include "supervise-outcome.h"
 #include "resource-limits.h"
@@ -33,6 +34,9 @@
 
 #define EXIT_USAGE  2
 #define EXIT_CONFIG SB_EXIT_CONFIG
+/* Debian's python3.11 has 1.3 MiB of data, the static python-sb 1.4 MiB:
+ * anything much larger is not an interpreter's start-up data. */
+#define SB_PREFAULT_MAX_BYTES (4u << 20)
 
 extern char **environ;
 
@@ -396,6 +400,13 @@ static int run(const struct sb_embed *e, enum sb_rules_mode mode, const char *no
 		if (wrapping->inside)
 			sb_wrap_inside_detach(wrapping->inside);
 	}
+	/* This process runs the interpreter, whose start writes nearly every
+	 * page of its executable's data: mapped at once here rather
+	 * than a fault at a time (prefault.h; not before a wrapper or a
+	 * supervisor's fork, whose child would fault on them again; nor for a
+	 * provider that runs the program in a child of this process). */
+	if (!(e->provider->flags & SB_PROVIDER_CHILD_PROCESS))
+		sb_prefault_object_data(NULL, false, SB_PREFAULT_MAX_BYTES);
 	r = sb_embed_prepare(e, &state, &paths, &err);
 	if (r < 0)
 		return fail("cannot prepare the interpreter", err, r);
