@@ -236,9 +236,17 @@ static int collect_path0(const struct sb_embed *e, struct sb_interp_paths *paths
  * -EPERM with *reterr naming the rule. */
 static int check_self_not_writable(const struct sb_profile *p, const char *path, char **reterr)
 {
-	_cleanup_free_ char *real = path ? realpath(path, NULL) : NULL;
-	_cleanup_free_ char *dir = real ? sb_path_dirname(real) : NULL;
+	_cleanup_free_ char *real = NULL, *dir = NULL;
+	bool any_writable = false;
 
+	/* realpath() is a readlink per component: at every start, only when
+	 * there is a tree to check against. */
+	for (size_t i = 0; i < p->n_exposes; i++)
+		any_writable |= p->exposes[i].writable && p->exposes[i].resolved;
+	if (!any_writable || !path)
+		return 0;
+	real = realpath(path, NULL);
+	dir = real ? sb_path_dirname(real) : NULL;
 	for (size_t i = 0; dir && i < p->n_exposes; i++) {
 		const struct sb_expose_rule *x = &p->exposes[i];
 
