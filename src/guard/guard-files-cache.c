@@ -117,9 +117,9 @@ struct rc_rec {
 
 static struct {
 	struct sb_rc_slot slots[RC_SLOTS];
-	/* Mapped by sb_rc_init(), not in .bss: the launcher prefaults the
-	 * executable's data and .bss (prefault.h), and 2 MiB of it would be
-	 * memory no run needs. */
+	/* Mapped by sb_rc_init(), not in .bss: the hook library's .bss is
+	 * prefaulted as it starts (prefault.h, hook.c), and 2 MiB of it would
+	 * be memory no run needs. */
 	char *arena;
 	uint32_t used;	     /* bytes of arena in use */
 	uint32_t n;	     /* entries */
