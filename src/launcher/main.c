@@ -34,8 +34,8 @@
 
 #define EXIT_USAGE  2
 #define EXIT_CONFIG SB_EXIT_CONFIG
-/* Debian's python3.11 has 1.3 MiB of data, the static python-sb 1.4 MiB:
- * anything much larger is not an interpreter's start-up data. */
+/* Debian's python3.11 has 1.2 MiB of data past RELRO, the static python-sb
+ * 1.3 MiB: anything much larger is not an interpreter's start-up data. */
 #define SB_PREFAULT_MAX_BYTES (4u << 20)
 
 extern char **environ;
